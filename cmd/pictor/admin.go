@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/admin"
+)
+
+// commands is what both the direct store and a running server's admin
+// endpoint can do.
+type commands interface {
+	CreateOrg(name, plan string) (*admin.Created, error)
+	SetSuspended(orgID string, suspended bool) (*admin.OrgState, error)
+}
+
+func runAdmin(ctx context.Context, args []string, e env) error {
+	if len(args) < 2 || args[0] != "org" {
+		fmt.Fprint(e.stderr, usage)
+		return errors.New("usage: pictor admin org create|suspend|resume ...")
+	}
+	action := args[1]
+	fs := newFlagSet("admin org "+action, e.stderr, e.getenv)
+	var dataDir, name, plan, orgID string
+	fs.StringVar(&dataDir, "data-dir", "", "data directory of the store (required)")
+	switch action {
+	case "create":
+		fs.StringVar(&name, "name", "", "organization name (required)")
+		fs.StringVar(&plan, "plan", "", "plan: free, basic, pro or scale (required)")
+	case "suspend", "resume":
+		fs.StringVar(&orgID, "org", "", "organization id (required)")
+	default:
+		return fmt.Errorf("unknown admin org command %q (want create, suspend or resume)", action)
+	}
+	if err := fs.parse(args[2:]); err != nil {
+		return err
+	}
+	required := []string{"data-dir", "name", "plan"}
+	if action != "create" {
+		required = []string{"data-dir", "org"}
+	}
+	if err := fs.require(required...); err != nil {
+		return err
+	}
+	slog.SetDefault(newLogger(e.stderr, slog.LevelWarn))
+
+	var out any
+	err := withCommands(dataDir, e, func(c commands) error {
+		var err error
+		switch action {
+		case "create":
+			out, err = c.CreateOrg(name, plan)
+		case "suspend":
+			out, err = c.SetSuspended(orgID, true)
+		case "resume":
+			out, err = c.SetSuspended(orgID, false)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(e.stdout)
+	return enc.Encode(out)
+}
+
+// withCommands runs fn on the store directly, or through the running
+// server's admin endpoint when a server holds the store.
+func withCommands(dataDir string, e env, fn func(commands) error) error {
+	store, err := origin.OpenStore(dataDir)
+	if errors.Is(err, kv.ErrLocked) {
+		client, derr := admin.Dial(dataDir)
+		if derr != nil {
+			return fmt.Errorf("the data directory is in use, but its server's admin endpoint is unknown: %w", derr)
+		}
+		return fn(client)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := origin.AdminService(store, e.getenv("PICTOR_MASTER_KEY"), dataDir)
+	if err != nil {
+		return err
+	}
+	return fn(svc)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// flagSet is a flag.FlagSet whose flags also read PICTOR_* environment
+// variables: PICTOR_ + the flag name in upper case with '-' as '_'.
+// A flag given on the command line beats its variable.
+type flagSet struct {
+	*flag.FlagSet
+	getenv func(string) string
+}
+
+func newFlagSet(name string, stderr io.Writer, getenv func(string) string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &flagSet{FlagSet: fs, getenv: getenv}
+}
+
+// envName returns the environment variable of a flag.
+func envName(flagName string) string {
+	return "PICTOR_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse parses args, then fills every flag not given from its variable.
+func (fs *flagSet) parse(args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		if v := fs.getenv(envName(f.Name)); v != "" {
+			if serr := f.Value.Set(v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// require reports a missing mandatory flag.
+func (fs *flagSet) require(names ...string) error {
+	for _, n := range names {
+		if fs.Lookup(n).Value.String() == "" {
+			return fmt.Errorf("--%s is required (or set %s)", n, envName(n))
+		}
+	}
+	return nil
+}
+
+func osGetenv(k string) string { return os.Getenv(k) }

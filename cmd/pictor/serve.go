@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/pictorhq/pictor/edge"
+	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/logging"
+)
+
+// shutdownGrace bounds how long in-flight requests may take to finish.
+const shutdownGrace = 30 * time.Second
+
+func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
+
+type tierFlags struct {
+	dataDir, addr, originAddr, originURL, publicURL, cacheDir, logLevel string
+	cacheMem                                                            int64
+	allowPrivate                                                        bool
+}
+
+func (t *tierFlags) originConfig(e env) origin.Config {
+	cfg := origin.DefaultConfig()
+	cfg.DataDir = t.dataDir
+	cfg.PublicURL = t.publicURL
+	cfg.AllowPrivateURLs = t.allowPrivate
+	cfg.MasterKey = e.getenv("PICTOR_MASTER_KEY")
+	cfg.Announce = e.stdout
+	return cfg
+}
+
+func runServe(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("serve", e.stderr, e.getenv)
+	var t tierFlags
+	def := edge.DefaultConfig()
+	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key, caches)")
+	fs.StringVar(&t.addr, "addr", "127.0.0.1:8080", "public listen address (edge)")
+	fs.StringVar(&t.originAddr, "origin-addr", "127.0.0.1:8081", "internal listen address (origin)")
+	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
+	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
+	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
+	fs.Int64Var(&t.cacheMem, "cache-mem", def.CacheMem, "edge memory cache size in bytes")
+	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := setupLogging(e, t.logLevel); err != nil {
+		return err
+	}
+	// Listen first, so port 0 works and the public URL is known before wiring.
+	edgeLn, err := net.Listen("tcp", t.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", t.addr, err)
+	}
+	originLn, err := net.Listen("tcp", t.originAddr)
+	if err != nil {
+		edgeLn.Close()
+		return fmt.Errorf("--origin-addr %s: %w", t.originAddr, err)
+	}
+	publicURL := t.publicURL
+	if publicURL == "" {
+		publicURL = "http://" + edgeLn.Addr().String()
+	}
+
+	ocfg := t.originConfig(e)
+	ocfg.Addr = originLn.Addr().String()
+	ocfg.Listener = originLn
+	ocfg.PublicURL = publicURL
+	ecfg := def
+	ecfg.Addr = edgeLn.Addr().String()
+	ecfg.Listener = edgeLn
+	ecfg.OriginURL = "http://" + originLn.Addr().String()
+	ecfg.PublicURL = publicURL
+	ecfg.CacheMem = t.cacheMem
+	ecfg.CacheDir = t.cacheDir
+	if ecfg.CacheDir == "" {
+		ecfg.CacheDir = filepath.Join(t.dataDir, "edge-cache")
+	}
+
+	o, err := origin.New(ocfg)
+	if err != nil {
+		edgeLn.Close()
+		originLn.Close()
+		return err
+	}
+	ed, err := edge.New(ecfg)
+	if err != nil {
+		edgeLn.Close()
+		return errors.Join(err, o.Stop(context.Background()))
+	}
+	return serveUntilDone(ctx, e, publicURL, o, ed)
+}
+
+// component is a tier with a lifecycle.
+type component interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// serveUntilDone starts the components in order, announces the base URL and
+// waits for ctx; then it stops them in reverse order within shutdownGrace.
+func serveUntilDone(ctx context.Context, e env, publicURL string, comps ...component) error {
+	var err error
+	for _, c := range comps {
+		if err = c.Start(ctx); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		fmt.Fprintf(e.stdout, "Pictor is listening on %s\n", publicURL)
+		<-ctx.Done()
+		slog.Info("shutting down")
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	// Stop everything New created, started or not, newest first.
+	for i := len(comps) - 1; i >= 0; i-- {
+		if serr := comps[i].Stop(stopCtx); serr != nil {
+			errs = append(errs, serr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func runEdge(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("edge", e.stderr, e.getenv)
+	def := edge.DefaultConfig()
+	cfg := def
+	var logLevel string
+	fs.StringVar(&cfg.OriginURL, "origin-url", "", "base URL of the origin (required)")
+	fs.StringVar(&cfg.Addr, "addr", def.Addr, "public listen address")
+	fs.StringVar(&cfg.CacheDir, "cache-dir", def.CacheDir, "disk cache directory")
+	fs.Int64Var(&cfg.CacheMem, "cache-mem", def.CacheMem, "memory cache size in bytes")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL of image URLs (default http://<addr>)")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := fs.require("origin-url"); err != nil {
+		return err
+	}
+	if err := setupLogging(e, logLevel); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", cfg.Addr, err)
+	}
+	cfg.Listener = ln
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+	ed, err := edge.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return serveUntilDone(ctx, e, cfg.PublicURL, ed)
+}
+
+func runOrigin(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("origin", e.stderr, e.getenv)
+	var t tierFlags
+	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key)")
+	fs.StringVar(&t.addr, "addr", origin.DefaultConfig().Addr, "listen address")
+	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
+	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
+	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := setupLogging(e, t.logLevel); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", t.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", t.addr, err)
+	}
+	cfg := t.originConfig(e)
+	cfg.Addr = ln.Addr().String()
+	cfg.Listener = ln
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+	o, err := origin.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return serveUntilDone(ctx, e, cfg.PublicURL, o)
+}

@@ -1,0 +1,65 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+)
+
+// Config configures the edge tier.
+type Config struct {
+	// Addr is the public listen address.
+	Addr string
+	// OriginURL is the base URL of the origin tier.
+	OriginURL string
+	// PublicURL is the base of image URLs served here.
+	PublicURL string
+	// CacheDir holds the disk cache.
+	CacheDir string
+	// CacheMem bounds the memory cache, in bytes.
+	CacheMem int64
+	// MaxRequestBody bounds request bodies the edge accepts before the origin
+	// applies its own per-endpoint limits.
+	MaxRequestBody int
+	// Listener, when set, is used instead of listening on Addr.
+	Listener net.Listener
+}
+
+// DefaultConfig returns the defaults of the operator contract.
+func DefaultConfig() Config {
+	return Config{
+		Addr:           "127.0.0.1:8080",
+		OriginURL:      "http://127.0.0.1:8081",
+		CacheDir:       "./data/edge-cache",
+		CacheMem:       256 << 20,
+		MaxRequestBody: 64 << 20,
+	}
+}
+
+// Validate reports the first invalid setting, naming its flag.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("--addr %q: %w", c.Addr, err)
+	}
+	u, err := url.Parse(c.OriginURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--origin-url %q: want an absolute http(s) URL", c.OriginURL)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url %q: want an absolute http(s) URL", c.PublicURL)
+		}
+	}
+	if c.CacheDir == "" {
+		return errors.New("--cache-dir must not be empty")
+	}
+	if c.CacheMem < 1<<20 {
+		return fmt.Errorf("--cache-mem %d: want at least 1 MiB", c.CacheMem)
+	}
+	if c.MaxRequestBody <= 0 {
+		return errors.New("max request body must be positive")
+	}
+	return nil
+}

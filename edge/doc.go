@@ -1,0 +1,4 @@
+// Package edge is Pictor's delivery tier: a fasthttp server that answers
+// image GETs from its caches and forwards every other request to the origin.
+// New wires the parts from a Config; Start and Stop run and drain it.
+package edge

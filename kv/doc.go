@@ -1,0 +1,18 @@
+// Package kv is Pictor's storage interface: an ordered key-value store with
+// durable writes, atomic batches, prefix iteration and consistent snapshots.
+// The embedded default is pebble (package kv/pebblekv); a distributed backend
+// only has to implement Store to take its place.
+//
+// # Key layout
+//
+// Keys are byte strings built from a short family prefix and '/'-separated
+// identifiers. Identifiers are UUIDs (v7 where time order matters), so keys
+// of one family sort by creation time. Values are JSON documents unless noted.
+//
+//	org/<org_id>                      organization record
+//	key/<key_id>                      API key record (secret sealed with the master key)
+//	key-api/<api_id>                  key_id of the key whose Basic-auth username is api_id
+//	org-key/<org_id>/<key_id>         empty; lists an organization's keys in creation order
+//
+// Families added by later components document themselves here as well.
+package kv

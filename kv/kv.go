@@ -1,0 +1,86 @@
+package kv
+
+import "errors"
+
+// Sentinel errors returned by every Store implementation.
+var (
+	// ErrNotFound is returned by Get when the key does not exist.
+	ErrNotFound = errors.New("kv: not found")
+	// ErrLocked is returned by Open when another process holds the store.
+	ErrLocked = errors.New("kv: store is in use by another process")
+	// ErrClosed is returned by operations on a closed store.
+	ErrClosed = errors.New("kv: store is closed")
+)
+
+// Reader is the read side shared by a Store and its snapshots.
+type Reader interface {
+	// Get returns a copy of the value stored under key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Iterate walks the keys that start with prefix in key order (reverse
+	// order when opts.Reverse is set). The iterator must be closed.
+	Iterate(prefix []byte, opts IterOptions) Iterator
+}
+
+// Writer is the write side shared by a Store and a Batch.
+type Writer interface {
+	Put(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Store is an ordered key-value store. Every write it acknowledges is durable:
+// Put, Delete and Batch.Commit return only after the data reached stable storage.
+type Store interface {
+	Reader
+	Writer
+	// NewBatch starts an atomic group of writes.
+	NewBatch() Batch
+	// Snapshot returns a consistent read-only view of the store as of now.
+	Snapshot() Snapshot
+	Close() error
+}
+
+// Batch collects writes that Commit applies atomically and durably.
+// A batch is not safe for concurrent use.
+type Batch interface {
+	Writer
+	Commit() error
+	// Close releases the batch; after Commit it is a no-op.
+	Close() error
+}
+
+// Snapshot is a read-only point-in-time view. It must be closed.
+type Snapshot interface {
+	Reader
+	Close() error
+}
+
+// IterOptions shape an iteration.
+type IterOptions struct {
+	// After starts the walk strictly after this key (strictly before it when
+	// Reverse is set). Nil starts at the first (last) key of the prefix.
+	After []byte
+	// Reverse walks from the largest key to the smallest.
+	Reverse bool
+}
+
+// Iterator walks keys. Key and Value are valid until the next call to Next.
+type Iterator interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+	Close() error
+}
+
+// PrefixEnd returns the smallest key greater than every key with the prefix,
+// or nil when no such key exists (the prefix is all 0xff).
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package pebblekv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/pictorhq/pictor/kv"
+)
+
+// lockFile is held with flock(2) for as long as the store is open.
+const lockFile = "pictor.lock"
+
+// Options configure Open.
+type Options struct {
+	// FS replaces the operating system's file system, e.g. vfs.NewMem() in
+	// tests. The process lock is only taken on the real file system.
+	FS vfs.FS
+	// CacheBytes sizes pebble's block cache; 0 picks 32 MiB.
+	CacheBytes int64
+	// Logger receives pebble's own log lines; nil discards informational ones.
+	Logger *slog.Logger
+}
+
+// Store is a kv.Store backed by pebble.
+type Store struct {
+	db   *pebble.DB
+	lock *os.File
+}
+
+var _ kv.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir. It returns an error
+// wrapping kv.ErrLocked when another process already has dir open.
+func Open(dir string, opts Options) (*Store, error) {
+	fs := opts.FS
+	var lock *os.File
+	if fs == nil {
+		fs = vfs.Default
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create store directory: %w", err)
+		}
+		var err error
+		if lock, err = acquireLock(dir); err != nil {
+			return nil, err
+		}
+	}
+	cacheBytes := opts.CacheBytes
+	if cacheBytes <= 0 {
+		cacheBytes = 32 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:                 fs,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{opts.Logger},
+	})
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return &Store{db: db, lock: lock}, nil
+}
+
+func acquireLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", kv.ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("lock store %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// Get implements kv.Reader.
+func (s *Store) Get(key []byte) ([]byte, error) { return get(s.db, key) }
+
+// Iterate implements kv.Reader.
+func (s *Store) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+	return newIter(s.db, prefix, opts)
+}
+
+// Put implements kv.Writer; it returns once the write is synced.
+func (s *Store) Put(key, value []byte) error { return s.db.Set(key, value, pebble.Sync) }
+
+// Delete implements kv.Writer; it returns once the delete is synced.
+func (s *Store) Delete(key []byte) error { return s.db.Delete(key, pebble.Sync) }
+
+// NewBatch implements kv.Store.
+func (s *Store) NewBatch() kv.Batch { return &batch{b: s.db.NewBatch()} }
+
+// Snapshot implements kv.Store.
+func (s *Store) Snapshot() kv.Snapshot { return &snapshot{s: s.db.NewSnapshot()} }
+
+// Close flushes and closes the database, then releases the process lock.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.lock != nil {
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func get(g getter, key []byte) ([]byte, error) {
+	v, closer, err := g.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, nil
+}
+
+type batch struct{ b *pebble.Batch }
+
+func (b *batch) Put(key, value []byte) error { return b.b.Set(key, value, nil) }
+func (b *batch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
+func (b *batch) Commit() error               { return b.b.Commit(pebble.Sync) }
+func (b *batch) Close() error                { return b.b.Close() }
+
+type snapshot struct{ s *pebble.Snapshot }
+
+func (s *snapshot) Get(key []byte) ([]byte, error) { return get(s.s, key) }
+func (s *snapshot) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+	return newIter(s.s, prefix, opts)
+}
+func (s *snapshot) Close() error { return s.s.Close() }
+
+type iterSource interface {
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+type iter struct {
+	it      *pebble.Iterator
+	err     error
+	reverse bool
+	started bool
+	after   []byte
+}
+
+func newIter(src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {
+	bounds := &pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)}
+	if opts.After != nil {
+		if opts.Reverse {
+			if bounds.UpperBound == nil || bytes.Compare(opts.After, bounds.UpperBound) < 0 {
+				bounds.UpperBound = opts.After
+			}
+		} else if next := append(append([]byte(nil), opts.After...), 0); bytes.Compare(next, bounds.LowerBound) > 0 {
+			// next is the smallest key strictly greater than After.
+			bounds.LowerBound = next
+		}
+	}
+	it, err := src.NewIter(bounds)
+	return &iter{it: it, err: err, reverse: opts.Reverse}
+}
+
+func (i *iter) Next() bool {
+	if i.err != nil || i.it == nil {
+		return false
+	}
+	if !i.started {
+		i.started = true
+		if i.reverse {
+			return i.it.Last()
+		}
+		return i.it.First()
+	}
+	if i.reverse {
+		return i.it.Prev()
+	}
+	return i.it.Next()
+}
+
+func (i *iter) Key() []byte   { return i.it.Key() }
+func (i *iter) Value() []byte { return i.it.Value() }
+
+func (i *iter) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	return i.it.Error()
+}
+
+func (i *iter) Close() error {
+	if i.it == nil {
+		return i.err
+	}
+	return i.it.Close()
+}
+
+// pebbleLogger forwards pebble's errors to slog and drops its chatter.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(string, ...any) {}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	if p.l != nil {
+		p.l.Error("pebble", "detail", fmt.Sprintf(format, args...))
+	}
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

@@ -1,0 +1,224 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/ratelimit"
+)
+
+// Route is one line of the route table.
+type Route struct {
+	Method  string // GET also serves HEAD
+	Pattern string // net/http pattern path, e.g. /v1/api-keys/{id}
+	// Public routes need no credentials. Every other route names the
+	// permission its caller must hold.
+	Public     bool
+	Permission perm.Permission
+	// Group is the management rate-limit group, "" for unlimited routes.
+	Group   ratelimit.Group
+	Handler http.HandlerFunc
+}
+
+// Config wires the router.
+type Config struct {
+	Authenticator auth.Authenticator
+	Limiter       ratelimit.Limiter
+	// Registerer receives the HTTP metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// Router dispatches requests along the route table.
+type Router struct {
+	cfg      Config
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	limited  *prometheus.CounterVec
+}
+
+// New builds the router. It panics on a route that is neither public nor
+// guarded by a permission, or whose permission is unknown: the table is code.
+func New(cfg Config, routes []Route) *Router {
+	rt := &Router{
+		cfg: cfg,
+		mux: http.NewServeMux(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_origin_http_requests_total",
+			Help: "HTTP requests answered by the origin, by route and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pictor_origin_http_request_duration_seconds",
+			Help:    "Time to answer an origin HTTP request, by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"route"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_origin_rate_limited_total",
+			Help: "Management requests rejected by the rate limiter, by group.",
+		}, []string{"group"}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(rt.requests, rt.duration, rt.limited)
+	}
+	for _, r := range routes {
+		if !r.Public && !perm.Valid(r.Permission) {
+			panic(fmt.Sprintf("route %s %s has no valid permission", r.Method, r.Pattern))
+		}
+		rt.mux.Handle(r.Method+" "+r.Pattern, rt.guard(r))
+	}
+	return rt
+}
+
+// ServeHTTP implements http.Handler.
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := logging.AcceptRequestID(r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Request-Id", id)
+	r = r.WithContext(logging.WithRequestID(r.Context(), id))
+	sw := &statusWriter{ResponseWriter: w}
+	route := "unmatched"
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			slog.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !sw.wrote {
+				apierr.Write(sw, r, apierr.Internal(fmt.Errorf("panic: %v", v)))
+			}
+		}
+		elapsed := time.Since(start)
+		code := strconv.Itoa(sw.code())
+		rt.requests.WithLabelValues(route, code).Inc()
+		rt.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+		slog.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+			slog.Int("status", sw.code()), slog.Int64("bytes", sw.bytes),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			slog.String("remote", r.RemoteAddr), slog.String("forwarded_for", r.Header.Get("X-Forwarded-For")))
+	}()
+	if _, pattern := rt.mux.Handler(r); pattern != "" {
+		route = pattern
+		rt.mux.ServeHTTP(sw, r)
+		return
+	}
+	rt.unmatched(sw, r)
+}
+
+// unmatched answers a request no route takes: 404, or 405 with Allow when
+// the path exists for other methods. Redirects for unclean paths pass through.
+func (rt *Router) unmatched(w http.ResponseWriter, r *http.Request) {
+	h, _ := rt.mux.Handler(r)
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		e := apierr.New(http.StatusMethodNotAllowed, "Method %s is not allowed on %s", r.Method, r.URL.Path)
+		e.WithHeader("Allow", rec.header.Get("Allow"))
+		apierr.Write(w, r, e)
+	case http.StatusMovedPermanently, http.StatusPermanentRedirect, http.StatusTemporaryRedirect, http.StatusFound:
+		http.Redirect(w, r, rec.header.Get("Location"), rec.status)
+	default:
+		apierr.Write(w, r, apierr.NotFound("No route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// guard wraps a route's handler with authentication, the permission check
+// and the rate limit.
+func (rt *Router) guard(route Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if route.Public {
+			route.Handler(w, r)
+			return
+		}
+		// Authenticated answers are per caller: no cache may keep them.
+		w.Header().Set("Cache-Control", "no-store")
+		p, err := auth.Authenticate(rt.cfg.Authenticator, r)
+		if err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
+		if !p.Grant.Has(route.Permission) {
+			apierr.Write(w, r, apierr.Forbidden("Missing permission: this operation requires %s", route.Permission))
+			return
+		}
+		if route.Group != "" {
+			if err := rt.limit(w, r, p, route.Group); err != nil {
+				apierr.Write(w, r, err)
+				return
+			}
+		}
+		route.Handler(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+func (rt *Router) limit(w http.ResponseWriter, r *http.Request, p *auth.Principal, g ratelimit.Group) error {
+	quota := g.Quota()
+	d, err := rt.cfg.Limiter.Allow(r.Context(), p.Org.ID+"|"+string(g), quota, ratelimit.Window)
+	if err != nil {
+		return fmt.Errorf("rate limit %s: %w", g, err)
+	}
+	h := w.Header()
+	h.Set("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", g, quota, int(ratelimit.Window/time.Second)))
+	h.Set("RateLimit", fmt.Sprintf("%q;r=%d", g, d.Remaining))
+	if d.Allowed {
+		return nil
+	}
+	rt.limited.WithLabelValues(string(g)).Inc()
+	return apierr.TooManyRequests(d.RetryAfter, "Rate limit exceeded for %s: %d requests per %d seconds per organization",
+		g, quota, int(ratelimit.Window/time.Second))
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) code() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recorder captures the status and headers of ServeMux's own 404/405.
+type recorder struct {
+	header http.Header
+	status int
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *recorder) WriteHeader(code int)        { r.status = code }

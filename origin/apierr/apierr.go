@@ -1,0 +1,176 @@
+package apierr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// FieldError names one invalid request field.
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Error is an error with a public face.
+type Error struct {
+	Status  int          // HTTP status code
+	Title   string       // the "error" member; defaults to the status text
+	Message string       // the "message" member, safe to show to the caller
+	Fields  []FieldError // validation_errors, when any
+	// Header holds extra response headers (Retry-After, Allow, WWW-Authenticate).
+	Header http.Header
+	// Cause is logged, never sent.
+	Cause error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d %s: %v", e.Status, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d %s", e.Status, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// WithHeader returns e with a response header set.
+func (e *Error) WithHeader(name, value string) *Error {
+	if e.Header == nil {
+		e.Header = http.Header{}
+	}
+	e.Header.Set(name, value)
+	return e
+}
+
+// Body is the standard error body.
+type Body struct {
+	Error            string       `json:"error"`
+	Message          string       `json:"message"`
+	StatusCode       int          `json:"statusCode"`
+	ValidationErrors []FieldError `json:"validation_errors,omitempty"`
+}
+
+// Body returns the JSON document sent for e.
+func (e *Error) Body() Body {
+	title := e.Title
+	if title == "" {
+		title = http.StatusText(e.Status)
+	}
+	return Body{Error: title, Message: e.Message, StatusCode: e.Status, ValidationErrors: e.Fields}
+}
+
+// New returns an error with the given status and public message.
+func New(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400 without field details.
+func BadRequest(format string, args ...any) *Error {
+	return New(http.StatusBadRequest, format, args...)
+}
+
+// Invalid is a 400 listing the invalid fields.
+func Invalid(fields ...FieldError) *Error {
+	msg := "Invalid request"
+	if len(fields) > 0 {
+		msg = fmt.Sprintf("Invalid request: %s %s", fields[0].Path, fields[0].Message)
+		if len(fields) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(fields)-1)
+		}
+	}
+	return &Error{Status: http.StatusBadRequest, Message: msg, Fields: fields}
+}
+
+// Field is a single-field validation error.
+func Field(path, format string, args ...any) *Error {
+	return Invalid(FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Unauthorized is a 401 that asks for Basic credentials.
+func Unauthorized(message string) *Error {
+	return New(http.StatusUnauthorized, "%s", message).WithHeader("WWW-Authenticate", `Basic realm="pictor"`)
+}
+
+// Forbidden is a 403.
+func Forbidden(format string, args ...any) *Error {
+	return New(http.StatusForbidden, format, args...)
+}
+
+// NotFound is a 404.
+func NotFound(format string, args ...any) *Error {
+	return New(http.StatusNotFound, format, args...)
+}
+
+// TooManyRequests is a 429 with Retry-After rounded up to whole seconds.
+func TooManyRequests(retryAfter time.Duration, format string, args ...any) *Error {
+	e := New(http.StatusTooManyRequests, format, args...)
+	if retryAfter > 0 {
+		secs := int((retryAfter + time.Second - 1) / time.Second)
+		e.WithHeader("Retry-After", strconv.Itoa(secs))
+	}
+	return e
+}
+
+// Internal hides cause behind a generic 500.
+func Internal(cause error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Message: "Internal error", Cause: cause}
+}
+
+// From converts any error to an *Error: an *Error in the chain is used as is,
+// a canceled context becomes 499 (logged only), a deadline 504, anything else 500.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &Error{Status: 499, Title: "Client Closed Request", Message: "Request canceled", Cause: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusGatewayTimeout, Message: "Timed out", Cause: err}
+	}
+	return Internal(err)
+}
+
+// Encode renders err as the standard body and its extra headers.
+func Encode(err error) (status int, header http.Header, body []byte) {
+	e := From(err)
+	body, _ = json.Marshal(e.Body())
+	return e.Status, e.Header, body
+}
+
+// Write sends err as the standard body and logs it: server errors at error
+// level with the cause, client errors at debug level.
+func Write(w http.ResponseWriter, r *http.Request, err error) {
+	e := From(err)
+	status, header, body := Encode(e)
+	h := w.Header()
+	for k, vs := range header {
+		h[k] = vs
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	if status == 499 {
+		// The client is gone; nothing can be delivered.
+		status = http.StatusBadRequest
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+	level := slog.LevelDebug
+	if e.Status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{slog.Int("status", e.Status), slog.String("message", e.Message)}
+	if e.Cause != nil {
+		attrs = append(attrs, slog.String("cause", e.Cause.Error()))
+	}
+	slog.LogAttrs(r.Context(), level, "request failed", attrs...)
+}

@@ -1,0 +1,271 @@
+package apikey
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/respond"
+)
+
+// maxBody bounds a key request body.
+const maxBody = 64 << 10
+
+// List page sizes of spec §4.2.
+const (
+	defaultCount = 10
+	maxCount     = 100
+)
+
+// View is the JSON form of a key. APIKey is set only in the create response.
+type View struct {
+	ID          string            `json:"id"`
+	APIID       string            `json:"api_id"`
+	APIKey      string            `json:"api_key,omitempty"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Enabled     bool              `json:"enabled"`
+	Permissions []perm.Permission `json:"permissions"`
+	AllFuture   bool              `json:"all_future_permissions"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+}
+
+// TimeFormat is how API responses write timestamps: UTC, milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// NewView returns the public form of k; secret is "" except on create.
+// An all-future key lists every permission it holds today.
+func NewView(k *Key, secret string) View {
+	return View{
+		ID:          k.ID,
+		APIID:       k.APIID,
+		APIKey:      secret,
+		Name:        k.DisplayName(),
+		Description: k.Description,
+		Enabled:     !k.Disabled,
+		Permissions: k.Grant().Effective(),
+		AllFuture:   k.AllFuture,
+		CreatedAt:   k.CreatedAt.UTC().Format(TimeFormat),
+		UpdatedAt:   k.UpdatedAt.UTC().Format(TimeFormat),
+	}
+}
+
+// Handler serves /v1/api-keys.
+type Handler struct {
+	Store   *Store
+	Cursors cursor.Codec
+}
+
+// authority returns an error unless the caller's grant covers g.
+func authority(caller perm.Grant, g perm.Grant, what string) error {
+	ok, missing := caller.Covers(g)
+	if ok {
+		return nil
+	}
+	if g.AllFuture && !caller.AllFuture {
+		return apierr.Forbidden("Insufficient authority: %s all_future_permissions, which this key does not hold", what)
+	}
+	names := make([]string, len(missing))
+	for i, p := range missing {
+		names[i] = string(p)
+	}
+	return apierr.Forbidden("Insufficient authority: %s permissions this key does not hold: %s", what, strings.Join(names, ", "))
+}
+
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
+	o, err := field.DecodeJSON(w, r, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	return ParseRequest(o)
+}
+
+// Create handles POST /v1/api-keys.
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	req, err := h.parse(w, r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	k, secret, err := h.Store.Create(p.Org.ID, req, func() error {
+		return authority(p.Grant, req.Grant, "the request grants")
+	})
+	if errors.Is(err, ErrLimit) {
+		err = apierr.Forbidden("API key limit reached: %v", ErrLimit)
+	}
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(k, secret))
+}
+
+// pathID validates the {id} path segment.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", apierr.Field("id", "is not a valid API key id")
+	}
+	return strings.ToLower(id), nil
+}
+
+// Get handles GET /v1/api-keys/{id}.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	k, err := h.Store.Get(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, notFound(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
+}
+
+func notFound(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return apierr.NotFound("API key not found")
+	}
+	return err
+}
+
+// Update handles POST /v1/api-keys/{id}.
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	req, err := h.parse(w, r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	k, err := h.Store.Update(p.Org.ID, id, req, func(existing *Key) error {
+		if err := authority(p.Grant, existing.Grant(), "the key holds"); err != nil {
+			return err
+		}
+		return authority(p.Grant, req.Grant, "the request grants")
+	})
+	if err != nil {
+		apierr.Write(w, r, notFound(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
+}
+
+// Delete handles DELETE /v1/api-keys/{id}: the key is disabled, not removed.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	_, err = h.Store.Disable(p.Org.ID, id, func(existing *Key) error {
+		return authority(p.Grant, existing.Grant(), "the key holds")
+	})
+	if err != nil {
+		apierr.Write(w, r, notFound(err))
+		return
+	}
+	respond.Empty(w, http.StatusNoContent)
+}
+
+// ListResponse is the list envelope of spec §2.5.
+type ListResponse struct {
+	Data       []View     `json:"data"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// Pagination holds the next page's cursor, null on the last page.
+type Pagination struct {
+	NextPageStart *string `json:"next_page_start"`
+}
+
+// ListQuery is a validated list query.
+type ListQuery struct {
+	Count  int
+	After  string
+	Filter Filter
+}
+
+// ParseListQuery validates the list query of spec §4.2.
+func (h *Handler) ParseListQuery(orgID string, q map[string][]string) (ListQuery, error) {
+	var errs field.Errors
+	lq := ListQuery{Count: defaultCount}
+	if vs, ok := q["count"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
+		if err != nil || n < 1 || n > maxCount {
+			errs.Add("count", "must be an integer between 1 and %d", maxCount)
+		} else {
+			lq.Count = n
+		}
+	}
+	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
+		after, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
+		if err != nil {
+			errs.Add("page_start", "is not a cursor issued by this API")
+		}
+		lq.After = after
+	}
+	if vs, ok := q["include_disabled"]; ok {
+		switch strings.ToLower(vs[len(vs)-1]) {
+		case "true", "1":
+			lq.Filter.IncludeDisabled = true
+		case "false", "0", "":
+		default:
+			errs.Add("include_disabled", "must be true or false")
+		}
+	}
+	for i, name := range q["with_permission"] {
+		p := perm.Permission(name)
+		if !perm.Valid(p) {
+			errs.Add(fmt.Sprintf("with_permission[%d]", i), "unknown permission %q", name)
+			continue
+		}
+		lq.Filter.WithPermissions = append(lq.Filter.WithPermissions, p)
+	}
+	return lq, errs.Err()
+}
+
+func scope(orgID string) string { return "api-keys/" + orgID }
+
+// List handles GET /v1/api-keys.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	lq, err := h.ParseListQuery(p.Org.ID, r.URL.Query())
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	keys, more, err := h.Store.List(p.Org.ID, lq.After, lq.Count, lq.Filter)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	resp := ListResponse{Data: make([]View, len(keys))}
+	for i, k := range keys {
+		resp.Data[i] = NewView(k, "")
+	}
+	if more {
+		next := h.Cursors.Encode(scope(p.Org.ID), keys[len(keys)-1].ID)
+		resp.Pagination.NextPageStart = &next
+	}
+	respond.JSON(w, r, http.StatusOK, resp)
+}

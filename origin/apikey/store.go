@@ -1,0 +1,328 @@
+package apikey
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/secretbox"
+)
+
+// MaxPerOrg is the most keys, disabled ones included, an organization holds.
+const MaxPerOrg = 100
+
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("API key not found")
+	ErrLimit    = fmt.Errorf("an organization holds at most %d API keys, disabled keys included", MaxPerOrg)
+)
+
+// Key is a stored API key. Secret is sealed under the master key with the
+// key id as additional data.
+type Key struct {
+	ID          string            `json:"id"`
+	OrgID       string            `json:"org_id"`
+	APIID       string            `json:"api_id"`
+	Secret      []byte            `json:"secret"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Disabled    bool              `json:"disabled"`
+	Permissions []perm.Permission `json:"permissions"`
+	AllFuture   bool              `json:"all_future_permissions"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+// Grant returns what the key holds.
+func (k *Key) Grant() perm.Grant {
+	return perm.Grant{Permissions: k.Permissions, AllFuture: k.AllFuture}
+}
+
+// DisplayName is the key's name, or the default built from its creation time.
+func (k *Key) DisplayName() string {
+	if k.Name != "" {
+		return k.Name
+	}
+	return "Key created " + k.CreatedAt.UTC().Format("2006-01-02 15:04:05")
+}
+
+// Store keeps API keys in a kv.Store.
+type Store struct {
+	kv   kv.Store
+	box  *secretbox.Box
+	orgs *org.Store
+	now  func() time.Time
+
+	locks sync.Map // org id -> *sync.Mutex; serializes writes per organization
+	dummy []byte   // sealed secret compared against when an api_id is unknown
+}
+
+var _ auth.Authenticator = (*Store)(nil)
+
+// NewStore returns a Store; now may be nil for the wall clock.
+func NewStore(s kv.Store, box *secretbox.Box, orgs *org.Store, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	st := &Store{kv: s, box: box, orgs: orgs, now: now}
+	st.dummy = box.Seal([]byte(newSecret()), []byte("dummy"))
+	return st
+}
+
+func recordKey(id string) []byte          { return []byte("key/" + id) }
+func apiIDKey(apiID string) []byte        { return []byte("key-api/" + apiID) }
+func orgIndexPrefix(orgID string) []byte  { return []byte("org-key/" + orgID + "/") }
+func orgIndexKey(orgID, id string) []byte { return []byte("org-key/" + orgID + "/" + id) }
+
+func (s *Store) lock(orgID string) func() {
+	m, _ := s.locks.LoadOrStore(orgID, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// newSecret returns 192 random bits as hex.
+func newSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Create adds a key to the organization and returns it with its secret.
+// authorize runs under the organization's write lock.
+func (s *Store) Create(orgID string, req Request, authorize func() error) (*Key, string, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	if authorize != nil {
+		if err := authorize(); err != nil {
+			return nil, "", err
+		}
+	}
+	n, err := s.count(orgID)
+	if err != nil {
+		return nil, "", err
+	}
+	if n >= MaxPerOrg {
+		return nil, "", ErrLimit
+	}
+	now := s.now().UTC()
+	secret := newSecret()
+	k := &Key{
+		ID:        uuid.Must(uuid.NewV7()).String(),
+		OrgID:     orgID,
+		APIID:     uuid.NewString(),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	k.Secret = s.box.Seal([]byte(secret), []byte(k.ID))
+	apply(k, req)
+	raw, err := json.Marshal(k)
+	if err != nil {
+		return nil, "", err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Put(recordKey(k.ID), raw)
+	b.Put(apiIDKey(k.APIID), []byte(k.ID))
+	b.Put(orgIndexKey(orgID, k.ID), nil)
+	if err := b.Commit(); err != nil {
+		return nil, "", fmt.Errorf("store API key: %w", err)
+	}
+	return k, secret, nil
+}
+
+func apply(k *Key, req Request) {
+	k.Name = req.Name
+	k.Description = req.Description
+	k.Disabled = req.Disabled
+	k.Permissions = req.Grant.Permissions
+	k.AllFuture = req.Grant.AllFuture
+}
+
+func (s *Store) count(orgID string) (int, error) {
+	it := s.kv.Iterate(orgIndexPrefix(orgID), kv.IterOptions{})
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n, it.Err()
+}
+
+func (s *Store) load(r kv.Reader, id string) (*Key, error) {
+	raw, err := r.Get(recordKey(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get API key %s: %w", id, err)
+	}
+	var k Key
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return nil, fmt.Errorf("decode API key %s: %w", id, err)
+	}
+	return &k, nil
+}
+
+// Get returns the organization's key with the id; another organization's
+// key is ErrNotFound, like a missing one.
+func (s *Store) Get(orgID, id string) (*Key, error) {
+	k, err := s.load(s.kv, id)
+	if err != nil {
+		return nil, err
+	}
+	if k.OrgID != orgID {
+		return nil, ErrNotFound
+	}
+	return k, nil
+}
+
+// Update replaces the key's fields with req once authorize accepts the
+// existing key. The secret is kept.
+func (s *Store) Update(orgID, id string, req Request, authorize func(existing *Key) error) (*Key, error) {
+	return s.modify(orgID, id, authorize, func(k *Key) { apply(k, req) })
+}
+
+// Disable disables the key once authorize accepts it; disabling a disabled
+// key succeeds.
+func (s *Store) Disable(orgID, id string, authorize func(existing *Key) error) (*Key, error) {
+	return s.modify(orgID, id, authorize, func(k *Key) { k.Disabled = true })
+}
+
+func (s *Store) modify(orgID, id string, authorize func(*Key) error, change func(*Key)) (*Key, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	k, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	if authorize != nil {
+		if err := authorize(k); err != nil {
+			return nil, err
+		}
+	}
+	change(k)
+	k.UpdatedAt = s.now().UTC()
+	raw, err := json.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.kv.Put(recordKey(k.ID), raw); err != nil {
+		return nil, fmt.Errorf("store API key %s: %w", k.ID, err)
+	}
+	return k, nil
+}
+
+// Filter selects keys in List.
+type Filter struct {
+	IncludeDisabled bool
+	// WithPermissions keeps keys holding all of these (all-future keys hold all).
+	WithPermissions []perm.Permission
+}
+
+func (f Filter) match(k *Key) bool {
+	if k.Disabled && !f.IncludeDisabled {
+		return false
+	}
+	for _, p := range f.WithPermissions {
+		if !k.Grant().Has(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// List returns up to count of the organization's keys newest first,
+// starting after the key id after ("" for the first page), and whether more
+// matching keys follow.
+func (s *Store) List(orgID, after string, count int, f Filter) ([]*Key, bool, error) {
+	snap := s.kv.Snapshot()
+	defer snap.Close()
+	opts := kv.IterOptions{Reverse: true}
+	if after != "" {
+		opts.After = orgIndexKey(orgID, after)
+	}
+	it := snap.Iterate(orgIndexPrefix(orgID), opts)
+	defer it.Close()
+	prefixLen := len(orgIndexPrefix(orgID))
+	var out []*Key
+	for it.Next() {
+		k, err := s.load(snap, string(it.Key()[prefixLen:]))
+		if err != nil {
+			return nil, false, err
+		}
+		if !f.match(k) {
+			continue
+		}
+		if len(out) == count {
+			return out, true, nil
+		}
+		out = append(out, k)
+	}
+	return out, false, it.Err()
+}
+
+// Secret returns the key's plaintext secret, for verifying signed URLs.
+func (s *Store) Secret(k *Key) (string, error) {
+	plain, err := s.box.Open(k.Secret, []byte(k.ID))
+	if err != nil {
+		return "", fmt.Errorf("open secret of API key %s: %w", k.ID, err)
+	}
+	return string(plain), nil
+}
+
+// ByAPIID returns the key whose Basic-auth username is apiID.
+func (s *Store) ByAPIID(apiID string) (*Key, error) {
+	id, err := s.kv.Get(apiIDKey(apiID))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up api_id: %w", err)
+	}
+	return s.load(s.kv, string(id))
+}
+
+// Authenticate implements auth.Authenticator.
+func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Principal, error) {
+	k, err := s.ByAPIID(apiID)
+	if errors.Is(err, ErrNotFound) {
+		// Spend the same work as for a real key so timing reveals nothing.
+		want, _ := s.box.Open(s.dummy, []byte("dummy"))
+		subtle.ConstantTimeCompare(want, []byte(secret))
+		return nil, auth.ErrInvalid
+	}
+	if err != nil {
+		return nil, err
+	}
+	want, err := s.box.Open(k.Secret, []byte(k.ID))
+	if err != nil {
+		return nil, fmt.Errorf("open secret of API key %s: %w", k.ID, err)
+	}
+	if subtle.ConstantTimeCompare(want, []byte(secret)) != 1 {
+		return nil, auth.ErrInvalid
+	}
+	if k.Disabled {
+		return nil, auth.ErrDisabled
+	}
+	o, err := s.orgs.Get(k.OrgID)
+	if err != nil {
+		return nil, fmt.Errorf("organization of API key %s: %w", k.ID, err)
+	}
+	if o.Suspended {
+		return nil, auth.ErrSuspended
+	}
+	return &auth.Principal{Org: o, KeyID: k.ID, APIID: k.APIID, Grant: k.Grant()}, nil
+}

@@ -1,0 +1,60 @@
+package origin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+)
+
+// Config configures the origin tier.
+type Config struct {
+	// DataDir holds the store, the master key and the admin endpoint file.
+	DataDir string
+	// Addr is the listen address of the API.
+	Addr string
+	// PublicURL is the base of every URL the API returns.
+	PublicURL string
+	// AllowPrivateURLs lets renders reach loopback and private networks.
+	AllowPrivateURLs bool
+	// MasterKey overrides the master key file (PICTOR_MASTER_KEY).
+	MasterKey string
+	// Announce receives the one-time credentials of the default organization;
+	// nil means standard output.
+	Announce io.Writer
+	// CreateDefaultOrg creates the default organization on an empty store.
+	CreateDefaultOrg bool
+	// Listener, when set, is used instead of listening on Addr.
+	Listener net.Listener
+}
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:          "./data",
+		Addr:             "127.0.0.1:8081",
+		CreateDefaultOrg: true,
+	}
+}
+
+// Validate reports the first invalid setting, naming its flag.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("--data-dir must not be empty")
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("--addr %q: %w", c.Addr, err)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url %q: want an absolute http(s) URL", c.PublicURL)
+		}
+	}
+	if c.Announce == nil {
+		c.Announce = os.Stdout
+	}
+	return nil
+}

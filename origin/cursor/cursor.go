@@ -1,0 +1,48 @@
+package cursor
+
+import (
+	"encoding/base64"
+	"errors"
+
+	"github.com/pictorhq/pictor/origin/secretbox"
+)
+
+// ErrInvalid is returned for a token that was not issued for the scope.
+var ErrInvalid = errors.New("invalid pagination cursor")
+
+const macLen = 16
+
+// maxToken bounds decoding work on hostile input.
+const maxToken = 1024
+
+// Codec encodes and decodes tokens under one MAC key.
+type Codec struct{ key []byte }
+
+// New returns a Codec; key should come from secretbox.Box.MACKey.
+func New(key []byte) Codec { return Codec{key: key} }
+
+// Encode returns the token for position within scope.
+func (c Codec) Encode(scope, position string) string {
+	mac := secretbox.Sign(c.key, message(scope, position))
+	return base64.RawURLEncoding.EncodeToString(append([]byte(position), mac...))
+}
+
+// Decode returns the position of a token issued by Encode for scope.
+func (c Codec) Decode(scope, token string) (string, error) {
+	if len(token) > maxToken {
+		return "", ErrInvalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(raw) <= macLen {
+		return "", ErrInvalid
+	}
+	position, mac := string(raw[:len(raw)-macLen]), raw[len(raw)-macLen:]
+	if !secretbox.Verify(c.key, message(scope, position), mac) {
+		return "", ErrInvalid
+	}
+	return position, nil
+}
+
+func message(scope, position string) []byte {
+	return []byte(scope + "\x00" + position)
+}

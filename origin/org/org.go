@@ -1,0 +1,113 @@
+package org
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/plan"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound    = errors.New("organization not found")
+	ErrUnknownPlan = errors.New("unknown plan")
+	ErrInvalidName = errors.New("organization name must be 1 to 255 characters")
+)
+
+// Org is an organization.
+type Org struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Plan      string    `json:"plan"`
+	Suspended bool      `json:"suspended"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Plan returns the organization's plan.
+func (o *Org) PlanInfo() plan.Plan {
+	p, _ := plan.Lookup(o.Plan)
+	return p
+}
+
+// Store keeps organizations in a kv.Store.
+type Store struct {
+	kv  kv.Store
+	now func() time.Time
+}
+
+// NewStore returns a Store; now may be nil for the wall clock.
+func NewStore(s kv.Store, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{kv: s, now: now}
+}
+
+func key(id string) []byte { return []byte("org/" + id) }
+
+// Create adds an organization on the named plan.
+func (s *Store) Create(name, planName string) (*Org, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len([]rune(name)) > 255 {
+		return nil, ErrInvalidName
+	}
+	if _, ok := plan.Lookup(planName); !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPlan, planName, strings.Join(plan.Names(), ", "))
+	}
+	now := s.now().UTC()
+	o := &Org{ID: uuid.Must(uuid.NewV7()).String(), Name: name, Plan: planName, CreatedAt: now, UpdatedAt: now}
+	return o, s.put(o)
+}
+
+// Get returns the organization with the id.
+func (s *Store) Get(id string) (*Org, error) {
+	raw, err := s.kv.Get(key(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get organization %s: %w", id, err)
+	}
+	var o Org
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decode organization %s: %w", id, err)
+	}
+	return &o, nil
+}
+
+// SetSuspended suspends or resumes an organization.
+func (s *Store) SetSuspended(id string, suspended bool) (*Org, error) {
+	o, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	o.Suspended = suspended
+	o.UpdatedAt = s.now().UTC()
+	return o, s.put(o)
+}
+
+// Any reports whether at least one organization exists.
+func (s *Store) Any() (bool, error) {
+	it := s.kv.Iterate([]byte("org/"), kv.IterOptions{})
+	defer it.Close()
+	found := it.Next()
+	return found, it.Err()
+}
+
+func (s *Store) put(o *Org) error {
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	if err := s.kv.Put(key(o.ID), raw); err != nil {
+		return fmt.Errorf("store organization %s: %w", o.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/origin/admin"
+	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/secretbox"
+)
+
+// StoreDir is the store's directory inside the data directory.
+const StoreDir = "kv"
+
+// Origin is a running origin tier.
+type Origin struct {
+	cfg      Config
+	store    kv.Store
+	orgs     *org.Store
+	keys     *apikey.Store
+	admin    *admin.Server
+	registry *prometheus.Registry
+	router   *api.Router
+	ln       net.Listener
+	srv      *http.Server
+	ready    atomic.Bool
+	served   chan error
+}
+
+// New opens the store and wires the API. The caller must Stop the result,
+// even when Start was never called.
+func New(cfg Config) (*Origin, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Origin{cfg: cfg, registry: prometheus.NewRegistry()}
+	if err := o.open(); err != nil {
+		o.closeStore()
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *Origin) open() error {
+	store, err := OpenStore(o.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	o.store = store
+	box, err := secretbox.Load(o.cfg.MasterKey, o.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	o.orgs = org.NewStore(store, nil)
+	o.keys = apikey.NewStore(store, box, o.orgs, nil)
+	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o.router = api.New(api.Config{
+		Authenticator: o.keys,
+		Limiter:       ratelimit.NewMemory(nil),
+		Registerer:    o.registry,
+	}, o.routes(box))
+	return nil
+}
+
+// OpenStore opens the store of a data directory.
+func OpenStore(dataDir string) (kv.Store, error) {
+	s, err := pebblekv.Open(filepath.Join(dataDir, StoreDir), pebblekv.Options{Logger: slog.Default()})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// AdminService returns the operator commands over an open store.
+func AdminService(store kv.Store, masterKey, dataDir string) (*admin.Service, error) {
+	box, err := secretbox.Load(masterKey, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	orgs := org.NewStore(store, nil)
+	return &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil)}, nil
+}
+
+// Handler returns the API handler (for tests and embedding).
+func (o *Origin) Handler() http.Handler { return o.router }
+
+// Addr returns the address the API listens on, once started.
+func (o *Origin) Addr() string {
+	if o.ln == nil {
+		return o.cfg.Addr
+	}
+	return o.ln.Addr().String()
+}
+
+// PublicURL is the base of returned URLs.
+func (o *Origin) PublicURL() string {
+	if o.cfg.PublicURL != "" {
+		return strings.TrimRight(o.cfg.PublicURL, "/")
+	}
+	return "http://" + o.Addr()
+}
+
+// Start creates the default organization on an empty store, starts the admin
+// endpoint and begins serving the API.
+func (o *Origin) Start(ctx context.Context) error {
+	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys}
+	if o.cfg.CreateDefaultOrg {
+		if err := o.bootstrap(svc); err != nil {
+			return err
+		}
+	}
+	adm, err := admin.NewServer(svc, o.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	o.admin = adm
+	go func() {
+		if err := adm.Serve(); err != nil {
+			slog.Error("admin endpoint stopped", "error", err)
+		}
+	}()
+	ln := o.cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", o.cfg.Addr); err != nil {
+			return fmt.Errorf("origin listen %s: %w", o.cfg.Addr, err)
+		}
+	}
+	o.ln = ln
+	o.srv = &http.Server{
+		Handler:           o.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	o.served = make(chan error, 1)
+	go func() { o.served <- o.srv.Serve(ln) }()
+	o.ready.Store(true)
+	slog.InfoContext(ctx, "origin listening", "addr", o.Addr())
+	return nil
+}
+
+// bootstrap creates the default organization when the store has none and
+// prints its credentials once.
+func (o *Origin) bootstrap(svc *admin.Service) error {
+	exists, err := o.orgs.Any()
+	if err != nil || exists {
+		return err
+	}
+	created, err := svc.CreateOrg("default", "scale")
+	if err != nil {
+		return fmt.Errorf("create default organization: %w", err)
+	}
+	fmt.Fprintf(o.cfg.Announce, `
+Pictor created the default organization (plan scale). Its API key is shown only this once:
+
+  org_id:  %s
+  api_id:  %s
+  api_key: %s
+
+Use them as HTTP Basic credentials (api_id:api_key).
+
+`, created.OrgID, created.Key.APIID, created.Key.APIKey)
+	return nil
+}
+
+// Stop drains in-flight requests, stops the admin endpoint and closes the
+// store last. It is safe after a partial start.
+func (o *Origin) Stop(ctx context.Context) error {
+	o.ready.Store(false)
+	var errs []error
+	if o.srv != nil {
+		if err := o.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("drain origin: %w", err))
+		}
+		if err := <-o.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if o.admin != nil {
+		if err := o.admin.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := o.closeStore(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Origin) closeStore() error {
+	if o.store == nil {
+		return nil
+	}
+	err := o.store.Close()
+	o.store = nil
+	return err
+}
+
+func (o *Origin) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !o.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"status":"starting"}` + "\n"))
+		return
+	}
+	w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+func (o *Origin) metrics() http.HandlerFunc {
+	return promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}).ServeHTTP
+}
+
+func (o *Origin) cursors(box *secretbox.Box) cursor.Codec { return cursor.New(box.MACKey("cursor")) }

@@ -1,0 +1,27 @@
+package origin
+
+import (
+	"net/http"
+
+	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/secretbox"
+)
+
+// routes is the route table: every route of the origin with the permission
+// it requires and its rate-limit group. Nothing is served that is not here.
+func (o *Origin) routes(box *secretbox.Box) []api.Route {
+	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box)}
+	return []api.Route{
+		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
+		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
+
+		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
+		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},
+		{Method: http.MethodGet, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.Get},
+		{Method: http.MethodPost, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Handler: keys.Delete},
+	}
+}
