@@ -101,6 +101,7 @@ func (e *Edge) Stop(ctx context.Context) error {
 		if err := <-e.served; err != nil {
 			errs = append(errs, err)
 		}
+		e.ln = nil
 	}
 	e.fwd.Close()
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"time"
 )
 
 // Config configures the origin tier.
@@ -28,6 +29,9 @@ type Config struct {
 	CreateDefaultOrg bool
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
+	// Now is the clock of timestamps, rate-limit windows and billing
+	// periods; nil is the wall clock. Tests set it.
+	Now func() time.Time
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -55,6 +59,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Announce == nil {
 		c.Announce = os.Stdout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return nil
 }

@@ -69,12 +69,12 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
-	o.orgs = org.NewStore(store, nil)
-	o.keys = apikey.NewStore(store, box, o.orgs, nil)
+	o.orgs = org.NewStore(store, o.cfg.Now)
+	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
-		Limiter:       ratelimit.NewMemory(nil),
+		Limiter:       ratelimit.NewMemory(o.cfg.Now),
 		Registerer:    o.registry,
 	}, o.routes(box))
 	return nil
@@ -194,11 +194,13 @@ func (o *Origin) Stop(ctx context.Context) error {
 		if err := <-o.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+		o.srv = nil
 	}
 	if o.admin != nil {
 		if err := o.admin.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		o.admin = nil
 	}
 	if err := o.closeStore(); err != nil {
 		errs = append(errs, err)

@@ -95,7 +95,8 @@ func runServe(ctx context.Context, args []string, e env) error {
 		edgeLn.Close()
 		return errors.Join(err, o.Stop(context.Background()))
 	}
-	return serveUntilDone(ctx, e, publicURL, o, ed)
+	announce := fmt.Sprintf("Pictor is listening on %s (origin API on http://%s)\n", publicURL, originLn.Addr())
+	return serveUntilDone(ctx, e, announce, o, ed)
 }
 
 // component is a tier with a lifecycle.
@@ -104,9 +105,9 @@ type component interface {
 	Stop(ctx context.Context) error
 }
 
-// serveUntilDone starts the components in order, announces the base URL and
+// serveUntilDone starts the components in order, prints announce and
 // waits for ctx; then it stops them in reverse order within shutdownGrace.
-func serveUntilDone(ctx context.Context, e env, publicURL string, comps ...component) error {
+func serveUntilDone(ctx context.Context, e env, announce string, comps ...component) error {
 	var err error
 	for _, c := range comps {
 		if err = c.Start(ctx); err != nil {
@@ -114,7 +115,7 @@ func serveUntilDone(ctx context.Context, e env, publicURL string, comps ...compo
 		}
 	}
 	if err == nil {
-		fmt.Fprintf(e.stdout, "Pictor is listening on %s\n", publicURL)
+		fmt.Fprint(e.stdout, announce)
 		<-ctx.Done()
 		slog.Info("shutting down")
 	}
@@ -166,7 +167,7 @@ func runEdge(ctx context.Context, args []string, e env) error {
 		ln.Close()
 		return err
 	}
-	return serveUntilDone(ctx, e, cfg.PublicURL, ed)
+	return serveUntilDone(ctx, e, fmt.Sprintf("Pictor edge is listening on http://%s\n", ln.Addr()), ed)
 }
 
 func runOrigin(ctx context.Context, args []string, e env) error {
@@ -198,5 +199,5 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 		ln.Close()
 		return err
 	}
-	return serveUntilDone(ctx, e, cfg.PublicURL, o)
+	return serveUntilDone(ctx, e, fmt.Sprintf("Pictor origin is listening on http://%s\n", ln.Addr()), o)
 }

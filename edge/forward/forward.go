@@ -61,18 +61,15 @@ func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 // Forward relays ctx's request to the origin and streams the response into
 // ctx. requestID is sent as X-Request-Id.
 func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, requestID string) {
-	req, err := f.newRequest(ctx, requestID)
+	up := newUpload()
+	req, err := f.newRequest(ctx, requestID, up)
 	if err != nil {
 		writeError(ctx, apierr.BadRequest("Malformed request"))
 		return
 	}
 	resp, err := f.client.Do(req)
-	// The request body belongs to ctx, which fasthttp recycles; the transport
-	// may still hold it after Do returns, so cut it off now.
-	if g, ok := req.Body.(*guardedReader); ok {
-		g.Close()
-	}
 	if err != nil {
+		up.finish(ctx.Conn())
 		slog.Warn("origin request failed", "request_id", requestID, "error", err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			writeError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
@@ -81,10 +78,16 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, requestID string) {
 		writeError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
 		return
 	}
-	f.writeResponse(ctx, resp)
+	if !up.complete() {
+		// The origin answered before the upload ended: the rest of the body
+		// is still on the connection, which therefore cannot carry another
+		// request.
+		ctx.SetConnectionClose()
+	}
+	f.writeResponse(ctx, resp, up)
 }
 
-func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string) (*http.Request, error) {
+func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string, up *upload) (*http.Request, error) {
 	target := *f.origin
 	target.Path = strings.TrimRight(f.origin.Path, "/") + string(ctx.Path())
 	target.RawPath = ""
@@ -102,11 +105,11 @@ func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string) (*htt
 	contentLength := int64(ctx.Request.Header.ContentLength())
 	switch {
 	case contentLength > 0 || contentLength == -1: // -1: chunked
-		if stream := ctx.RequestBodyStream(); stream != nil {
-			body = &guardedReader{r: stream}
-		} else {
-			body = &guardedReader{r: bytes.NewReader(ctx.Request.Body())}
+		up.src = ctx.RequestBodyStream()
+		if up.src == nil {
+			up.src = bytes.NewReader(ctx.Request.Body())
 		}
+		body = up
 	default:
 		contentLength = 0
 	}
@@ -117,7 +120,8 @@ func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string) (*htt
 	req.ContentLength = contentLength
 	for key, value := range ctx.Request.Header.All() {
 		k := string(key)
-		if hopByHop[http.CanonicalHeaderKey(k)] || strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") {
+		if hopByHop[http.CanonicalHeaderKey(k)] || strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") ||
+			strings.EqualFold(k, "Expect") { // the edge already answered 100-continue
 			continue
 		}
 		req.Header.Add(k, string(value))
@@ -137,7 +141,7 @@ func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string) (*htt
 	return req, nil
 }
 
-func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response) {
+func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response, up *upload) {
 	ctx.SetStatusCode(resp.StatusCode)
 	h := &ctx.Response.Header
 	h.Del("Content-Type") // fasthttp's default; the origin's value, if any, follows
@@ -151,14 +155,16 @@ func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response)
 	}
 	if ctx.IsHead() || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusNoContent {
 		resp.Body.Close()
+		up.finish(ctx.Conn())
 		ctx.Response.SkipBody = true
 		if resp.ContentLength >= 0 {
 			h.SetContentLength(int(resp.ContentLength))
 		}
 		return
 	}
-	// fasthttp closes the body once it has been sent.
-	ctx.SetBodyStream(resp.Body, int(resp.ContentLength))
+	// fasthttp closes the stream once the body has been sent, before it
+	// recycles ctx; download.Close ends the upload at that point.
+	ctx.SetBodyStream(&download{body: resp.Body, up: up, conn: ctx.Conn()}, int(resp.ContentLength))
 }
 
 // writeError answers with the standard error body.
@@ -174,27 +180,91 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.SetBody(body)
 }
 
-// guardedReader stops reading its source once closed, so nothing reads a
-// recycled request after the handler is done with it.
-type guardedReader struct {
-	mu     sync.Mutex
-	r      io.Reader
-	closed bool
+// upload relays the request body from fasthttp to the origin. fasthttp
+// recycles the request once the response is written, so every read of the
+// body must end before that: finish stops new reads and waits for one in
+// flight, interrupting it if the client is still sending.
+type upload struct {
+	src io.Reader
+
+	mu      sync.Mutex
+	idle    sync.Cond
+	reading bool
+	closed  bool
+	eof     bool
 }
 
-func (g *guardedReader) Read(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return 0, io.ErrClosedPipe
+func newUpload() *upload {
+	u := &upload{}
+	u.idle.L = &u.mu
+	return u
+}
+
+func (u *upload) Read(p []byte) (int, error) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return 0, errUploadEnded
 	}
-	return g.r.Read(p)
+	u.reading = true
+	u.mu.Unlock()
+
+	n, err := u.src.Read(p)
+
+	u.mu.Lock()
+	u.reading = false
+	if err == io.EOF {
+		u.eof = true
+	}
+	u.idle.Broadcast()
+	u.mu.Unlock()
+	return n, err
 }
 
-// Close implements io.Closer for the transport and cuts the source off.
-func (g *guardedReader) Close() error {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+// Close is the transport's: it has no more use for the body.
+func (u *upload) Close() error {
+	u.mu.Lock()
+	u.closed = true
+	u.mu.Unlock()
 	return nil
+}
+
+// complete reports whether the whole body was read (or there was none).
+func (u *upload) complete() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.src == nil || u.eof
+}
+
+// finish ends every use of the request body.
+func (u *upload) finish(conn net.Conn) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	if !u.reading {
+		return
+	}
+	// A read is blocked on the client: wake it with an expired deadline.
+	conn.SetReadDeadline(time.Now())
+	for u.reading {
+		u.idle.Wait()
+	}
+}
+
+var errUploadEnded = errors.New("the request body was cut off after the response")
+
+// download streams the origin's response body and ends the upload when
+// fasthttp is done with it.
+type download struct {
+	body io.ReadCloser
+	up   *upload
+	conn net.Conn
+}
+
+func (d *download) Read(p []byte) (int, error) { return d.body.Read(p) }
+
+func (d *download) Close() error {
+	err := d.body.Close()
+	d.up.finish(d.conn)
+	return err
 }

@@ -1,0 +1,206 @@
+package apitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Creds are Basic-auth credentials.
+type Creds struct{ APIID, APIKey string }
+
+// Request is one HTTP call.
+type Request struct {
+	Method      string
+	Path        string
+	Creds       *Creds
+	JSON        any    // marshalled as the body when set
+	Raw         string // the body when JSON is nil
+	ContentType string
+	Header      map[string]string
+}
+
+// Response is a fully read HTTP answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Object decodes the body as a JSON object.
+func (r *Response) Object(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// Decode decodes the body into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode body: %v\n%s", err, r.Body)
+	}
+}
+
+// Client is the HTTP client tests use: no environment proxy, generous pool.
+var Client = &http.Client{
+	Timeout:   2 * time.Minute,
+	Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 128},
+}
+
+// Do sends r to base and reads the whole answer.
+func Do(t testing.TB, base string, r Request) *Response {
+	t.Helper()
+	resp, err := Send(base, r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	return resp
+}
+
+// Send is Do without a testing.TB, for goroutines.
+func Send(base string, r Request) (*Response, error) {
+	var body io.Reader
+	ct := r.ContentType
+	switch {
+	case r.JSON != nil:
+		b, err := json.Marshal(r.JSON)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+		if ct == "" {
+			ct = "application/json"
+		}
+	case r.Raw != "":
+		body = strings.NewReader(r.Raw)
+	}
+	req, err := http.NewRequest(r.Method, base+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.Creds != nil {
+		req.SetBasicAuth(r.Creds.APIID, r.Creds.APIKey)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// WantStatus fails unless the status matches.
+func WantStatus(t testing.TB, r *Response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body: %s", r.Status, status, r.Body)
+	}
+}
+
+// WantError checks the status and the standard error body, and returns it.
+func WantError(t testing.TB, r *Response, status int) map[string]any {
+	t.Helper()
+	WantStatus(t, r, status)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("error Content-Type = %q", ct)
+	}
+	m := r.Object(t)
+	if s, ok := m["error"].(string); !ok || s == "" {
+		t.Fatalf("error body lacks error: %s", r.Body)
+	}
+	if msg, ok := m["message"].(string); !ok || msg == "" {
+		t.Fatalf("error body lacks message: %s", r.Body)
+	}
+	if code, ok := m["statusCode"].(float64); !ok || int(code) != status {
+		t.Fatalf("statusCode = %v, want %d", m["statusCode"], status)
+	}
+	return m
+}
+
+// WantField checks a 400 whose validation_errors name path.
+func WantField(t testing.TB, r *Response, path string) {
+	t.Helper()
+	m := WantError(t, r, http.StatusBadRequest)
+	list, _ := m["validation_errors"].([]any)
+	for _, item := range list {
+		fe, _ := item.(map[string]any)
+		if fe["path"] == path {
+			if msg, _ := fe["message"].(string); msg == "" {
+				t.Fatalf("validation error for %s has no message", path)
+			}
+			return
+		}
+	}
+	t.Fatalf("validation_errors do not name %q: %s", path, r.Body)
+}
+
+// WantMessage fails unless the error message contains each fragment.
+func WantMessage(t testing.TB, m map[string]any, fragments ...string) {
+	t.Helper()
+	msg, _ := m["message"].(string)
+	for _, f := range fragments {
+		if !strings.Contains(msg, f) {
+			t.Fatalf("message %q does not mention %q", msg, f)
+		}
+	}
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Clock is a settable clock for Config.Now.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
