@@ -95,7 +95,8 @@ func runServe(ctx context.Context, args []string, e env) error {
 		edgeLn.Close()
 		return errors.Join(err, o.Stop(context.Background()))
 	}
-	announce := fmt.Sprintf("Pictor is listening on %s (origin API on http://%s)\n", publicURL, originLn.Addr())
+	announce := fmt.Sprintf("Pictor is listening on http://%s (origin API on http://%s)\nBase URL: %s\n",
+		edgeLn.Addr(), originLn.Addr(), publicURL)
 	return serveUntilDone(ctx, e, announce, o, ed)
 }
 
