@@ -32,7 +32,7 @@ func (c Codec) Decode(scope, token string) (string, error) {
 	if len(token) > maxToken {
 		return "", ErrInvalid
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) <= macLen {
 		return "", ErrInvalid
 	}
