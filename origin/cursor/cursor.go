@@ -32,8 +32,10 @@ func (c Codec) Decode(scope, token string) (string, error) {
 	if len(token) > maxToken {
 		return "", ErrInvalid
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(raw) <= macLen {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	// Only the canonical spelling is accepted: the decoder tolerates
+	// line breaks and stray trailing bits that Encode never writes.
+	if err != nil || len(raw) <= macLen || base64.RawURLEncoding.EncodeToString(raw) != token {
 		return "", ErrInvalid
 	}
 	position, mac := string(raw[:len(raw)-macLen]), raw[len(raw)-macLen:]
