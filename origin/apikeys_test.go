@@ -342,7 +342,6 @@ func TestKeyPermissionsGateRoutes(t *testing.T) {
 
 func TestKeyListPagination(t *testing.T) {
 	o := startOrigin(t)
-	var created []key
 	for i := range 25 {
 		if i%20 == 19 {
 			o.nextWindow()
@@ -351,7 +350,7 @@ func TestKeyListPagination(t *testing.T) {
 		if i%3 == 0 {
 			perms = append(perms, "images:read")
 		}
-		created = append(created, o.createKey(t, o.Owner, map[string]any{"name": fmt.Sprintf("k%02d", i), "permissions": perms, "disabled": i%5 == 4}))
+		o.createKey(t, o.Owner, map[string]any{"name": fmt.Sprintf("k%02d", i), "permissions": perms, "disabled": i%5 == 4})
 	}
 	o.nextWindow()
 

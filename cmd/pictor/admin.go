@@ -22,7 +22,7 @@ type commands interface {
 func runAdmin(ctx context.Context, args []string, e env) error {
 	if len(args) < 2 || args[0] != "org" {
 		fmt.Fprint(e.stderr, usage)
-		return errors.New("usage: pictor admin org create|suspend|resume ...")
+		return errors.New("usage: pictor admin org create|suspend|resume")
 	}
 	action := args[1]
 	fs := newFlagSet("admin org "+action, e.stderr, e.getenv)

@@ -21,9 +21,9 @@ const shutdownGrace = 30 * time.Second
 func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
 
 type tierFlags struct {
-	dataDir, addr, originAddr, originURL, publicURL, cacheDir, logLevel string
-	cacheMem                                                            int64
-	allowPrivate                                                        bool
+	dataDir, addr, originAddr, publicURL, cacheDir, logLevel string
+	cacheMem                                                 int64
+	allowPrivate                                             bool
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {

@@ -161,7 +161,6 @@ type iter struct {
 	err     error
 	reverse bool
 	started bool
-	after   []byte
 }
 
 func newIter(src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {

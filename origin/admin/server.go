@@ -67,7 +67,7 @@ func writeEndpoint(dataDir string, ep Endpoint) error {
 		return fmt.Errorf("admin endpoint file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
+	if err = tmp.Chmod(0o600); err == nil {
 		_, err = tmp.Write(raw)
 	}
 	if cerr := tmp.Close(); err == nil {
