@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/pictorhq/pictor/origin/render"
 )
 
 // Config configures the origin tier.
@@ -29,6 +31,15 @@ type Config struct {
 	CreateDefaultOrg bool
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
+	// Chromium is the browser binary.
+	Chromium string
+	// RenderTabs is how many renders run at once (default: CPU count).
+	RenderTabs int
+	// RenderQueue is how many renders may wait for a tab before creation
+	// answers 503.
+	RenderQueue int
+	// FontsURL is the base of the Google Fonts CSS API.
+	FontsURL string
 	// Now is the clock of timestamps, rate-limit windows and billing
 	// periods; nil is the wall clock. Tests set it.
 	Now func() time.Time
@@ -36,10 +47,15 @@ type Config struct {
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
+	rc := render.DefaultConfig()
 	return Config{
 		DataDir:          "./data",
 		Addr:             "127.0.0.1:8081",
 		CreateDefaultOrg: true,
+		Chromium:         rc.Chromium,
+		RenderTabs:       rc.Tabs,
+		RenderQueue:      rc.Queue,
+		FontsURL:         rc.FontsURL,
 	}
 }
 

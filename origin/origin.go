@@ -21,9 +21,13 @@ import (
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/secretbox"
 )
 
@@ -39,6 +43,8 @@ type Origin struct {
 	admin    *admin.Server
 	registry *prometheus.Registry
 	router   *api.Router
+	engine   *render.Engine
+	images   *image.Service
 	ln       net.Listener
 	srv      *http.Server
 	ready    atomic.Bool
@@ -72,6 +78,27 @@ func (o *Origin) open() error {
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry})
+	if err != nil {
+		return err
+	}
+	rc := render.DefaultConfig()
+	rc.Chromium = o.cfg.Chromium
+	rc.Tabs = o.cfg.RenderTabs
+	rc.Queue = o.cfg.RenderQueue
+	rc.FontsURL = o.cfg.FontsURL
+	rc.AllowPrivate = o.cfg.AllowPrivateURLs
+	rc.Gateway = gw
+	rc.ProfileDir = filepath.Join(o.cfg.DataDir, "chromium")
+	rc.Registerer = o.registry
+	if o.engine, err = render.New(rc); err != nil {
+		return err
+	}
+	blobs, err := blob.Open(filepath.Join(o.cfg.DataDir, "images"))
+	if err != nil {
+		return err
+	}
+	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now})
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
 		Limiter:       ratelimit.NewMemory(o.cfg.Now),
@@ -121,6 +148,9 @@ func (o *Origin) PublicURL() string {
 // Start creates the default organization on an empty store, starts the admin
 // endpoint and begins serving the API.
 func (o *Origin) Start(ctx context.Context) error {
+	if err := o.engine.Start(ctx); err != nil {
+		return err
+	}
 	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys}
 	if o.cfg.CreateDefaultOrg {
 		if err := o.bootstrap(svc); err != nil {
@@ -201,6 +231,16 @@ func (o *Origin) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		o.admin = nil
+	}
+	if o.images != nil {
+		o.images.Close()
+		o.images = nil
+	}
+	if o.engine != nil {
+		if err := o.engine.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		o.engine = nil
 	}
 	if err := o.closeStore(); err != nil {
 		errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/secretbox"
@@ -14,9 +15,13 @@ import (
 // it requires and its rate-limit group. Nothing is served that is not here.
 func (o *Origin) routes(box *secretbox.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box)}
+	images := &image.Handler{Service: o.images, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
+
+		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create},
+		{Method: http.MethodGet, Pattern: "/v1/image/{id}", Public: true, Handler: images.Get},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},

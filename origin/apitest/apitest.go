@@ -2,6 +2,10 @@ package apitest
 
 import (
 	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/image/webp"
 )
 
 // Creds are Basic-auth credentials.
@@ -203,4 +209,55 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// DecodeImage decodes a PNG, JPEG or WebP body and checks its Content-Type.
+func DecodeImage(t testing.TB, r *Response) image.Image {
+	t.Helper()
+	ct := r.Header.Get("Content-Type")
+	var (
+		img image.Image
+		err error
+	)
+	switch ct {
+	case "image/png":
+		img, err = png.Decode(bytes.NewReader(r.Body))
+	case "image/jpeg":
+		img, err = jpeg.Decode(bytes.NewReader(r.Body))
+	case "image/webp":
+		img, err = webp.Decode(bytes.NewReader(r.Body))
+	default:
+		t.Fatalf("not an image: status %d, Content-Type %q, body %.300s", r.Status, ct, r.Body)
+	}
+	if err != nil {
+		t.Fatalf("decode %s: %v", ct, err)
+	}
+	return img
+}
+
+// Pixel returns the colour at x,y as 8-bit non-premultiplied RGBA.
+func Pixel(img image.Image, x, y int) color.NRGBA {
+	return color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+}
+
+// Near reports whether two colours differ by at most tol in every channel.
+func Near(a, b color.NRGBA, tol int) bool {
+	d := func(x, y uint8) bool { return int(x)-int(y) <= tol && int(y)-int(x) <= tol }
+	return d(a.R, b.R) && d(a.G, b.G) && d(a.B, b.B) && d(a.A, b.A)
+}
+
+// WantSize fails unless img is w×h.
+func WantSize(t testing.TB, img image.Image, w, h int) {
+	t.Helper()
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Fatalf("image is %dx%d, want %dx%d", b.Dx(), b.Dy(), w, h)
+	}
+}
+
+// WantPixel fails unless the pixel at x,y is within tol of want.
+func WantPixel(t testing.TB, img image.Image, x, y int, want color.NRGBA, tol int) {
+	t.Helper()
+	if got := Pixel(img, x, y); !Near(got, want, tol) {
+		t.Fatalf("pixel (%d,%d) = %v, want %v (±%d)", x, y, got, want, tol)
+	}
 }

@@ -1,0 +1,52 @@
+// Package chromiumtest starts the Debian Chromium for tests that drive a
+// real browser tab directly. Only tests import it.
+package chromiumtest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Path is the browser binary: $PICTOR_CHROMIUM or /usr/bin/chromium.
+func Path() string {
+	if p := os.Getenv("PICTOR_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// NewTab starts headless Chromium for one test and returns a tab; the
+// browser stops when the test ends. A missing browser fails the test: `make
+// test` installs it.
+func NewTab(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	if _, err := os.Stat(Path()); err != nil {
+		t.Fatalf("chromium: %v (make test installs it)", err)
+	}
+	dir := t.TempDir() // removed after the browser exited: cleanups run last-in first-out
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(Path()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(dir),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	allocCtx, allocCancel := chromedp.NewExecAllocator(ctx, append(opts, extra...)...)
+	t.Cleanup(allocCancel)
+	tab, tabCancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(tabCancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return tab
+}

@@ -1,0 +1,23 @@
+// Package egress is the filtering forward proxy every Chromium render goes
+// through, so that no render reaches loopback, private, link-local or cloud
+// metadata addresses. A Gateway opens one Session per render on 127.0.0.1;
+// the session relays absolute-form http:// requests (and WebSocket upgrades
+// over them) and CONNECT tunnels, resolves each host once, refuses it if any
+// answer is not allowed, and dials the checked address itself so that DNS
+// rebinding cannot slip a second answer in. Check and CheckURL apply the same
+// rules to a URL before a render starts.
+//
+// Policy.AllowPrivate (the --allow-private-urls flag) lifts the address rule
+// for tests and intranets: loopback, RFC 1918, CGNAT, unique-local and the
+// other non-public ranges become reachable. It never lifts the cloud
+// metadata rule: all of 169.254.0.0/16 (where AWS, GCP, Azure, ECS, Tencent
+// and OpenStack serve metadata, DNS and time), the other providers' metadata
+// addresses (100.100.100.200, 192.0.0.192, 168.63.129.16, fd00:ec2::254,
+// ...), their IPv6 embeddings and metadata host names such as
+// metadata.google.internal stay blocked. The scheme rules stay as well.
+//
+// Hosts are read the way Chromium and inet_aton read them: decimal, octal,
+// hex and short IPv4 forms, bracketed IPv6 with zones, trailing dots, upper
+// case, and IDN (NFKC-mapped, then punycode). A host whose last label is
+// numeric is an IPv4 address or invalid, never a name sent to DNS.
+package egress

@@ -1,0 +1,150 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a Gateway.
+type Config struct {
+	// DialTimeout bounds each name lookup and each connection attempt of a
+	// session.
+	DialTimeout time.Duration
+	// Resolver looks up the names renders ask for; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+	// Registerer receives the egress metrics; nil skips them.
+	Registerer prometheus.Registerer
+	// Logger receives blocked requests and upstream failures; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{DialTimeout: 10 * time.Second}
+}
+
+// Validate reports the first invalid setting and fills the defaults.
+func (c *Config) Validate() error {
+	if c.DialTimeout <= 0 {
+		return fmt.Errorf("egress DialTimeout %v: must be positive", c.DialTimeout)
+	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Gateway holds what the sessions of every render share: the resolver, the
+// dial settings and the metrics.
+type Gateway struct {
+	cfg     Config
+	metrics *metrics
+	// dialHook, when set by tests, replaces the socket dial of a checked
+	// address.
+	dialHook func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// New validates cfg and returns a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, metrics: m}, nil
+}
+
+// Check is the package Check with the gateway's resolver and dial timeout.
+func (g *Gateway) Check(ctx context.Context, host string, allowPrivate bool) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.DialTimeout)
+	defer cancel()
+	return Check(ctx, g.cfg.Resolver, host, allowPrivate)
+}
+
+// Request kinds and outcomes of the requests metric.
+const (
+	kindHTTP     = "http"
+	kindConnect  = "connect"
+	kindInternal = "internal"
+
+	outcomeAllowed        = "allowed"
+	outcomeBlockedAddress = "blocked_address"
+	outcomeBlockedScheme  = "blocked_scheme"
+	outcomeError          = "error"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	dials    *prometheus.HistogramVec
+	sessions prometheus.Gauge
+	tunnels  prometheus.Gauge
+}
+
+func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_egress_requests_total",
+			Help: "Requests of renders through the egress proxy, by kind (http, connect, internal) and outcome.",
+		}, []string{"kind", "outcome"}),
+		dials: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pictor_egress_dial_duration_seconds",
+			Help:    "Time to connect to a checked upstream address, by result (ok, error).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"result"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pictor_egress_sessions_open",
+			Help: "Egress sessions open, one per render in progress.",
+		}),
+		tunnels: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pictor_egress_tunnels_open",
+			Help: "CONNECT tunnels open.",
+		}),
+	}
+	if r == nil {
+		return m, nil
+	}
+	var err error
+	if m.requests, err = register(r, m.requests); err != nil {
+		return nil, err
+	}
+	if m.dials, err = register(r, m.dials); err != nil {
+		return nil, err
+	}
+	if m.sessions, err = register(r, m.sessions); err != nil {
+		return nil, err
+	}
+	if m.tunnels, err = register(r, m.tunnels); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// its name so that several gateways can share a registry.
+func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
+	err := r.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("register egress metrics: %w", err)
+}

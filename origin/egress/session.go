@@ -1,0 +1,591 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Policy is what one render may reach.
+type Policy struct {
+	// AllowPrivate lifts the address rule (--allow-private-urls): loopback
+	// and private networks become reachable. Cloud metadata addresses and
+	// names stay blocked, and the scheme rules stay.
+	AllowPrivate bool
+	// InternalHost names the host, e.g. "pictor.internal", whose plain-http
+	// requests on port 80 Internal answers in-process; it is never resolved
+	// or dialed, and CONNECT to it is refused.
+	InternalHost string
+	// Internal serves InternalHost. It gets origin-form requests (path and
+	// query as sent) and must return once their context is done.
+	Internal http.Handler
+}
+
+// Blocked is one request a session refused by policy.
+type Blocked struct {
+	// Target is the host:port of a CONNECT or the request URI of an http
+	// request.
+	Target string
+	// Reason matches ErrBlockedAddress, ErrCloudMetadata, ErrBlockedScheme
+	// or ErrInvalidHost.
+	Reason error
+}
+
+// maxBlocked caps the refusals a session keeps; later ones are only counted
+// and logged.
+const maxBlocked = 1000
+
+const (
+	readHeaderTimeout = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 1 << 20
+)
+
+// Session is the proxy of one render, listening on 127.0.0.1.
+type Session struct {
+	g        *Gateway
+	policy   Policy
+	internal string // InternalHost, parsed
+	log      *slog.Logger
+	ln       net.Listener
+	srv      *http.Server
+	tr       *http.Transport
+	proxy    *httputil.ReverseProxy
+	dialer   net.Dialer
+	ctx      context.Context // canceled by Close; every request derives from it
+	cancel   context.CancelFunc
+	served   chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	conns    map[*trackedConn]struct{}
+	blocked  []Blocked
+	handlers sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts a session for one render on a fresh port of 127.0.0.1.
+func (g *Gateway) Open(p Policy) (*Session, error) {
+	s := &Session{
+		g:      g,
+		policy: p,
+		log:    g.cfg.Logger,
+		served: make(chan struct{}),
+		conns:  map[*trackedConn]struct{}{},
+	}
+	if p.InternalHost != "" {
+		h, err := parseHost(p.InternalHost)
+		if err != nil || h.name == "" {
+			return nil, fmt.Errorf("egress policy InternalHost %q: want a host name", p.InternalHost)
+		}
+		if p.Internal == nil {
+			return nil, fmt.Errorf("egress policy InternalHost %q: Internal handler is nil", p.InternalHost)
+		}
+		s.internal = h.name
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress session listen: %w", err)
+	}
+	s.ln = ln
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	errorLog := slog.NewLogLogger(g.cfg.Logger.Handler(), slog.LevelDebug)
+	s.dialer = net.Dialer{
+		Timeout:   g.cfg.DialTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   s.control,
+	}
+	s.tr = &http.Transport{
+		Proxy:                  nil, // never an environment proxy
+		DialContext:            s.dialTransport,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true, // relay Accept-Encoding and bodies untouched
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+	}
+	s.proxy = &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		Transport:      s.tr,
+		FlushInterval:  -1,
+		ErrorLog:       errorLog,
+		ErrorHandler:   s.upstreamError,
+		ModifyResponse: s.upstreamResponse,
+	}
+	s.srv = &http.Server{
+		Handler:                      http.HandlerFunc(s.serve),
+		ReadHeaderTimeout:            readHeaderTimeout,
+		IdleTimeout:                  idleTimeout,
+		MaxHeaderBytes:               maxHeaderBytes,
+		ErrorLog:                     errorLog,
+		BaseContext:                  func(net.Listener) context.Context { return s.ctx },
+		DisableGeneralOptionsHandler: true,
+	}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln)
+	}()
+	g.metrics.sessions.Inc()
+	return s, nil
+}
+
+// Addr is the proxy address, 127.0.0.1:PORT.
+func (s *Session) Addr() string { return s.ln.Addr().String() }
+
+// Blocked returns the requests refused so far, oldest first.
+func (s *Session) Blocked() []Blocked {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.blocked)
+}
+
+// Close stops the listener, closes every connection and tunnel of the
+// session and waits for its requests to end. It is safe to call twice.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		conns := s.conns
+		s.conns = nil
+		s.mu.Unlock()
+		// Connections first, so that no canceled request gets an answer
+		// out, then the context that ends dials, lookups and requests.
+		err := s.srv.Close()
+		for c := range conns {
+			_ = c.Conn.Close()
+		}
+		s.cancel()
+		s.handlers.Wait()
+		<-s.served
+		s.tr.CloseIdleConnections()
+		s.g.metrics.sessions.Dec()
+		if err != nil {
+			s.closeErr = fmt.Errorf("close egress session: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// serve dispatches one proxy request.
+func (s *Session) serve(w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		http.Error(w, "egress: session closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.handlers.Done()
+	if r.Method == http.MethodConnect {
+		s.serveConnect(w, r)
+		return
+	}
+	s.serveHTTP(w, r)
+}
+
+// enter admits a request unless the session is closed.
+func (s *Session) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
+}
+
+// plan is where an allowed http request goes; it rides in the request
+// context from the handler to rewrite and dialTransport.
+type plan struct {
+	addrs []netip.Addr // checked, dialed in order
+	port  uint16
+	host  string // Host header: the authority of the request line
+}
+
+type planKey struct{}
+
+func (p *plan) target() string { return netip.AddrPortFrom(p.addrs[0], p.port).String() }
+
+// serveHTTP relays an absolute-form http:// (or ws://) request.
+func (s *Session) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	target := r.RequestURI
+	u := r.URL
+	if u.Scheme != "http" && u.Scheme != "ws" {
+		scheme := u.Scheme
+		if scheme == "" {
+			scheme = "origin-form"
+		}
+		s.refuse(w, r, kindHTTP, target, fmt.Errorf("%w: %s request", ErrBlockedScheme, scheme))
+		return
+	}
+	hostname, port, err := splitHostPort(u.Host, 80)
+	if err != nil {
+		s.refuse(w, r, kindHTTP, target, err)
+		return
+	}
+	h, err := parseHost(hostname)
+	if err != nil {
+		s.refuse(w, r, kindHTTP, target, err)
+		return
+	}
+	if s.internal != "" && h.name == s.internal {
+		if port != 80 {
+			s.refuse(w, r, kindHTTP, target, fmt.Errorf("%w: internal host %s serves port 80 only", ErrBlockedScheme, s.internal))
+			return
+		}
+		s.serveInternal(w, r)
+		return
+	}
+	addrs, err := s.resolve(r.Context(), hostname, h)
+	if err != nil {
+		s.refuseOrFail(w, r, kindHTTP, target, err)
+		return
+	}
+	p := &plan{addrs: addrs, port: port, host: hostHeader(u.Host, h)}
+	// Counted as allowed by s.upstreamResponse or as an error by
+	// s.upstreamError, before the client sees the answer.
+	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), planKey{}, p)))
+}
+
+// hostHeader is the Host header sent upstream: the authority of the request
+// line as given, or its ASCII form if it is not ASCII (an IDN that Chromium
+// would have sent as punycode).
+func hostHeader(authority string, h host) string {
+	if isASCII(authority) {
+		return authority
+	}
+	name := h.name
+	if h.addr.IsValid() {
+		name = h.addr.String()
+		if h.addr.Is6() {
+			name = "[" + name + "]"
+		}
+	}
+	if _, p, ok := strings.Cut(authority[strings.LastIndexByte(authority, ']')+1:], ":"); ok && p != "" {
+		return name + ":" + p
+	}
+	return name
+}
+
+// rewrite points the outbound request at the checked address and keeps the
+// Host of the request line. ReverseProxy has already dropped the hop-by-hop
+// headers and, because Rewrite is set, adds no X-Forwarded-* header.
+func rewrite(pr *httputil.ProxyRequest) {
+	p := pr.In.Context().Value(planKey{}).(*plan)
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = p.target()
+	pr.Out.URL.User = nil
+	pr.Out.Host = p.host
+	stripProxyHeaders(pr.Out.Header)
+	// ReverseProxy removed any Forwarded or X-Forwarded-* header the page
+	// set itself; put them back so that the proxy stays invisible.
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[k]; ok && !connectionListed(pr.In.Header, k) {
+			pr.Out.Header[k] = slices.Clone(v)
+		}
+	}
+}
+
+// connectionListed reports whether the Connection header names k.
+func connectionListed(h http.Header, k string) bool {
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stripProxyHeaders drops the Proxy-* headers meant for this proxy.
+func stripProxyHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "Proxy-") {
+			delete(h, k)
+		}
+	}
+}
+
+// upstreamResponse counts a relayed request and drops the Proxy-* headers
+// of its response.
+func (s *Session) upstreamResponse(resp *http.Response) error {
+	s.g.metrics.requests.WithLabelValues(kindHTTP, outcomeAllowed).Inc()
+	stripProxyHeaders(resp.Header)
+	return nil
+}
+
+// upstreamError answers a request whose upstream failed.
+func (s *Session) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	s.g.metrics.requests.WithLabelValues(kindHTTP, outcomeError).Inc()
+	status := http.StatusBadGateway
+	if errors.Is(err, context.DeadlineExceeded) {
+		status = http.StatusGatewayTimeout
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
+		slog.String("target", r.RequestURI), slog.Any("error", err))
+	http.Error(w, "egress: upstream unavailable", status)
+}
+
+// serveInternal hands a request for InternalHost to Policy.Internal.
+func (s *Session) serveInternal(w http.ResponseWriter, r *http.Request) {
+	in := r.Clone(r.Context())
+	in.URL = &url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	in.RequestURI = in.URL.RequestURI()
+	stripProxyHeaders(in.Header)
+	s.g.metrics.requests.WithLabelValues(kindInternal, outcomeAllowed).Inc()
+	s.policy.Internal.ServeHTTP(w, in)
+}
+
+// serveConnect opens a tunnel to a checked address.
+func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
+	target := r.Host
+	hostname, port, err := splitHostPort(target, 0)
+	if err != nil {
+		s.refuse(w, r, kindConnect, target, err)
+		return
+	}
+	h, err := parseHost(hostname)
+	if err != nil {
+		s.refuse(w, r, kindConnect, target, err)
+		return
+	}
+	if s.internal != "" && h.name == s.internal {
+		s.refuse(w, r, kindConnect, target, fmt.Errorf("%w: internal host %s is plain http only", ErrBlockedScheme, s.internal))
+		return
+	}
+	addrs, err := s.resolve(r.Context(), hostname, h)
+	if err != nil {
+		s.refuseOrFail(w, r, kindConnect, target, err)
+		return
+	}
+	up, err := s.dialChecked(r.Context(), addrs, port)
+	if err != nil {
+		s.fail(w, r, kindConnect, target, err)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		_ = up.Close()
+		s.fail(w, r, kindConnect, target, fmt.Errorf("hijack: %w", err))
+		return
+	}
+	client, err := s.track(conn)
+	if err != nil {
+		_ = up.Close()
+		return
+	}
+	s.g.metrics.requests.WithLabelValues(kindConnect, outcomeAllowed).Inc()
+	s.g.metrics.tunnels.Inc()
+	defer s.g.metrics.tunnels.Dec()
+	_ = conn.SetDeadline(time.Time{})
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		_ = client.Close()
+		_ = up.Close()
+		return
+	}
+	// Bytes the client sent after the CONNECT head, e.g. a TLS hello.
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			_ = client.Close()
+			_ = up.Close()
+			return
+		}
+	}
+	splice(client, up)
+}
+
+// splice copies both ways until both sides are done, passing a clean end
+// of one direction on as a half close; an error closes everything.
+func splice(a, b net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe(b, a)
+	}()
+	pipe(a, b)
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+}
+
+func pipe(dst, src net.Conn) {
+	if _, err := io.Copy(dst, src); err != nil {
+		_ = src.Close()
+		_ = dst.Close()
+		return
+	}
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = dst.Close()
+}
+
+// resolve checks a parsed host with the session's resolver and policy.
+func (s *Session) resolve(ctx context.Context, raw string, h host) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.g.cfg.DialTimeout)
+	defer cancel()
+	return resolve(ctx, s.g.cfg.Resolver, raw, h, s.policy.AllowPrivate)
+}
+
+// refuseOrFail answers a failed check: a policy refusal or a lookup error.
+func (s *Session) refuseOrFail(w http.ResponseWriter, r *http.Request, kind, target string, err error) {
+	if errors.Is(err, ErrBlockedAddress) || errors.Is(err, ErrInvalidHost) {
+		s.refuse(w, r, kind, target, err)
+		return
+	}
+	s.fail(w, r, kind, target, err)
+}
+
+// refuse answers a request the policy refuses and records it.
+func (s *Session) refuse(w http.ResponseWriter, r *http.Request, kind, target string, err error) {
+	status, outcome, reason := http.StatusForbidden, outcomeBlockedAddress, "address not allowed"
+	var ae *AddressError
+	switch {
+	case errors.As(err, &ae):
+		reason = ae.Range + " address not allowed"
+	case errors.Is(err, ErrBlockedScheme):
+		outcome, reason = outcomeBlockedScheme, "scheme not allowed"
+	case errors.Is(err, ErrInvalidHost):
+		status, outcome, reason = http.StatusBadRequest, outcomeError, "invalid host"
+	}
+	s.mu.Lock()
+	if len(s.blocked) < maxBlocked {
+		s.blocked = append(s.blocked, Blocked{Target: target, Reason: err})
+	}
+	s.mu.Unlock()
+	s.g.metrics.requests.WithLabelValues(kind, outcome).Inc()
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "egress request blocked",
+		slog.String("kind", kind), slog.String("target", target), slog.Any("error", err))
+	http.Error(w, "Blocked by the Pictor egress policy: "+reason, status)
+}
+
+// fail answers a request the policy allowed but that could not be relayed.
+func (s *Session) fail(w http.ResponseWriter, r *http.Request, kind, target string, err error) {
+	s.g.metrics.requests.WithLabelValues(kind, outcomeError).Inc()
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
+		slog.String("kind", kind), slog.String("target", target), slog.Any("error", err))
+	status := http.StatusBadGateway
+	if errors.Is(err, context.DeadlineExceeded) {
+		status = http.StatusGatewayTimeout
+	}
+	http.Error(w, "egress: upstream unavailable", status)
+}
+
+// control re-checks, on the socket about to connect, the address the
+// dialer was given.
+func (s *Session) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: dial %q", ErrInvalidHost, address)
+	}
+	return verdict(address, ap.Addr(), s.policy.AllowPrivate)
+}
+
+// dialTransport is the Transport's dial: the request's plan when addr is
+// its target, else addr itself, which must be a literal the policy allows.
+func (s *Session) dialTransport(ctx context.Context, _, addr string) (net.Conn, error) {
+	if p, ok := ctx.Value(planKey{}).(*plan); ok && p.target() == addr {
+		return s.dialChecked(ctx, p.addrs, p.port)
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %q", ErrInvalidHost, addr)
+	}
+	if err := verdict(addr, ap.Addr(), s.policy.AllowPrivate); err != nil {
+		return nil, err
+	}
+	return s.dialChecked(ctx, []netip.Addr{ap.Addr()}, ap.Port())
+}
+
+// dialChecked connects to the first of the checked addrs that accepts. The
+// connection is tracked and ends with the session.
+func (s *Session) dialChecked(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	var errs []error
+	for _, a := range addrs {
+		addr := netip.AddrPortFrom(a, port).String()
+		start := time.Now()
+		c, err := s.dialOne(ctx, addr)
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		s.g.metrics.dials.WithLabelValues(result).Observe(time.Since(start).Seconds())
+		if err == nil {
+			return s.track(c)
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", ErrDial, errors.Join(errs...))
+}
+
+// dialOne makes one connection attempt, bounded by the dial timeout. addr
+// must be an IP literal: nothing below resolves a name.
+func (s *Session) dialOne(ctx context.Context, addr string) (net.Conn, error) {
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return nil, fmt.Errorf("%w: dial %q: not an address", ErrInvalidHost, addr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.g.cfg.DialTimeout)
+	defer cancel()
+	if s.g.dialHook != nil {
+		return s.g.dialHook(ctx, "tcp", addr)
+	}
+	return s.dialer.DialContext(ctx, "tcp", addr)
+}
+
+// trackedConn is a connection Close ends.
+type trackedConn struct {
+	net.Conn
+	s    *Session
+	once sync.Once
+}
+
+// track registers c, or closes it if the session is closed.
+func (s *Session) track(c net.Conn) (net.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return nil, ErrClosed
+	}
+	tc := &trackedConn{Conn: c, s: s}
+	s.conns[tc] = struct{}{}
+	return tc, nil
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes TCP connections.
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}

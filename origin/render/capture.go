@@ -1,0 +1,531 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pictorhq/pictor/origin/codec"
+	"github.com/pictorhq/pictor/origin/consent"
+	"github.com/pictorhq/pictor/origin/twemoji"
+)
+
+// box is a rectangle in CSS pixels of the document.
+type box struct {
+	X, Y, Width, Height float64
+	Invalid             bool `json:"invalid"`
+}
+
+// maxTile is the tallest strip, in device pixels, one capture takes; taller
+// outputs are captured in strips and joined.
+const maxTile = 8192
+
+// render runs r in the tab. The caller bounds ctx.
+func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error) {
+	blockedBefore := len(t.session.Blocked())
+	var res *Result
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var err error
+		res, err = e.run(ctx, t, tg, r)
+		return err
+	}))
+	if res != nil {
+		for _, b := range t.session.Blocked()[blockedBefore:] {
+			res.Blocked = append(res.Blocked, b.Target)
+		}
+	}
+	if err != nil {
+		return nil, e.classify(ctx, t, r, blockedBefore, err)
+	}
+	return res, nil
+}
+
+// classify turns a failure into one of the package's errors.
+func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore int, err error) error {
+	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable} {
+		if errors.Is(err, target) {
+			return err
+		}
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		if r.URL != "" && len(t.session.Blocked()) > blockedBefore {
+			return fmt.Errorf("%w (%s)", ErrBlockedURL, le.ErrorText)
+		}
+		return fmt.Errorf("%w: %s", ErrUnreachable, le.ErrorText)
+	}
+	t.broken = true
+	return fmt.Errorf("%w: %v", ErrBrowser, err)
+}
+
+func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request) (*Result, error) {
+	deadline := time.Now().Add(r.MaxWait)
+	remaining := func() time.Duration {
+		if d := time.Until(deadline); d > 0 {
+			return d
+		}
+		return 0
+	}
+	if err := t.emulate(ctx, tg, r); err != nil {
+		return nil, err
+	}
+	if r.BlockConsent {
+		var patterns []*network.BlockPattern
+		for _, p := range consent.BlockPatterns() {
+			patterns = append(patterns, &network.BlockPattern{URLPattern: p, Block: true})
+		}
+		if _, err := cdp.Call(ctx, tg, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns}); err != nil {
+			return nil, err
+		}
+		defer cdp.Call(context.WithoutCancel(ctx), tg, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: []*network.BlockPattern{}})
+	}
+	if len(r.Headers) > 0 || r.IdentifyAsService {
+		stop, err := interceptHeaders(ctx, tg, r)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+
+	target := r.URL
+	if target == "" {
+		target = t.serve(buildDocument(r, e.cfg.FontsURL))
+	} else if u, err := url.Parse(target); err == nil {
+		t.origins[u.Scheme+"://"+u.Host] = true
+	}
+	t.origins["http://"+InternalHost] = true
+
+	if err := navigate(ctx, tg, target, r, remaining()); err != nil {
+		return nil, err
+	}
+
+	if r.URL != "" {
+		if r.CSS != "" {
+			if err := call(ctx, tg, styleScript, nil, r.CSS); err != nil {
+				return nil, err
+			}
+		}
+		if len(r.GoogleFonts) > 0 {
+			if err := call(ctx, tg, linkScript, nil, FontsCSSURL(e.cfg.FontsURL, r.GoogleFonts)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if r.BlockConsent {
+		host := ""
+		if u, err := url.Parse(r.URL); err == nil {
+			host = u.Hostname()
+		}
+		if css := consent.CSS(host); css != "" {
+			if err := call(ctx, tg, styleScript, nil, css); err != nil {
+				return nil, err
+			}
+		}
+		if err := evaluate(ctx, tg, consent.Script(), nil); err != nil {
+			return nil, err
+		}
+	}
+	if r.Twemoji {
+		if err := evaluate(ctx, tg, twemoji.Script("http://"+InternalHost), nil); err != nil {
+			return nil, err
+		}
+	}
+	if r.WhenReady {
+		var ready bool
+		if err := call(ctx, tg, waitReadyScript, &ready, remaining().Milliseconds()); err != nil {
+			return nil, err
+		}
+		if !ready {
+			return nil, ErrNotReady
+		}
+	}
+	if r.Delay > 0 {
+		select {
+		case <-time.After(r.Delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	scale := r.scale()
+	if r.FullPage {
+		limit := float64(r.MaxHeight) / scale
+		if err := call(ctx, tg, scrollScript, nil, limit); err != nil {
+			return nil, err
+		}
+	}
+	settle := remaining()
+	if settle < 200*time.Millisecond {
+		settle = 200 * time.Millisecond
+	}
+	if err := call(ctx, tg, settleScript, nil, settle.Milliseconds()); err != nil {
+		return nil, err
+	}
+
+	if r.PDF != nil {
+		return printPDF(ctx, tg, r)
+	}
+	clip, err := clipFor(ctx, tg, r)
+	if err != nil {
+		return nil, err
+	}
+	return capture(ctx, tg, r, clip)
+}
+
+// emulation is the state the emulation commands set.
+type emulationState struct {
+	width, height            int
+	scale                    float64
+	mobile, landscape, touch bool
+	media, scheme, timezone  string
+	transparent              bool
+}
+
+// emulate applies every emulation setting that differs from what the tab
+// has: tabs are reused, and each command costs a relayout.
+func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) error {
+	w, h := r.viewport()
+	want := emulationState{width: w, height: h, scale: r.scale(), mobile: r.Mobile, landscape: r.Landscape, touch: r.Touch,
+		media: r.MediaType, scheme: r.ColorScheme, timezone: r.Timezone, transparent: r.Transparent}
+	have := t.emulation
+	t.emulation = nil // unknown until every command succeeded
+	if have == nil || have.width != want.width || have.height != want.height || have.scale != want.scale ||
+		have.mobile != want.mobile || have.landscape != want.landscape {
+		orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
+		if r.Landscape {
+			orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
+		}
+		if _, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(w), Height: int64(h), DeviceScaleFactor: want.scale, Mobile: r.Mobile,
+			ScreenWidth: int64(w), ScreenHeight: int64(h), ScreenOrientation: orientation,
+		}); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.touch != want.touch {
+		touch := emulation.SetTouchEmulationEnabledParams{Enabled: r.Touch}
+		if r.Touch {
+			touch.MaxTouchPoints = 5
+		}
+		if _, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, touch); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.media != want.media || have.scheme != want.scheme {
+		media := emulation.SetEmulatedMediaParams{Media: r.MediaType,
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: r.ColorScheme}}}
+		if _, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, media); err != nil {
+			return err
+		}
+	}
+	if (have == nil && want.timezone != "") || (have != nil && have.timezone != want.timezone) {
+		if _, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: r.Timezone}); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.transparent != want.transparent {
+		// The generated RGBA omits a zero alpha, so this one is sent by hand.
+		bg := map[string]any{}
+		if r.Transparent {
+			bg["color"] = map[string]any{"r": 0, "g": 0, "b": 0, "a": 0}
+		}
+		if err := tg.Call(ctx, "Emulation.setDefaultBackgroundColorOverride", bg, nil); err != nil {
+			return err
+		}
+	}
+	t.emulation = &want
+	return nil
+}
+
+// navigate loads target and waits for its load event, at most wait for a
+// URL render: the page is captured as it is when the wait ends. A document
+// that never started loading is an error.
+func navigate(ctx context.Context, tg *chromedp.Target, target string, r *Request, wait time.Duration) error {
+	loaded := chromedp.Events(ctx, page.LoadEventFired)
+	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
+	if err != nil {
+		return err
+	}
+	if res.ErrorText != "" {
+		return &chromedp.LoadError{ErrorText: res.ErrorText}
+	}
+	if wait < time.Second && r.URL == "" {
+		wait = time.Second
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	next, stop := iter.Pull2(loaded)
+	done := make(chan error, 1)
+	go func() {
+		defer stop()
+		_, err, _ := next()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		if r.URL == "" {
+			return fmt.Errorf("%w: the document did not finish loading within %v", ErrTimeout, wait)
+		}
+		return nil // capture what is there: max_wait_ms caps waiting
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// interceptHeaders adds the custom headers to requests of the allowed
+// origins (the top-level request only, unless HeadersOnSubrequests) and
+// X-SERVICE-SCREENSHOT to the top-level request.
+func interceptHeaders(ctx context.Context, tg *chromedp.Target, r *Request) (stop func(), err error) {
+	allowed := map[string]bool{}
+	if u, err := url.Parse(r.URL); err == nil {
+		allowed[originOf(u)] = true
+	}
+	for _, o := range r.HeaderOrigins {
+		allowed[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	mainFrame := tree.FrameTree.Frame.ID
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	patterns := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
+	if r.HeadersOnSubrequests && len(r.Headers) > 0 {
+		patterns = []*fetch.RequestPattern{{URLPattern: "*"}}
+	}
+	if _, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ev, err := range paused {
+			if err != nil || lctx.Err() != nil {
+				return
+			}
+			// The top-level request: the main frame's document, redirects included.
+			top := ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == mainFrame
+			headers := make([]*fetch.HeaderEntry, 0, len(ev.Request.Headers)+len(r.Headers)+1)
+			for k, v := range ev.Request.Headers {
+				headers = append(headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
+			}
+			if top && r.IdentifyAsService {
+				headers = append(headers, &fetch.HeaderEntry{Name: "X-SERVICE-SCREENSHOT", Value: "1"})
+			}
+			if u, perr := url.Parse(ev.Request.URL); perr == nil && allowed[originOf(u)] && (top || r.HeadersOnSubrequests) {
+				for k, v := range r.Headers {
+					headers = append(headers, &fetch.HeaderEntry{Name: k, Value: v})
+				}
+			}
+			cdp.Call(lctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID, Headers: headers})
+		}
+	}()
+	return func() {
+		cancel()
+		cdp.Call(context.WithoutCancel(ctx), tg, fetch.Disable, cdp.Empty{})
+		wg.Wait()
+	}, nil
+}
+
+func originOf(u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return strings.ToLower(u.Scheme) + "://" + host
+}
+
+// clipFor decides which part of the document becomes the image.
+func clipFor(ctx context.Context, tg *chromedp.Target, r *Request) (box, error) {
+	w, h := r.viewport()
+	switch {
+	case r.Selector != "":
+		var b *box
+		if err := call(ctx, tg, selectorBoxScript, &b, r.Selector); err != nil {
+			return box{}, err
+		}
+		if b == nil {
+			return box{}, fmt.Errorf("%w: %q", ErrSelectorNotFound, r.Selector)
+		}
+		if b.Invalid {
+			return box{}, fmt.Errorf("%w: %q", ErrInvalidSelector, r.Selector)
+		}
+		if b.Width < 1 || b.Height < 1 {
+			return box{}, fmt.Errorf("%w: %q has no size", ErrEmpty, r.Selector)
+		}
+		return *b, nil
+	case r.FullPage:
+		var size box
+		if err := call(ctx, tg, pageSizeScript, &size); err != nil {
+			return box{}, err
+		}
+		return box{Width: float64(w), Height: math.Max(size.Height, float64(h))}, nil
+	case r.URL == "" && r.ViewportWidth == 0 && IsSnippet(r.HTML):
+		var b *box
+		if err := call(ctx, tg, contentBoxScript, &b); err != nil {
+			return box{}, err
+		}
+		if b == nil || b.Width < 1 || b.Height < 1 {
+			return box{}, ErrEmpty
+		}
+		return *b, nil
+	}
+	return box{Width: float64(w), Height: float64(h)}, nil
+}
+
+// capture takes the clip as PNG, in strips when it is taller than one
+// capture can be, and cuts it to the output limits.
+func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*Result, error) {
+	scale := r.scale()
+	if r.MaxWidth > 0 && clip.Width*scale > float64(r.MaxWidth) {
+		if r.Selector != "" || r.FullPage {
+			clip.Width = math.Floor(float64(r.MaxWidth) / scale)
+		} else {
+			return nil, fmt.Errorf("%w: %.0f px wide, the limit is %d", ErrTooLarge, clip.Width*scale, r.MaxWidth)
+		}
+	}
+	if r.MaxHeight > 0 && clip.Height*scale > float64(r.MaxHeight) {
+		clip.Height = math.Floor(float64(r.MaxHeight) / scale)
+	}
+	vw, vh := r.viewport()
+	beyond := clip.X+clip.Width > float64(vw) || clip.Y+clip.Height > float64(vh)
+	stripCSS := math.Floor(maxTile / scale)
+	if clip.Height <= stripCSS {
+		data, err := shot(ctx, tg, clip, beyond)
+		if err != nil {
+			return nil, err
+		}
+		width, height, err := pngSize(data)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Data: data, Width: width, Height: height}, nil
+	}
+	var strips [][]byte
+	for y := clip.Y; y < clip.Y+clip.Height; y += stripCSS {
+		part := box{X: clip.X, Y: y, Width: clip.Width, Height: math.Min(stripCSS, clip.Y+clip.Height-y)}
+		data, err := shot(ctx, tg, part, true)
+		if err != nil {
+			return nil, err
+		}
+		strips = append(strips, data)
+	}
+	data, width, height, err := codec.JoinVertical(strips)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data, Width: width, Height: height}, nil
+}
+
+func shot(ctx context.Context, tg *chromedp.Target, clip box, beyond bool) ([]byte, error) {
+	res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format:                page.CaptureScreenshotFormatPng,
+		Clip:                  &page.Viewport{X: clip.X, Y: clip.Y, Width: clip.Width, Height: clip.Height, Scale: 1},
+		CaptureBeyondViewport: new(beyond),
+		OptimizeForSpeed:      new(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// printPDF prints the document with the PDF options.
+func printPDF(ctx context.Context, tg *chromedp.Target, r *Request) (*Result, error) {
+	o := r.PDF
+	params := page.PrintToPDFParams{
+		PrintBackground:   new(o.PrintBackground),
+		MarginTop:         new(o.Margins[0]),
+		MarginRight:       new(o.Margins[1]),
+		MarginBottom:      new(o.Margins[2]),
+		MarginLeft:        new(o.Margins[3]),
+		PreferCSSPageSize: new(false),
+	}
+	if o.PageWidth > 0 {
+		params.PaperWidth = o.PageWidth
+	}
+	if o.PageHeight > 0 {
+		params.PaperHeight = o.PageHeight
+	}
+	if o.Scale > 0 {
+		params.Scale = o.Scale
+	}
+	res, err := cdp.Call(ctx, tg, page.PrintToPDF, params)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: res.Data}, nil
+}
+
+// call runs a JavaScript function with JSON arguments and decodes its
+// (awaited) result into out when out is not nil.
+func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...any) error {
+	var b strings.Builder
+	b.WriteString("(")
+	b.WriteString(fn)
+	b.WriteString(")(")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		enc, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		b.Write(enc)
+	}
+	b.WriteString(")")
+	return evaluate(ctx, tg, b.String(), out)
+}
+
+// evaluate runs an expression, awaiting a promise, and decodes the value.
+func evaluate(ctx context.Context, tg *chromedp.Target, expr string, out any) error {
+	res, err := cdp.Call(ctx, tg, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: expr, AwaitPromise: new(true), ReturnByValue: new(true),
+	})
+	if err != nil {
+		return err
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("%w: script failed: %s", ErrBrowser, res.ExceptionDetails.Text)
+	}
+	if out == nil || res.Result == nil || len(res.Result.Value) == 0 {
+		return nil
+	}
+	return json.Unmarshal(res.Result.Value, out)
+}
+
+// pngSize reads the dimensions from a PNG's IHDR chunk.
+func pngSize(data []byte) (int, int, error) {
+	if len(data) < 24 || !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) || string(data[12:16]) != "IHDR" {
+		return 0, 0, fmt.Errorf("%w: the capture is not a PNG", ErrBrowser)
+	}
+	return int(binary.BigEndian.Uint32(data[16:20])), int(binary.BigEndian.Uint32(data[20:24])), nil
+}

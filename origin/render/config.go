@@ -1,0 +1,97 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/egress"
+)
+
+// InternalHost is the host name under which tabs load the documents and
+// assets Pictor serves itself (HTML renders, emoji images). The egress
+// answers it in-process; it never reaches DNS.
+const InternalHost = "pictor.internal"
+
+// Config configures the engine.
+type Config struct {
+	// Chromium is the browser binary.
+	Chromium string
+	// Tabs is how many renders run at once.
+	Tabs int
+	// Queue is how many renders may wait for a tab; more get ErrQueueFull.
+	Queue int
+	// RecycleAfter restarts the browser after this many renders.
+	RecycleAfter int
+	// TabUses is how many renders of one organization a tab serves before
+	// it is replaced by a fresh one.
+	TabUses int
+	// Timeout is the hard deadline of one render, queueing excluded.
+	Timeout time.Duration
+	// AllowPrivate lets renders reach loopback and private networks.
+	AllowPrivate bool
+	// FontsURL is the base of the Google Fonts CSS API.
+	FontsURL string
+	// Gateway filters every request of every tab.
+	Gateway *egress.Gateway
+	// Registerer receives the engine's metrics; nil skips them.
+	Registerer prometheus.Registerer
+	// ProfileDir holds the browsers' profile directories, one per launch,
+	// removed when the browser exits. Processes left by a crashed run are
+	// found through it and killed at Start.
+	ProfileDir string
+	// BrowserOutput, when set, receives Chromium's stdout and stderr.
+	BrowserOutput interface{ Write([]byte) (int, error) }
+}
+
+// DefaultConfig returns the defaults: a tab per CPU.
+func DefaultConfig() Config {
+	n := runtime.NumCPU()
+	return Config{
+		Chromium:     "chromium",
+		Tabs:         n,
+		Queue:        64,
+		RecycleAfter: 1000,
+		TabUses:      100,
+		Timeout:      60 * time.Second,
+		FontsURL:     "https://fonts.googleapis.com",
+		ProfileDir:   filepath.Join(os.TempDir(), "pictor-chromium"),
+	}
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	if c.Tabs < 1 || c.Tabs > 64 {
+		return fmt.Errorf("render tabs %d: want 1 to 64", c.Tabs)
+	}
+	if c.Queue < 0 {
+		return errors.New("render queue must not be negative")
+	}
+	if c.RecycleAfter < 1 || c.TabUses < 1 {
+		return errors.New("render recycle counts must be positive")
+	}
+	if c.Timeout < time.Second {
+		return fmt.Errorf("render timeout %v: want at least 1s", c.Timeout)
+	}
+	if c.ProfileDir == "" {
+		return errors.New("render profile directory must not be empty")
+	}
+	if c.Gateway == nil {
+		return errors.New("render needs an egress gateway")
+	}
+	u, err := url.Parse(c.FontsURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("fonts URL %q: want an absolute http(s) URL", c.FontsURL)
+	}
+	if _, err := exec.LookPath(c.Chromium); err != nil {
+		return fmt.Errorf("chromium %q: %w", c.Chromium, err)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package render
+
+import "errors"
+
+// Failures a render can end with. The image service maps them to statuses:
+// the first group is the caller's fault (4xx), the second the target's or
+// ours (502/503/504/500).
+var (
+	ErrSelectorNotFound = errors.New("the selector matched no element")
+	ErrInvalidSelector  = errors.New("the selector is not valid CSS")
+	ErrNotReady         = errors.New("the page never called ScreenshotReady()")
+	ErrBlockedURL       = errors.New("the URL is not allowed: it resolves to a private, loopback or reserved address")
+	ErrTooLarge         = errors.New("the output exceeds the pixel limit")
+	ErrEmpty            = errors.New("the content has no visible size")
+
+	ErrQueueFull   = errors.New("the render queue is full")
+	ErrUnreachable = errors.New("the target site could not be reached")
+	ErrTimeout     = errors.New("the render timed out")
+	ErrBrowser     = errors.New("the browser failed")
+	ErrStopped     = errors.New("the render engine is stopped")
+)

@@ -1,0 +1,140 @@
+package render
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/twemoji"
+)
+
+// tab is a page in its own browser context (cookies, storage and cache of
+// its own) whose every request goes through its own egress session. A tab
+// serves one organization at a time.
+type tab struct {
+	b       *browser
+	ctx     context.Context
+	cancel  context.CancelFunc
+	session *egress.Session
+	org     string // "" until its first render
+	uses    int
+	broken  bool
+
+	emulation *emulationState          // what the emulation commands last set; nil when unknown
+	doc       atomic.Pointer[document] // what the internal host serves now
+	origins   map[string]bool          // origins to clear before the tab is reused
+	emoji     http.Handler
+}
+
+// document is the HTML of the current render, served at /doc/<token>.
+type document struct {
+	token string
+	html  string
+}
+
+// newTab opens a tab on b.
+func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
+	t := &tab{b: b, origins: map[string]bool{}, emoji: twemoji.Handler()}
+	session, err := e.cfg.Gateway.Open(egress.Policy{
+		AllowPrivate: e.cfg.AllowPrivate,
+		InternalHost: InternalHost,
+		Internal:     t,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: egress session: %v", ErrBrowser, err)
+	}
+	t.session = session
+	t.ctx, t.cancel = chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(func(p *target.CreateBrowserContextParams) {
+		p.ProxyServer = "http://" + session.Addr()
+		p.ProxyBypassList = "<-loopback>"
+		p.DisposeOnDetach = new(true)
+	}))
+	// The tab's first Run opens it; bound that by ctx.
+	stop := context.AfterFunc(ctx, t.cancel)
+	defer stop()
+	err = chromedp.Do(t.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript})
+		return err
+	}))
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("%w: open tab: %v", ErrBrowser, err)
+	}
+	e.metrics.tabsOpened.Inc()
+	return t, nil
+}
+
+// ServeHTTP answers the internal host: the current document and emoji.
+func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/doc/"):
+		d := t.doc.Load()
+		if d == nil || r.URL.Path != "/doc/"+d.token {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, d.html)
+	case strings.HasPrefix(r.URL.Path, "/twemoji/"):
+		t.emoji.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serve publishes html as the tab's document and returns its URL.
+func (t *tab) serve(html string) string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	d := &document{token: hex.EncodeToString(b), html: html}
+	t.doc.Store(d)
+	return "http://" + InternalHost + "/doc/" + d.token
+}
+
+// reset clears what a render left behind so the next render of the same
+// organization starts like a first visit.
+func (t *tab) reset(ctx context.Context) error {
+	t.doc.Store(nil)
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+			return err
+		}
+		if _, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+			return err
+		}
+		for origin := range t.origins {
+			if _, err := cdp.Call(ctx, tg, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: origin, StorageTypes: "all"}); err != nil {
+				return err
+			}
+		}
+		clear(t.origins)
+		return nil
+	}))
+}
+
+// close ends the tab, its browser context and its egress session.
+func (t *tab) close() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	if t.session != nil {
+		t.session.Close()
+	}
+}
