@@ -278,4 +278,3 @@ func TestRenderFailuresAreRecorded(t *testing.T) {
 		})
 	}
 }
-

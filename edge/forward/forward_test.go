@@ -2,11 +2,11 @@ package forward
 
 import (
 	"bufio"
-	"fmt"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"

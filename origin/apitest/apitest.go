@@ -2,11 +2,11 @@ package apitest
 
 import (
 	"bytes"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
