@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/render"
 )
 
@@ -40,6 +42,11 @@ type Config struct {
 	RenderQueue int
 	// FontsURL is the base of the Google Fonts CSS API.
 	FontsURL string
+	// Egress replaces the resolver and dialer of renders' outbound
+	// connections. Tests set it to stand loopback servers in for public
+	// hosts; nil fields keep the system's.
+	EgressResolver egress.Resolver
+	EgressDial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Now is the clock of timestamps, rate-limit windows and billing
 	// periods; nil is the wall clock. Tests set it.
 	Now func() time.Time

@@ -78,7 +78,8 @@ func (o *Origin) open() error {
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry})
+	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
+		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})
 	if err != nil {
 		return err
 	}

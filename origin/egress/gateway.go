@@ -25,6 +25,10 @@ type Config struct {
 	// Logger receives blocked requests and upstream failures; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Dial, when set, replaces the socket dial of an address that passed
+	// every check. It is a test seam: it lets tests stand a loopback server
+	// in for a public host, which this sandbox cannot reach.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultConfig returns the defaults.
@@ -65,7 +69,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, metrics: m}, nil
+	return &Gateway{cfg: cfg, metrics: m, dialHook: cfg.Dial}, nil
 }
 
 // Check is the package Check with the gateway's resolver and dial timeout.
