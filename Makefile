@@ -12,7 +12,7 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # System packages: Chromium and fonts for rendering, libvips for encoding.
 RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates
-TEST_PACKAGES := $(RUN_PACKAGES)
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils
 
 DATA_DIR     ?= ./data
 ADDR         ?= 127.0.0.1:8080

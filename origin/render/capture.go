@@ -31,6 +31,9 @@ import (
 type box struct {
 	X, Y, Width, Height float64
 	Invalid             bool `json:"invalid"`
+	// Viewport asks for the visible viewport as the page shows it (a mobile
+	// page may be zoomed out), captured without a clip.
+	Viewport bool `json:"-"`
 }
 
 // maxTile is the tallest strip, in device pixels, one capture takes; taller
@@ -397,7 +400,7 @@ func clipFor(ctx context.Context, tg *chromedp.Target, r *Request) (box, error) 
 		}
 		return *b, nil
 	}
-	return box{Width: float64(w), Height: float64(h)}, nil
+	return box{Width: float64(w), Height: float64(h), Viewport: true}, nil
 }
 
 // capture takes the clip as PNG, in strips when it is taller than one
@@ -418,7 +421,11 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	beyond := clip.X+clip.Width > float64(vw) || clip.Y+clip.Height > float64(vh)
 	stripCSS := math.Floor(maxTile / scale)
 	if clip.Height <= stripCSS {
-		data, err := shot(ctx, tg, clip, beyond)
+		var vp *page.Viewport
+		if !clip.Viewport {
+			vp = &page.Viewport{X: clip.X, Y: clip.Y, Width: clip.Width, Height: clip.Height, Scale: 1}
+		}
+		data, err := shot(ctx, tg, vp, beyond)
 		if err != nil {
 			return nil, err
 		}
@@ -431,7 +438,7 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	var strips [][]byte
 	for y := clip.Y; y < clip.Y+clip.Height; y += stripCSS {
 		part := box{X: clip.X, Y: y, Width: clip.Width, Height: math.Min(stripCSS, clip.Y+clip.Height-y)}
-		data, err := shot(ctx, tg, part, true)
+		data, err := shot(ctx, tg, &page.Viewport{X: part.X, Y: part.Y, Width: part.Width, Height: part.Height, Scale: 1}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -444,10 +451,11 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	return &Result{Data: data, Width: width, Height: height}, nil
 }
 
-func shot(ctx context.Context, tg *chromedp.Target, clip box, beyond bool) ([]byte, error) {
+// shot captures clip, or the visible viewport when clip is nil.
+func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond bool) ([]byte, error) {
 	res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 		Format:                page.CaptureScreenshotFormatPng,
-		Clip:                  &page.Viewport{X: clip.X, Y: clip.Y, Width: clip.Width, Height: clip.Height, Scale: 1},
+		Clip:                  clip,
 		CaptureBeyondViewport: new(beyond),
 		OptimizeForSpeed:      new(true),
 	})
