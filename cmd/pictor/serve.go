@@ -24,6 +24,21 @@ type tierFlags struct {
 	dataDir, addr, originAddr, publicURL, cacheDir, logLevel string
 	cacheMem                                                 int64
 	allowPrivate                                             bool
+	render                                                   renderFlags
+}
+
+// renderFlags configure the origin's Chromium pool.
+type renderFlags struct {
+	tabs, queue       int
+	fontsURL, browser string
+}
+
+func (r *renderFlags) register(fs *flagSet) {
+	def := origin.DefaultConfig()
+	fs.IntVar(&r.tabs, "render-tabs", def.RenderTabs, "Chromium tabs rendering at once")
+	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503")
+	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
+	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {
@@ -33,6 +48,10 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.AllowPrivateURLs = t.allowPrivate
 	cfg.MasterKey = e.getenv("PICTOR_MASTER_KEY")
 	cfg.Announce = e.stdout
+	cfg.RenderTabs = t.render.tabs
+	cfg.RenderQueue = t.render.queue
+	cfg.FontsURL = t.render.fontsURL
+	cfg.Chromium = t.render.browser
 	return cfg
 }
 
@@ -48,6 +67,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
 	fs.Int64Var(&t.cacheMem, "cache-mem", def.CacheMem, "edge memory cache size in bytes")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
+	t.render.register(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -179,6 +199,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
+	t.render.register(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	}
 	t.origins["http://"+InternalHost] = true
 
-	if err := navigate(ctx, tg, target, r, remaining()); err != nil {
+	if err := navigate(ctx, tg, target, remaining()); err != nil {
 		return nil, err
 	}
 
@@ -259,10 +259,10 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 	return nil
 }
 
-// navigate loads target and waits for its load event, at most wait for a
-// URL render: the page is captured as it is when the wait ends. A document
+// navigate loads target and waits for its load event, at most wait: then
+// the page is captured as it is, since max_wait_ms caps waiting. A document
 // that never started loading is an error.
-func navigate(ctx context.Context, tg *chromedp.Target, target string, r *Request, wait time.Duration) error {
+func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time.Duration) error {
 	loaded := chromedp.Events(ctx, page.LoadEventFired)
 	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
 	if err != nil {
@@ -270,9 +270,6 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, r *Reques
 	}
 	if res.ErrorText != "" {
 		return &chromedp.LoadError{ErrorText: res.ErrorText}
-	}
-	if wait < time.Second && r.URL == "" {
-		wait = time.Second
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -287,10 +284,7 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, r *Reques
 	case err := <-done:
 		return err
 	case <-timer.C:
-		if r.URL == "" {
-			return fmt.Errorf("%w: the document did not finish loading within %v", ErrTimeout, wait)
-		}
-		return nil // capture what is there: max_wait_ms caps waiting
+		return nil // capture what is there
 	case <-ctx.Done():
 		return ctx.Err()
 	}
