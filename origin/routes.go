@@ -15,13 +15,21 @@ import (
 // it requires and its rate-limit group. Nothing is served that is not here.
 func (o *Origin) routes(box *secretbox.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box)}
-	images := &image.Handler{Service: o.images, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs}
+	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
+		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box)}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
 
 		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create},
+		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Handler: images.Batch},
 		{Method: http.MethodGet, Pattern: "/v1/image/{id}", Public: true, Handler: images.Get},
+		{Method: http.MethodDelete, Pattern: "/v1/image/{id}", Permission: perm.ImagesDelete, Handler: images.Delete},
+		{Method: http.MethodDelete, Pattern: "/v1/image/batch", Permission: perm.ImagesDelete, Handler: images.DeleteBatch},
+		{Method: http.MethodGet, Pattern: "/v1/images", Permission: perm.ImagesRead, Handler: images.List},
+		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Handler: images.CreateAndRender},
+		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Handler: images.CreateAndRender},
+		{Method: http.MethodGet, Pattern: "/v1/usage", Permission: perm.UsageRead, Handler: o.usageReport},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},

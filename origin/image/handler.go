@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,25 +13,33 @@ import (
 
 	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/respond"
+	"github.com/pictorhq/pictor/origin/usage"
 )
 
 // MaxBody bounds a creation request: the largest html and css plus room
 // for every other field.
 const MaxBody = imageparams.MaxHTMLBytes + imageparams.MaxCSSBytes + 1<<20
 
-// Handler serves /v1/image.
+// Handler serves /v1/image and /v1/images.
 type Handler struct {
 	Service      *Service
+	Orgs         *org.Store
 	PublicURL    string
 	AllowPrivate bool
+	// Keys finds the key that signed a create-and-render URL.
+	Keys SignerStore
+	// Cursors signs list page tokens.
+	Cursors cursor.Codec
 }
 
-// Created is the answer to a creation.
-type Created struct {
+// Link is an image in API answers.
+type Link struct {
 	URL string `json:"url"`
 	ID  string `json:"id"`
 }
@@ -43,27 +52,85 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	plan := p.Org.PlanInfo()
-	params, err := imageparams.Parse(o, imageparams.Options{MaxWaitCap: plan.MaxWaitCap, RequireSource: true})
+	params, err := h.parse(r.Context(), p.Org, o)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
-	if err := h.check(r.Context(), &params); err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	img, err := h.Service.Create(r.Context(), p.Org.ID, params, plan.MaxWaitCap)
+	dedupe, err := dedupeWindow(p.Org, &params)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
-	respond.JSON(w, r, http.StatusOK, Created{URL: h.URL(img.ID, params.Format, o.Present("format")), ID: img.ID})
+	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params, Dedupe: dedupe}})
+	writeCharge(w, charge)
+	if err != nil {
+		apierr.Write(w, r, planError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, h.link(created[0].Image, o.Present("format")))
+}
+
+// parse validates creation parameters of an organization.
+func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (imageparams.Params, error) {
+	params, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
+	if err != nil {
+		return params, err
+	}
+	return params, h.check(ctx, obj.Prefix, &params)
+}
+
+func (h *Handler) link(img *Image, explicitFormat bool) Link {
+	return Link{URL: h.URL(img.ID, img.Params.Format, explicitFormat), ID: img.ID}
+}
+
+// writeCharge sets the x-renders-* headers of a creation.
+func writeCharge(w http.ResponseWriter, c Charge) {
+	if c.Allowed == 0 {
+		return
+	}
+	h := w.Header()
+	h.Set("x-renders-allowed", strconv.FormatInt(c.Allowed, 10))
+	h.Set("x-renders-consumed", strconv.FormatInt(c.Consumed, 10))
+	h.Set("x-renders-used", strconv.FormatInt(c.Used, 10))
+}
+
+// planError turns a refused charge into the 429 of compat.md.
+func planError(err error) error {
+	var le *usage.LimitError
+	if errors.As(err, &le) {
+		e := apierr.New(http.StatusTooManyRequests, "You've used %d of your %d image credits for this billing period (this request needs %d). Upgrade your plan or wait for the next billing period.", le.Used, le.Allowed, le.Wanted)
+		e.Title = "Plan limit exceeded"
+		return e
+	}
+	return err
+}
+
+// dedupeWindow applies the dedupe rules of compat.md to a single creation.
+func dedupeWindow(o *org.Org, p *imageparams.Params) (time.Duration, error) {
+	pl := o.PlanInfo()
+	def := pl.DedupeHTMLDefault
+	if p.Kind() == imageparams.KindURL {
+		def = 0
+	}
+	if p.DedupeDurationS == nil {
+		return def, nil
+	}
+	d := time.Duration(*p.DedupeDurationS) * time.Second
+	switch {
+	case d == 0:
+		return 0, nil
+	case pl.DedupeHTMLFixed && d != pl.DedupeHTMLDefault:
+		return 0, apierr.Field("dedupe_duration_s", "must be 0 or %d on the %s plan", int(pl.DedupeHTMLDefault/time.Second), pl.Name)
+	case d > pl.DedupeHTMLMax:
+		return 0, apierr.Field("dedupe_duration_s", "must be at most %d on the %s plan", int(pl.DedupeHTMLMax/time.Second), pl.Name)
+	}
+	return d, nil
 }
 
 // check applies the rules that need more than one field or the server's
-// configuration.
-func (h *Handler) check(ctx context.Context, p *imageparams.Params) error {
+// configuration. prefix is the error path prefix (batch variations).
+func (h *Handler) check(ctx context.Context, prefix string, p *imageparams.Params) error {
 	switch p.Kind() {
 	case imageparams.KindTemplate:
 		return apierr.NotFound("Template %s not found", p.TemplateID)
@@ -72,13 +139,13 @@ func (h *Handler) check(ctx context.Context, p *imageparams.Params) error {
 		// need DNS are checked by the egress at render time.
 		_, err := egress.CheckURL(ctx, literalsOnly{}, p.URL, h.AllowPrivate)
 		if errors.Is(err, egress.ErrBlockedAddress) {
-			return apierr.Field("url", "is not allowed: %v", err)
+			return apierr.Field(prefix+"url", "is not allowed: %v", err)
 		}
 	}
 	if p.Viewport != nil && p.Jumbo == nil {
 		scale := p.DeviceScale()
 		if float64(p.Viewport.Width)*scale > MaxSide || float64(p.Viewport.Height)*scale > MaxSide {
-			return apierr.Field("viewport_width", "times device_scale exceeds %d pixels; lower device_scale or set jumbo_max_width and jumbo_max_height", MaxSide)
+			return apierr.Field(prefix+"viewport_width", "times device_scale exceeds %d pixels; lower device_scale or set jumbo_max_width and jumbo_max_height", MaxSide)
 		}
 	}
 	return nil
@@ -133,17 +200,19 @@ func ParsePath(seg string) (string, imageparams.Format, bool) {
 }
 
 // Get handles GET /v1/image/{id}[.ext]: public, the unguessable id is the
-// capability.
+// capability, valid while its organization is active.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	id, format, ok := ParsePath(r.PathValue("id"))
 	if !ok {
 		apierr.Write(w, r, apierr.NotFound("Image not found"))
 		return
 	}
-	f, err := h.Service.Open(r.Context(), id, format)
-	if errors.Is(err, ErrNotFound) {
-		err = apierr.NotFound("Image not found")
-	}
+	h.serve(w, r, id, format)
+}
+
+// serve answers with the image's file in the format.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, format imageparams.Format) {
+	f, err := h.open(r.Context(), id, format)
 	if err != nil {
 		w.Header().Set("Cache-Control", "no-store")
 		apierr.Write(w, r, err)
@@ -157,4 +226,24 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	// ServeContent answers Range, If-None-Match, If-Modified-Since and HEAD.
 	http.ServeContent(w, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
+}
+
+func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+	notFound := apierr.NotFound("Image not found")
+	img, err := h.Service.Get(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	o, err := h.Orgs.Get(img.OrgID)
+	if err != nil || o.Suspended {
+		return nil, notFound
+	}
+	f, err := h.Service.Open(ctx, id, format)
+	if errors.Is(err, ErrNotFound) {
+		return nil, notFound
+	}
+	return f, err
 }

@@ -46,6 +46,8 @@ type Image struct {
 	Renditions map[string]Rendition `json:"renditions,omitempty"`
 	// PDFFailure is recorded apart: a PDF can fail where the PNG did not.
 	PDFFailure *Failure `json:"pdf_failure,omitempty"`
+	// DedupeKey is the image's entry in the dedupe index, if any.
+	DedupeKey string `json:"dedupe_key,omitempty"`
 }
 
 // ErrNotFound is returned for an unknown image.
@@ -57,7 +59,7 @@ func orgKey(org, id string) []byte {
 }
 
 // records reads and writes image records.
-type records struct{ kv kv.Store }
+type records struct{ kv kv.Reader }
 
 func (r records) get(id string) (*Image, error) {
 	raw, err := r.kv.Get(recordKey(id))
@@ -74,27 +76,34 @@ func (r records) get(id string) (*Image, error) {
 	return &img, nil
 }
 
-func (r records) create(img *Image) error {
+// add puts a new image, its organization index entry and its dedupe
+// entry into b.
+func (r records) add(b kv.Batch, img *Image) error {
 	raw, err := json.Marshal(img)
 	if err != nil {
 		return err
 	}
-	b := r.kv.NewBatch()
-	defer b.Close()
 	b.Put(recordKey(img.ID), raw)
 	b.Put(orgKey(img.OrgID, img.ID), nil)
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("store image %s: %w", img.ID, err)
+	if img.DedupeKey != "" {
+		b.Put(dedupeKey(img.OrgID, img.DedupeKey), []byte(img.ID))
 	}
 	return nil
 }
+
+// dedupeKey indexes images by the hash of their canonical parameters.
+func dedupeKey(org, hash string) []byte { return []byte("dedupe/" + org + "/" + hash) }
 
 func (r records) put(img *Image) error {
 	raw, err := json.Marshal(img)
 	if err != nil {
 		return err
 	}
-	if err := r.kv.Put(recordKey(img.ID), raw); err != nil {
+	w, ok := r.kv.(kv.Writer)
+	if !ok {
+		return errors.New("image records: read-only")
+	}
+	if err := w.Put(recordKey(img.ID), raw); err != nil {
 		return fmt.Errorf("store image %s: %w", img.ID, err)
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/pictorhq/pictor/kv"
@@ -50,6 +49,9 @@ type Config struct {
 	Blobs  *blob.Store
 	Engine *render.Engine
 	Now    func() time.Time
+	// OnDelete runs after images are deleted, before the delete is answered:
+	// the edges drop their copies there.
+	OnDelete func(ctx context.Context, ids []string) error
 }
 
 // Service creates images and produces their files.
@@ -59,6 +61,7 @@ type Service struct {
 	flights singleflight.Group
 	seed    maphash.Seed
 	locks   [64]sync.Mutex // per-image record updates, striped
+	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
 	wg      sync.WaitGroup
 	ctx     context.Context
@@ -96,35 +99,6 @@ func Credits(p *imageparams.Params) int {
 	}
 	px := int64(p.Jumbo.Width) * int64(p.Jumbo.Height)
 	return max(2, int((px+JumboCreditPixels-1)/JumboCreditPixels))
-}
-
-// Create records a new image of the organization and starts rendering it.
-func (s *Service) Create(ctx context.Context, orgID string, p imageparams.Params, maxWait time.Duration) (*Image, error) {
-	if p.MaxWait == 0 {
-		p.MaxWait = maxWait
-	}
-	img := &Image{
-		ID:        uuid.Must(uuid.NewV7()).String(),
-		OrgID:     orgID,
-		CreatedAt: s.cfg.Now().UTC(),
-		Params:    p,
-		Credits:   Credits(&p),
-		State:     StatePending,
-	}
-	if err := s.records.create(img); err != nil {
-		return nil, err
-	}
-	// Render now, so the first GET finds the image ready.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
-		defer cancel()
-		if _, err := s.master(ctx, img.ID); err != nil && !errors.Is(err, render.ErrQueueFull) && ctx.Err() == nil {
-			slog.Debug("background render failed", "image", img.ID, "error", err)
-		}
-	}()
-	return img, nil
 }
 
 // Get returns the record of an image.
@@ -216,14 +190,11 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPNG], res.Data); err != nil {
 			return nil, err
 		}
-		unlock := s.lock(id)
-		defer unlock()
-		if img, err = s.records.get(id); err != nil {
-			return nil, err
-		}
-		img.State, img.Width, img.Height = StateReady, res.Width, res.Height
-		setRendition(img, imageparams.FormatPNG, res.Data)
-		if err := s.records.put(img); err != nil {
+		img, err = s.update(id, func(img *Image) {
+			img.State, img.Width, img.Height = StateReady, res.Width, res.Height
+			setRendition(img, imageparams.FormatPNG, res.Data)
+		})
+		if err != nil {
 			return nil, err
 		}
 		select {
@@ -288,10 +259,17 @@ func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 	})
 }
 
+// update changes an image's record under its lock. When the image was
+// deleted while a file of it was being made, the file is removed again.
 func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 	unlock := s.lock(id)
 	defer unlock()
 	img, err := s.records.get(id)
+	if errors.Is(err, ErrNotFound) {
+		if rerr := s.cfg.Blobs.Remove(id); rerr != nil {
+			return nil, rerr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,181 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/usage"
+)
+
+// Item is one image to create.
+type Item struct {
+	Params imageparams.Params
+	// Dedupe reuses an identical image of the organization created within
+	// this window; 0 never reuses.
+	Dedupe time.Duration
+	// ID, when set, is a content-addressed id (signed URLs): an image that
+	// already exists under it is reused.
+	ID string
+}
+
+// Charge is what a creation consumed, for the x-renders-* headers.
+type Charge struct {
+	Allowed, Consumed, Used int64
+}
+
+// Created is one created (or reused) image.
+type Created struct {
+	*Image
+	Reused bool
+}
+
+// Create creates the items as one all-or-nothing operation: reused images
+// cost nothing, the others their credits, charged against the plan
+// atomically with the records. Renders start in the background.
+func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Created, Charge, error) {
+	mu := &s.orgMu[maphash.String(s.seed, o.ID)%uint64(len(s.orgMu))]
+	mu.Lock()
+	defer mu.Unlock()
+
+	now := s.cfg.Now().UTC()
+	out := make([]Created, len(items))
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	var credits int64
+	var fresh []*Image
+	pending := map[string]*Image{} // dedupe keys and ids claimed within this call
+	for i, it := range items {
+		p := it.Params
+		if p.MaxWait == 0 {
+			p.MaxWait = o.PlanInfo().MaxWaitCap
+		}
+		var dkey string
+		if it.Dedupe > 0 {
+			dkey = identity(o.ID, &it.Params)
+			if img := pending[dkey]; img != nil {
+				out[i] = Created{Image: img, Reused: true}
+				continue
+			}
+			if img, err := s.dedupeHit(o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
+				return nil, Charge{}, err
+			} else if img != nil {
+				out[i] = Created{Image: img, Reused: true}
+				continue
+			}
+		}
+		id := it.ID
+		if id != "" {
+			if img := pending[id]; img != nil {
+				out[i] = Created{Image: img, Reused: true}
+				continue
+			}
+			img, err := s.records.get(id)
+			if err == nil && img.OrgID == o.ID {
+				out[i] = Created{Image: img, Reused: true}
+				continue
+			}
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, Charge{}, err
+			}
+		} else {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		img := &Image{ID: id, OrgID: o.ID, CreatedAt: now, Params: p, Credits: Credits(&p), State: StatePending, DedupeKey: dkey}
+		if err := s.records.add(b, img); err != nil {
+			return nil, Charge{}, err
+		}
+		credits += int64(img.Credits)
+		fresh = append(fresh, img)
+		out[i] = Created{Image: img}
+		if dkey != "" {
+			pending[dkey] = img
+		}
+		if it.ID != "" {
+			pending[it.ID] = img
+		}
+	}
+	used, err := usage.Charge(s.cfg.Store, b, o, now, credits)
+	charge := Charge{Allowed: o.PlanInfo().Credits, Consumed: credits, Used: used}
+	if err != nil {
+		if !errors.Is(err, usage.ErrPlanLimit) {
+			return nil, Charge{}, err
+		}
+		return nil, Charge{Allowed: charge.Allowed, Used: used}, err
+	}
+	if len(fresh) > 0 {
+		if err := b.Commit(); err != nil {
+			return nil, Charge{}, fmt.Errorf("store images: %w", err)
+		}
+	}
+	for _, img := range fresh {
+		s.prerender(img.ID)
+	}
+	return out, charge, nil
+}
+
+// prerender starts the render now, so the first GET finds the image ready.
+func (s *Service) prerender(id string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
+		defer cancel()
+		if _, err := s.master(ctx, id); err != nil && !errors.Is(err, render.ErrQueueFull) && ctx.Err() == nil {
+			slog.Debug("background render failed", "image", id, "error", err)
+		}
+	}()
+}
+
+// identity is the dedupe identity: the organization and every parameter
+// but dedupe_duration_s.
+func identity(orgID string, p *imageparams.Params) string {
+	h := sha256.New()
+	h.Write([]byte("pictor dedupe v1\x00" + orgID + "\x00"))
+	h.Write(p.Canonical())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ContentID is the id of the image a signed URL describes: the same
+// organization and parameters always give the same id.
+func ContentID(orgID string, p *imageparams.Params, extra string) string {
+	h := sha256.New()
+	h.Write([]byte("pictor signed v1\x00" + orgID + "\x00" + extra + "\x00"))
+	h.Write(p.Canonical())
+	sum := h.Sum(nil)
+	var u uuid.UUID
+	copy(u[:], sum)
+	u[6] = (u[6] & 0x0f) | 0x80 // version 8: custom
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u.String()
+}
+
+// dedupeHit returns the image the dedupe index holds for key when it was
+// created after since and still exists.
+func (s *Service) dedupeHit(orgID, key string, since time.Time) (*Image, error) {
+	raw, err := s.cfg.Store.Get(dedupeKey(orgID, key))
+	if err != nil {
+		return nil, nil
+	}
+	img, err := s.records.get(string(raw))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if img.OrgID != orgID || img.CreatedAt.Before(since) || img.State == StateFailed {
+		return nil, nil
+	}
+	return img, nil
+}

@@ -1,0 +1,39 @@
+package origin
+
+import (
+	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/image"
+	"github.com/pictorhq/pictor/origin/org"
+)
+
+// signers finds the keys that sign URLs: enabled keys of active
+// organizations, with their secrets.
+type signers struct {
+	keys *apikey.Store
+	orgs *org.Store
+}
+
+var _ image.SignerStore = signers{}
+
+func (s signers) Signer(apiID string) (*image.Signer, error) {
+	k, err := s.keys.ByAPIID(apiID)
+	if err != nil {
+		return nil, err
+	}
+	if k.Disabled {
+		return nil, auth.ErrDisabled
+	}
+	o, err := s.orgs.Get(k.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if o.Suspended {
+		return nil, auth.ErrSuspended
+	}
+	secret, err := s.keys.Secret(k)
+	if err != nil {
+		return nil, err
+	}
+	return &image.Signer{Org: o, Secret: secret, Grant: k.Grant()}, nil
+}

@@ -1,0 +1,23 @@
+package origin
+
+import (
+	"net/http"
+
+	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/respond"
+	"github.com/pictorhq/pictor/origin/usage"
+)
+
+// usageReport handles GET /v1/usage.
+func (o *Origin) usageReport(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	snap := o.store.Snapshot()
+	defer snap.Close()
+	rep, err := usage.Read(snap, p.Org, o.cfg.Now())
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, rep)
+}
