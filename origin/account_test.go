@@ -518,4 +518,3 @@ func TestSuspendedOrganizationImages(t *testing.T) {
 	}
 	apitest.WantStatus(t, o.get(t, u), 200)
 }
-

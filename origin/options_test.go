@@ -46,11 +46,11 @@ func TestRenderOptions(t *testing.T) {
 	fonts := newFontServer(t)
 	o := startOrigin(t, func(c *origin.Config) { c.FontsURL = fonts.URL })
 	pages := newSite(t, map[string]string{
-		"/plain":    doc(`<div class="x" style="width:60px;height:60px;background:white"></div>`),
-		"/mobile":   `<!DOCTYPE html><html><head><meta name="viewport" content="width=500"><style>body{margin:0}</style></head><body><div style="display:flex;width:500px;height:100px"><div style="flex:1;background:rgb(0,128,0)"></div><div style="flex:1;background:rgb(255,0,0)"></div></div></body></html>`,
-		"/tall":     doc(`<div style="height:2900px;background:white"></div><div id="lazy" style="height:100px;background:rgb(255,0,0)"></div><script>new IntersectionObserver(es => { if (es[0].isIntersecting) document.getElementById('lazy').style.background = 'rgb(0,128,0)'; }).observe(document.getElementById('lazy'));</script>`),
-		"/banner":   doc(`<div style="height:300px;background:rgb(0,128,0)"></div><div id="onetrust-banner-sdk" style="position:fixed;left:0;right:0;bottom:0;height:80px;background:rgb(255,0,0)">We use cookies to improve your experience. <button>Accept all cookies</button></div>`),
-		"/jumbo":    doc(`<div style="height:19900px;background:white"></div><div style="height:100px;background:rgb(0,0,255)"></div>`),
+		"/plain":  doc(`<div class="x" style="width:60px;height:60px;background:white"></div>`),
+		"/mobile": `<!DOCTYPE html><html><head><meta name="viewport" content="width=500"><style>body{margin:0}</style></head><body><div style="display:flex;width:500px;height:100px"><div style="flex:1;background:rgb(0,128,0)"></div><div style="flex:1;background:rgb(255,0,0)"></div></div></body></html>`,
+		"/tall":   doc(`<div style="height:2900px;background:white"></div><div id="lazy" style="height:100px;background:rgb(255,0,0)"></div><script>new IntersectionObserver(es => { if (es[0].isIntersecting) document.getElementById('lazy').style.background = 'rgb(0,128,0)'; }).observe(document.getElementById('lazy'));</script>`),
+		"/banner": doc(`<div style="height:300px;background:rgb(0,128,0)"></div><div id="onetrust-banner-sdk" style="position:fixed;left:0;right:0;bottom:0;height:80px;background:rgb(255,0,0)">We use cookies to improve your experience. <button>Accept all cookies</button></div>`),
+		"/jumbo":  doc(`<div style="height:19900px;background:white"></div><div style="height:100px;background:rgb(0,0,255)"></div>`),
 	})
 
 	tests := []struct {
@@ -270,13 +270,13 @@ func TestPDFOptions(t *testing.T) {
 			func(t *testing.T, pdf []byte, img image.Image) { apitest.WantPixel(t, img, 100, 50, white, 8) }},
 		{"margins", map[string]any{"page_width": "4in", "page_height": "6in", "print_background": true, "margins": []string{"1in", "0.5in", "0in", "1in"}},
 			func(t *testing.T, pdf []byte, img image.Image) {
-				apitest.WantPixel(t, img, 100, 36, white, 8)  // inside the 1in top margin
-				apitest.WantPixel(t, img, 36, 100, white, 8)  // inside the 1in left margin
-				apitest.WantPixel(t, img, 150, 100, blue, 8)  // content
+				apitest.WantPixel(t, img, 100, 36, white, 8) // inside the 1in top margin
+				apitest.WantPixel(t, img, 36, 100, white, 8) // inside the 1in left margin
+				apitest.WantPixel(t, img, 150, 100, blue, 8) // content
 			}},
 		{"scale", map[string]any{"page_width": "4in", "page_height": "6in", "print_background": true, "margins": []string{"0", "0", "0", "0"}, "scale": 0.5},
 			func(t *testing.T, pdf []byte, img image.Image) {
-				apitest.WantPixel(t, img, 100, 60, blue, 8)   // 200 CSS px at 0.5 = 75 pt tall
+				apitest.WantPixel(t, img, 100, 60, blue, 8) // 200 CSS px at 0.5 = 75 pt tall
 				apitest.WantPixel(t, img, 100, 90, white, 8)
 			}},
 	}

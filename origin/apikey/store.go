@@ -326,4 +326,3 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 	}
 	return &auth.Principal{Org: o, KeyID: k.ID, APIID: k.APIID, Grant: k.Grant()}, nil
 }
-

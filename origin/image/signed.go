@@ -89,4 +89,3 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 	}
 	h.serve(w, r, created[0].ID, format)
 }
-
