@@ -31,6 +31,12 @@ type Config struct {
 	Announce io.Writer
 	// CreateDefaultOrg creates the default organization on an empty store.
 	CreateDefaultOrg bool
+	// EdgeToken authenticates edges on the purge channel; empty reads or
+	// creates <data-dir>/edge.token.
+	EdgeToken string
+	// Purger, when set, is an edge in this process (serve): purges reach it
+	// directly as well as through the purge channel.
+	Purger Purger
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
 	// Chromium is the browser binary.

@@ -23,6 +23,7 @@ import (
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/org"
@@ -45,6 +46,7 @@ type Origin struct {
 	router   *api.Router
 	engine   *render.Engine
 	images   *image.Service
+	hub      *edgehub.Hub
 	ln       net.Listener
 	srv      *http.Server
 	ready    atomic.Bool
@@ -99,7 +101,15 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
-	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now})
+	token, err := loadEdgeToken(o.cfg.EdgeToken, o.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if o.hub, err = edgehub.New(store, token); err != nil {
+		return err
+	}
+	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now,
+		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
 		Limiter:       ratelimit.NewMemory(o.cfg.Now),
@@ -152,7 +162,9 @@ func (o *Origin) Start(ctx context.Context) error {
 	if err := o.engine.Start(ctx); err != nil {
 		return err
 	}
-	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys}
+	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys, OnSuspend: func(ctx context.Context, orgID string) error {
+		return o.purge(ctx, edgehub.OrgSuspended, []string{orgID})
+	}}
 	if o.cfg.CreateDefaultOrg {
 		if err := o.bootstrap(svc); err != nil {
 			return err

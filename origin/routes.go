@@ -1,10 +1,12 @@
 package origin
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
@@ -14,12 +16,16 @@ import (
 // routes is the route table: every route of the origin with the permission
 // it requires and its rate-limit group. Nothing is served that is not here.
 func (o *Origin) routes(box *secretbox.Box) []api.Route {
-	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box)}
+	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
+		return o.purge(ctx, edgehub.KeyDisabled, []string{apiID})
+	}}
 	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box)}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
+		// The purge channel authenticates edges with the edge token itself.
+		{Method: http.MethodPost, Pattern: "/internal/edge/stream", Public: true, Handler: o.hub.ServeHTTP},
 
 		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create},
 		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Handler: images.Batch},

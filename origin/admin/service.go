@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -13,6 +14,9 @@ import (
 type Service struct {
 	Orgs *org.Store
 	Keys *apikey.Store
+	// OnSuspend runs after an organization is suspended, before the command
+	// answers: the edges drop its images there.
+	OnSuspend func(ctx context.Context, orgID string) error
 }
 
 // Created is what `pictor admin org create` prints.
@@ -53,6 +57,11 @@ func (s *Service) SetSuspended(orgID string, suspended bool) (*OrgState, error) 
 	o, err := s.Orgs.SetSuspended(orgID, suspended)
 	if err != nil {
 		return nil, err
+	}
+	if suspended && s.OnSuspend != nil {
+		if err := s.OnSuspend(context.Background(), o.ID); err != nil {
+			return nil, fmt.Errorf("purge the images of organization %s: %w", o.ID, err)
+		}
 	}
 	return &OrgState{OrgID: o.ID, Name: o.Name, Plan: o.Plan, Suspended: o.Suspended}, nil
 }

@@ -1,6 +1,7 @@
 package apikey
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -64,6 +65,16 @@ func NewView(k *Key, secret string) View {
 type Handler struct {
 	Store   *Store
 	Cursors cursor.Codec
+	// OnDisable runs after a key is disabled, before the answer: the edges
+	// drop what its signed URLs produced there.
+	OnDisable func(ctx context.Context, apiID string) error
+}
+
+func (h *Handler) disabled(ctx context.Context, k *Key) error {
+	if !k.Disabled || h.OnDisable == nil {
+		return nil
+	}
+	return h.OnDisable(ctx, k.APIID)
 }
 
 // authority returns an error unless the caller's grant covers g.
@@ -162,6 +173,9 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		}
 		return authority(p.Grant, req.Grant, "the request grants")
 	})
+	if err == nil {
+		err = h.disabled(r.Context(), k)
+	}
 	if err != nil {
 		apierr.Write(w, r, notFound(err))
 		return
@@ -177,9 +191,12 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	_, err = h.Store.Disable(p.Org.ID, id, func(existing *Key) error {
+	k, err := h.Store.Disable(p.Org.ID, id, func(existing *Key) error {
 		return authority(p.Grant, existing.Grant(), "the key holds")
 	})
+	if err == nil {
+		err = h.disabled(r.Context(), k)
+	}
 	if err != nil {
 		apierr.Write(w, r, notFound(err))
 		return

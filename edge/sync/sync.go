@@ -1,0 +1,198 @@
+package sync
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event kinds, as origin/edgehub sends them.
+const (
+	ImagesDeleted = "images.deleted"
+	OrgSuspended  = "org.suspended"
+	KeyDisabled   = "key.disabled"
+	reset         = "reset"
+	ready         = "ready"
+)
+
+// Purger applies purges to the edge's cache.
+type Purger interface {
+	PurgeImage(id string) (int, error)
+	PurgeOrg(orgID string) (int, error)
+	PurgeTag(tag string) (int, error)
+	PurgeAll() error
+}
+
+// Config configures a Subscriber.
+type Config struct {
+	OriginURL string
+	Token     string
+	Name      string
+	// StateFile remembers the last applied event across restarts.
+	StateFile string
+	Purger    Purger
+	// Client talks to the origin; nil uses a client without proxy.
+	Client *http.Client
+}
+
+// Subscriber follows the origin's purge log.
+type Subscriber struct {
+	cfg   Config
+	last  atomic.Uint64
+	ready atomic.Bool
+	mu    gosync.Mutex
+	wake  chan struct{} // closed when ready first becomes true
+}
+
+// New returns a subscriber positioned at the state file's last event.
+func New(cfg Config) (*Subscriber, error) {
+	if cfg.OriginURL == "" || cfg.Token == "" || cfg.Purger == nil || cfg.StateFile == "" {
+		return nil, fmt.Errorf("edge sync: origin URL, token, purger and state file are required")
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: &http.Transport{Proxy: nil}}
+	}
+	s := &Subscriber{cfg: cfg, wake: make(chan struct{})}
+	if raw, err := os.ReadFile(cfg.StateFile); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64); err == nil {
+			s.last.Store(n)
+		}
+	}
+	return s, nil
+}
+
+// Ready reports whether the edge caught up with the origin's log at least
+// once since it started.
+func (s *Subscriber) Ready() bool { return s.ready.Load() }
+
+// WaitReady blocks until Ready or ctx ends.
+func (s *Subscriber) WaitReady(ctx context.Context) error {
+	select {
+	case <-s.wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Last is the last event applied.
+func (s *Subscriber) Last() uint64 { return s.last.Load() }
+
+// Run follows the log until ctx ends, reconnecting with backoff.
+func (s *Subscriber) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.follow(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		slog.Warn("edge lost the origin's purge stream; reconnecting", "error", err, "retry_in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// follow holds one connection: events come down the response, acks go up
+// the request body.
+func (s *Subscriber) follow(ctx context.Context) error {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	u := strings.TrimRight(s.cfg.OriginURL, "/") + "/internal/edge/stream?since=" + strconv.FormatUint(s.last.Load(), 10) + "&name=" + url.QueryEscape(s.cfg.Name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("origin answered %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Seq  uint64   `json:"seq"`
+			Kind string   `json:"kind"`
+			IDs  []string `json:"ids"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return fmt.Errorf("bad event: %w", err)
+		}
+		if ev.Kind == ready {
+			if s.ready.CompareAndSwap(false, true) {
+				close(s.wake)
+			}
+			continue
+		}
+		if err := s.apply(ev.Kind, ev.IDs); err != nil {
+			return fmt.Errorf("apply event %d: %w", ev.Seq, err)
+		}
+		if err := s.remember(ev.Seq); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(pw, "%d\n", ev.Seq); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (s *Subscriber) apply(kind string, ids []string) error {
+	for _, id := range ids {
+		var err error
+		switch kind {
+		case ImagesDeleted:
+			_, err = s.cfg.Purger.PurgeImage(id)
+		case OrgSuspended:
+			_, err = s.cfg.Purger.PurgeOrg(id)
+		case KeyDisabled:
+			_, err = s.cfg.Purger.PurgeTag(id)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if kind == reset {
+		return s.cfg.Purger.PurgeAll()
+	}
+	return nil
+}
+
+// remember persists the position atomically.
+func (s *Subscriber) remember(seq uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last.Store(seq)
+	tmp := s.cfg.StateFile + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(tmp, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.cfg.StateFile)
+}

@@ -1,0 +1,260 @@
+package edgehub
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+)
+
+// Kinds of event.
+const (
+	ImagesDeleted = "images.deleted" // IDs: image ids
+	OrgSuspended  = "org.suspended"  // IDs: the organization id
+	KeyDisabled   = "key.disabled"   // IDs: the api_id whose signed URLs stop working
+)
+
+// Event is one purge.
+type Event struct {
+	Seq  uint64   `json:"seq"`
+	Kind string   `json:"kind"`
+	IDs  []string `json:"ids"`
+}
+
+// Retention bounds the log: an edge further behind than this many events
+// is told to drop its whole cache.
+const Retention = 100_000
+
+// AckTimeout bounds how long Publish waits for a connected edge.
+const AckTimeout = 10 * time.Second
+
+// Hub is the origin's side of the purge channel.
+type Hub struct {
+	store kv.Store
+	token string
+
+	mu    sync.Mutex
+	seq   uint64
+	edges map[*edge]struct{}
+}
+
+type edge struct {
+	name    string
+	events  chan Event
+	lagging chan struct{} // closed when events overflowed: the edge must reconnect and replay
+	lagOnce sync.Once
+	mu      sync.Mutex
+	acked   uint64
+	ackedCh chan struct{} // closed and replaced at every ack
+}
+
+// New opens the hub over the store's event log. token authenticates edges.
+func New(store kv.Store, token string) (*Hub, error) {
+	if len(token) < 16 {
+		return nil, errors.New("edge token must be at least 16 characters")
+	}
+	h := &Hub{store: store, token: token, edges: map[*edge]struct{}{}}
+	it := store.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
+	if it.Next() {
+		h.seq = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	}
+	err := it.Err()
+	it.Close()
+	return h, err
+}
+
+const prefix = "edge-event/"
+
+func eventKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(prefix), seq) }
+
+// Publish appends an event and waits until every connected edge applied it.
+func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	h.seq++
+	ev := Event{Seq: h.seq, Kind: kind, IDs: ids}
+	raw, _ := json.Marshal(ev)
+	b := h.store.NewBatch()
+	b.Put(eventKey(ev.Seq), raw)
+	if ev.Seq > Retention {
+		b.Delete(eventKey(ev.Seq - Retention))
+	}
+	err := b.Commit()
+	b.Close()
+	if err != nil {
+		h.seq--
+		h.mu.Unlock()
+		return fmt.Errorf("append edge event: %w", err)
+	}
+	edges := make([]*edge, 0, len(h.edges))
+	for e := range h.edges {
+		edges = append(edges, e)
+	}
+	h.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, AckTimeout)
+	defer cancel()
+	var errs []error
+	for _, e := range edges {
+		select {
+		case e.events <- ev:
+		default:
+			// The edge is far behind: drop its connection, it replays the
+			// log when it reconnects.
+			e.lagOnce.Do(func() { close(e.lagging) })
+		}
+		if err := e.wait(ctx, ev.Seq); err != nil {
+			errs = append(errs, fmt.Errorf("edge %s: %w", e.name, err))
+		}
+	}
+	if len(errs) > 0 {
+		slog.Warn("edges did not confirm a purge; they replay it when they reconnect", "seq", ev.Seq, "error", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (e *edge) wait(ctx context.Context, seq uint64) error {
+	for {
+		e.mu.Lock()
+		acked, ch := e.acked, e.ackedCh
+		e.mu.Unlock()
+		if acked >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (e *edge) ack(seq uint64) {
+	e.mu.Lock()
+	if seq > e.acked {
+		e.acked = seq
+		close(e.ackedCh)
+		e.ackedCh = make(chan struct{})
+	}
+	e.mu.Unlock()
+}
+
+func (h *Hub) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(h.token)) == 1
+}
+
+// ServeHTTP serves the edge channel at POST /internal/edge/stream: the
+// request body carries the edge's acknowledgements (one decimal sequence
+// number per line) and the response streams events (one JSON object per
+// line), starting after the request's ?since= position. An event with Kind
+// "reset" tells an edge that fell off the log to drop everything.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pictor-edge"`)
+		http.Error(w, `{"error":"Unauthorized","message":"Invalid edge token","statusCode":401}`, http.StatusUnauthorized)
+		return
+	}
+	since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	if err != nil {
+		since = 0
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.EnableFullDuplex(); err != nil {
+		http.Error(w, "full duplex unsupported", http.StatusInternalServerError)
+		return
+	}
+	e := &edge{name: r.URL.Query().Get("name") + "@" + r.RemoteAddr, events: make(chan Event, 1024), lagging: make(chan struct{}),
+		acked: since, ackedCh: make(chan struct{})}
+	// Register before reading the log, so no event falls between the two.
+	h.mu.Lock()
+	h.edges[e] = struct{}{}
+	head := h.seq
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.edges, e)
+		h.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(ev Event) error {
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+
+	go func() { // acknowledgements
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			if n, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64); err == nil {
+				e.ack(n)
+			}
+		}
+	}()
+
+	sent := since
+	if head > since {
+		if head-since > Retention {
+			if send(Event{Seq: head, Kind: "reset"}) != nil {
+				return
+			}
+			sent = head
+		} else {
+			it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(since)})
+			for it.Next() {
+				var ev Event
+				if json.Unmarshal(it.Value(), &ev) != nil || ev.Seq > head {
+					continue
+				}
+				if send(ev) != nil {
+					it.Close()
+					return
+				}
+				sent = ev.Seq
+			}
+			it.Close()
+		}
+	}
+	// A heartbeat tells the edge it is caught up (and keeps proxies open).
+	if send(Event{Seq: sent, Kind: "ready"}) != nil {
+		return
+	}
+	ticker := time.NewTicker(15 * time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case ev := <-e.events:
+			if ev.Seq <= sent {
+				continue
+			}
+			if send(ev) != nil {
+				return
+			}
+			sent = ev.Seq
+		case <-ticker.C:
+			if send(Event{Seq: sent, Kind: "ready"}) != nil {
+				return
+			}
+		case <-e.lagging:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package origin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pictorhq/pictor/origin/edgehub"
+)
+
+// Purger is an edge that drops cached copies when told.
+type Purger interface {
+	PurgeImages(ctx context.Context, ids []string) error
+	PurgeOrg(ctx context.Context, orgID string) error
+	PurgeTag(ctx context.Context, tag string) error
+}
+
+// EdgeTokenFile holds the purge channel's token inside the data directory.
+const EdgeTokenFile = "edge.token"
+
+// loadEdgeToken returns the configured token, or the one in the data
+// directory, creating it (0600) on first use.
+func loadEdgeToken(configured, dataDir string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	path := filepath.Join(dataDir, EdgeTokenFile)
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(raw)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("edge token: %w", err)
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := hex.EncodeToString(b)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("edge token: %w", err)
+	}
+	return tok, nil
+}
+
+// purge tells every edge to drop what an event names: the edge in this
+// process directly, the others through the hub's log.
+func (o *Origin) purge(ctx context.Context, kind string, ids []string) error {
+	if p := o.cfg.Purger; p != nil {
+		var err error
+		switch kind {
+		case edgehub.ImagesDeleted:
+			err = p.PurgeImages(ctx, ids)
+		case edgehub.OrgSuspended:
+			for _, id := range ids {
+				err = errors.Join(err, p.PurgeOrg(ctx, id))
+			}
+		case edgehub.KeyDisabled:
+			for _, id := range ids {
+				err = errors.Join(err, p.PurgeTag(ctx, id))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return o.hub.Publish(ctx, kind, ids)
+}
