@@ -12,11 +12,14 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # System packages: Chromium and fonts for rendering, libvips for encoding.
 RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates
-TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs
+TSCLIENT      := origin/testdata/tsclient
+HBSJS         := wasm/testdata/handlebarsjs
 
 DATA_DIR     ?= ./data
 ADDR         ?= 127.0.0.1:8080
 TEST_TIMEOUT ?= 14m
+BENCH_FLAGS  ?=
 
 .PHONY: help deps test-deps build run test test-short lint fmt bench clean
 
@@ -26,10 +29,16 @@ help: ## list the targets
 deps: ## install the system packages `make run` needs (idempotent)
 	@./deploy/install-packages.sh $(RUN_PACKAGES)
 
-test-deps: ## install the system packages `make test` needs (idempotent)
+test-deps: ## install the system packages and npm fixtures `make test` needs (idempotent)
 	@./deploy/install-packages.sh $(TEST_PACKAGES)
+	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
+	@for d in $(TSCLIENT) $(HBSJS); do \
+		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
+		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	done
 
-build: ## build ./bin/pictor
+build: ## build ./bin/pictor and the template sandbox's guest (wasm/guest.wasm)
+	./wasm/build.sh
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pictor
 
 run: deps build ## install, build and start `pictor serve` on ./data
@@ -49,8 +58,8 @@ lint: ## go vet and staticcheck
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
-bench: deps build ## run the load-benchmark harness and write its report
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: deps build ## run the load-benchmark harness; report in bench/out/ (BENCH_FLAGS="--duration 10s --scenarios render-card")
+	$(GO) run ./bench/cmd/pictor-bench --pictor ./$(BIN) --out bench/out $(BENCH_FLAGS)
 
 clean: ## remove build outputs
 	rm -rf bin

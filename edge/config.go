@@ -19,6 +19,16 @@ type Config struct {
 	CacheDir string
 	// CacheMem bounds the memory cache, in bytes.
 	CacheMem int64
+	// CacheDisk bounds the disk cache, in bytes.
+	CacheDisk int64
+	// EdgeToken authenticates the edge on the origin's purge channel.
+	EdgeToken string
+	// Name identifies the edge in the origin's logs.
+	Name string
+	// Standalone is an edge in its own process: without an edge token it
+	// cannot hear purges, so it caches nothing. An edge in the origin's
+	// process (serve) gets purges directly.
+	Standalone bool
 	// MaxRequestBody bounds request bodies the edge accepts before the origin
 	// applies its own per-endpoint limits.
 	MaxRequestBody int
@@ -33,6 +43,7 @@ func DefaultConfig() Config {
 		OriginURL:      "http://127.0.0.1:8081",
 		CacheDir:       "./data/edge-cache",
 		CacheMem:       256 << 20,
+		CacheDisk:      8 << 30,
 		MaxRequestBody: 64 << 20,
 	}
 }
@@ -57,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheMem < 1<<20 {
 		return fmt.Errorf("--cache-mem %d: want at least 1 MiB", c.CacheMem)
+	}
+	if c.CacheDisk < 4<<20 {
+		return fmt.Errorf("--cache-disk %d: want at least 4 MiB", c.CacheDisk)
 	}
 	if c.MaxRequestBody <= 0 {
 		return errors.New("max request body must be positive")

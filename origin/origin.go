@@ -137,6 +137,9 @@ func AdminService(store kv.Store, masterKey, dataDir string) (*admin.Service, er
 	return &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil)}, nil
 }
 
+// SetPurger connects an edge of the same process, before Start.
+func (o *Origin) SetPurger(p Purger) { o.cfg.Purger = p }
+
 // Handler returns the API handler (for tests and embedding).
 func (o *Origin) Handler() http.Handler { return o.router }
 

@@ -131,7 +131,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatal("the owner secret appears in the logs")
 	}
 	edgeMetrics := string(apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: "/metrics"}).Body)
-	if !strings.Contains(edgeMetrics, `pictor_edge_requests_total{code="200",via="forward"}`) {
+	if !strings.Contains(edgeMetrics, `pictor_edge_forwarded_total{code="200"}`) {
 		t.Fatalf("edge metrics do not count forwarded requests:\n%s", edgeMetrics)
 	}
 }

@@ -21,10 +21,10 @@ const shutdownGrace = 30 * time.Second
 func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
 
 type tierFlags struct {
-	dataDir, addr, originAddr, publicURL, cacheDir, logLevel string
-	cacheMem                                                 int64
-	allowPrivate                                             bool
-	render                                                   renderFlags
+	dataDir, addr, originAddr, publicURL, cacheDir, logLevel, edgeToken string
+	cacheMem, cacheDisk                                                 int64
+	allowPrivate                                                        bool
+	render                                                              renderFlags
 }
 
 // renderFlags configure the origin's Chromium pool.
@@ -52,6 +52,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.RenderQueue = t.render.queue
 	cfg.FontsURL = t.render.fontsURL
 	cfg.Chromium = t.render.browser
+	cfg.EdgeToken = t.edgeToken
 	return cfg
 }
 
@@ -66,6 +67,8 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
 	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
 	fs.Int64Var(&t.cacheMem, "cache-mem", def.CacheMem, "edge memory cache size in bytes")
+	fs.Int64Var(&t.cacheDisk, "cache-disk", def.CacheDisk, "edge disk cache size in bytes")
+	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges (default: <data-dir>/edge.token)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
 	if err := fs.parse(args); err != nil {
@@ -99,6 +102,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	ecfg.OriginURL = "http://" + originLn.Addr().String()
 	ecfg.PublicURL = publicURL
 	ecfg.CacheMem = t.cacheMem
+	ecfg.CacheDisk = t.cacheDisk
 	ecfg.CacheDir = t.cacheDir
 	if ecfg.CacheDir == "" {
 		ecfg.CacheDir = filepath.Join(t.dataDir, "edge-cache")
@@ -115,6 +119,8 @@ func runServe(ctx context.Context, args []string, e env) error {
 		edgeLn.Close()
 		return errors.Join(err, o.Stop(context.Background()))
 	}
+	// The origin purges the edge of this process directly.
+	o.SetPurger(edgePurger{ed})
 	announce := fmt.Sprintf("Pictor is listening on http://%s (origin API on http://%s)\nBase URL: %s\n",
 		edgeLn.Addr(), originLn.Addr(), publicURL)
 	return serveUntilDone(ctx, e, announce, o, ed)
@@ -161,6 +167,9 @@ func runEdge(ctx context.Context, args []string, e env) error {
 	cfg := def
 	var logLevel string
 	fs.StringVar(&cfg.OriginURL, "origin-url", "", "base URL of the origin (required)")
+	fs.StringVar(&cfg.EdgeToken, "edge-token", "", "the origin's purge channel token (its <data-dir>/edge.token); without it the edge caches nothing")
+	fs.StringVar(&cfg.Name, "name", "", "name of this edge in the origin's logs")
+	fs.Int64Var(&cfg.CacheDisk, "cache-disk", def.CacheDisk, "disk cache size in bytes")
 	fs.StringVar(&cfg.Addr, "addr", def.Addr, "public listen address")
 	fs.StringVar(&cfg.CacheDir, "cache-dir", def.CacheDir, "disk cache directory")
 	fs.Int64Var(&cfg.CacheMem, "cache-mem", def.CacheMem, "memory cache size in bytes")
@@ -180,6 +189,7 @@ func runEdge(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("--addr %s: %w", cfg.Addr, err)
 	}
 	cfg.Listener = ln
+	cfg.Standalone = true
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -198,6 +208,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.addr, "addr", origin.DefaultConfig().Addr, "listen address")
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
+	fs.StringVar(&t.edgeToken, "edge-token", "", "token edges present on the purge channel (default: <data-dir>/edge.token)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
 	if err := fs.parse(args); err != nil {
@@ -222,4 +233,26 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	return serveUntilDone(ctx, e, fmt.Sprintf("Pictor origin is listening on http://%s\n", ln.Addr()), o)
+}
+
+// edgePurger hands the origin's purges to the edge in the same process.
+type edgePurger struct{ e *edge.Edge }
+
+func (p edgePurger) PurgeImages(_ context.Context, ids []string) error {
+	for _, id := range ids {
+		if _, err := p.e.PurgeImage(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p edgePurger) PurgeOrg(_ context.Context, orgID string) error {
+	_, err := p.e.PurgeOrg(orgID)
+	return err
+}
+
+func (p edgePurger) PurgeTag(_ context.Context, tag string) error {
+	_, err := p.e.PurgeTag(tag)
+	return err
 }

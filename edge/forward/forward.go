@@ -55,6 +55,9 @@ func New(origin string) (*Forwarder, error) {
 	}, nil
 }
 
+// Client is the HTTP client that reaches the origin.
+func (f *Forwarder) Client() *http.Client { return f.client }
+
 // Close releases idle connections.
 func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 
@@ -64,7 +67,7 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, requestID string) {
 	up := newUpload()
 	req, err := f.newRequest(ctx, requestID, up)
 	if err != nil {
-		writeError(ctx, apierr.BadRequest("Malformed request"))
+		WriteError(ctx, apierr.BadRequest("Malformed request"))
 		return
 	}
 	resp, err := f.client.Do(req)
@@ -72,10 +75,10 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, requestID string) {
 		up.finish(ctx.Conn())
 		slog.Warn("origin request failed", "request_id", requestID, "error", err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			writeError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
+			WriteError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
 			return
 		}
-		writeError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
+		WriteError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
 		return
 	}
 	if !up.complete() {
@@ -146,7 +149,8 @@ func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response,
 	h := &ctx.Response.Header
 	h.Del("Content-Type") // fasthttp's default; the origin's value, if any, follows
 	for k, vs := range resp.Header {
-		if hopByHop[k] || k == "Content-Length" || k == "Date" || k == "X-Request-Id" {
+		// X-Pictor-* headers are the origin's notes to the edge.
+		if hopByHop[k] || k == "Content-Length" || k == "Date" || k == "X-Request-Id" || strings.HasPrefix(k, "X-Pictor-") {
 			continue
 		}
 		for _, v := range vs {
@@ -167,8 +171,8 @@ func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response,
 	ctx.SetBodyStream(&download{body: resp.Body, up: up, conn: ctx.Conn()}, int(resp.ContentLength))
 }
 
-// writeError answers with the standard error body.
-func writeError(ctx *fasthttp.RequestCtx, err error) {
+// WriteError answers with the standard error body.
+func WriteError(ctx *fasthttp.RequestCtx, err error) {
 	status, header, body := apierr.Encode(err)
 	for k, vs := range header {
 		for _, v := range vs {

@@ -224,6 +224,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	hd.Set("ETag", f.Rendition.ETag)
 	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	// Notes for the edge's cache (it strips them): what to purge this by.
+	hd.Set("X-Pictor-Org", f.Image.OrgID)
+	hd.Set("X-Pictor-Image", f.Image.ID)
 	// ServeContent answers Range, If-None-Match, If-Modified-Since and HEAD.
 	http.ServeContent(w, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
 }

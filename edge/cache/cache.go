@@ -1,0 +1,660 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/dgraph-io/ristretto/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Fixed memory of the L2 engine, whatever DiskBytes is: pebble's block cache
+// and its memtables (at most memTableStop of memTableBytes queued).
+const (
+	blockCacheBytes = 8 << 20
+	memTableBytes   = 4 << 20
+	memTableStop    = 4
+)
+
+// Cache is the edge's two-level cache. Its methods are safe for concurrent
+// use. Every entry in L1 is also in L2 (Put writes L2 first, L2 eviction and
+// purges drop from L1 too), so L2's indexes find every copy of an entry.
+type Cache struct {
+	cfg Config
+	db  *pebble.DB
+	l1  *ristretto.Cache[[]byte, *Entry]
+
+	seed1, seed2 maphash.Seed // L1's 128-bit key hash; seed1 also places ref bits and shards
+
+	// life is read-held by Get's L2 path so that Close waits for it.
+	life   sync.RWMutex
+	closed atomic.Bool
+
+	// wmu orders every L2 write (Put, purge, eviction, repair) and the L1
+	// writes that go with them. It guards the fields below it.
+	wmu      sync.Mutex
+	stopping bool   // Close has begun
+	nextSeq  uint64 // next queue position
+	qHead    uint64 // every queue position below it is gone
+	purges   purgeLog
+
+	// epoch counts purges; Epoch hands it out.
+	epoch atomic.Uint64
+
+	// shards fence promotions (L2 hits copied into L1) against the writes
+	// that would make them stale: see getL2 and fence.
+	shards [numShards]shard
+	// ref is the eviction clock's second-chance bits, set by every hit.
+	ref refBits
+
+	stats stats
+
+	kick    chan struct{}      // wakes the maintainer to evict
+	repairs chan []byte        // keys of corrupt values for the maintainer to drop
+	barrier chan chan struct{} // tests: wait for the maintainer to be idle
+	stop    chan struct{}
+	done    chan struct{}
+
+	collector prometheus.Collector
+	promote   bool // false in benchmarks that measure the bare L2 path
+}
+
+const numShards = 256
+
+type shard struct {
+	mu  sync.RWMutex
+	gen atomic.Uint64
+	_   [64 - 32]byte
+}
+
+// Open opens (creating if needed) the cache in cfg.Dir and starts its
+// background eviction. Reopening a directory serves what it held.
+func Open(cfg Config) (*Cache, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	fs := cfg.fs
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create cache directory: %w", err)
+	}
+	db, err := openPebble(cfg.Dir, fs)
+	if err != nil {
+		return nil, fmt.Errorf("open edge cache %s: %w", cfg.Dir, err)
+	}
+	c := &Cache{
+		cfg:     cfg,
+		db:      db,
+		seed1:   maphash.MakeSeed(),
+		seed2:   maphash.MakeSeed(),
+		purges:  newPurgeLog(purgeLogSize),
+		ref:     newRefBits(),
+		kick:    make(chan struct{}, 1),
+		repairs: make(chan []byte, 64),
+		barrier: make(chan chan struct{}),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		promote: true,
+	}
+	if err := c.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open edge cache %s: %w", cfg.Dir, err)
+	}
+	c.l1, err = ristretto.NewCache(&ristretto.Config[[]byte, *Entry]{
+		// Ten counters per entry of about 10 KiB.
+		NumCounters: max(cfg.MemBytes/1024, 1024),
+		MaxCost:     cfg.MemBytes,
+		BufferItems: 64,
+		KeyToHash: func(k []byte) (uint64, uint64) {
+			return maphash.Bytes(c.seed1, k), maphash.Bytes(c.seed2, k)
+		},
+		OnEvict:  func(*ristretto.Item[*Entry]) { c.stats.l1Evictions.Add(1) },
+		OnReject: func(*ristretto.Item[*Entry]) { c.stats.l1Rejections.Add(1) },
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open edge cache memory level: %w", err)
+	}
+	if cfg.Registerer != nil {
+		c.collector = newCollector(c)
+		if err := cfg.Registerer.Register(c.collector); err != nil {
+			c.l1.Close()
+			db.Close()
+			return nil, fmt.Errorf("register edge cache metrics: %w", err)
+		}
+	}
+	go c.maintain()
+	if c.stats.l2Bytes.Load() > cfg.DiskBytes {
+		c.wake()
+	}
+	return c, nil
+}
+
+func openPebble(dir string, fs vfs.FS) (*pebble.DB, error) {
+	cache := pebble.NewCache(blockCacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	o := &pebble.Options{
+		FS:                          fs,
+		Cache:                       cache,
+		MemTableSize:                memTableBytes,
+		MemTableStopWritesThreshold: memTableStop,
+		MaxOpenFiles:                256,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      pebbleLogger{},
+	}
+	// Bodies are JPEG, PNG, WebP, PDF: compressed already.
+	o.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	return pebble.Open(dir, o)
+}
+
+// load checks the layout and recomputes L2's size and queue bounds from the
+// meta records, which are small; the bodies are not read.
+func (c *Cache) load() error {
+	v, closer, err := c.db.Get([]byte(formatKey))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		// Claim only an empty database: --cache-dir pointing at the
+		// origin's store must not have its keys read as cache records.
+		if empty, err := c.empty(); err != nil || !empty {
+			if err == nil {
+				err = ErrNotCacheDir
+			}
+			return err
+		}
+		if err := c.db.Set([]byte(formatKey), []byte(formatName), pebble.Sync); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		ok := string(v) == formatName
+		closer.Close()
+		if !ok {
+			return fmt.Errorf("%w: layout %q, want %q", ErrNotCacheDir, v, formatName)
+		}
+	}
+	it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMeta}, UpperBound: []byte{prefixMeta + 1}})
+	if err != nil {
+		return err
+	}
+	var size, entries int64
+	var bad [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		m, err := decodeMeta(it.Value())
+		if err != nil {
+			bad = append(bad, append([]byte(nil), it.Key()[1:]...))
+			continue
+		}
+		size += m.size
+		entries++
+		c.nextSeq = max(c.nextSeq, m.seq+1)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		b := c.db.NewBatch()
+		for _, key := range bad {
+			b.Delete(recordKey(prefixValue, key), nil)
+			b.Delete(recordKey(prefixMeta, key), nil)
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return err
+		}
+		c.stats.l2Corrupt.Add(uint64(len(bad)))
+		slog.Warn("edge cache dropped corrupt records", "count", len(bad))
+	}
+	c.stats.l2Bytes.Store(size)
+	c.stats.l2Entries.Store(entries)
+	// The queue's first record bounds where eviction starts.
+	it, err = c.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixQueue}, UpperBound: []byte{prefixQueue + 1}})
+	if err != nil {
+		return err
+	}
+	if it.First() && len(it.Key()) == 9 {
+		c.qHead = beUint64(it.Key()[1:])
+	}
+	if it.Last() && len(it.Key()) == 9 {
+		c.nextSeq = max(c.nextSeq, beUint64(it.Key()[1:])+1)
+	}
+	return it.Close()
+}
+
+func (c *Cache) empty() (bool, error) {
+	it, err := c.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	found := it.First()
+	return !found, it.Close()
+}
+
+// Close stops eviction, makes every L2 write durable and closes both levels.
+// Calls made after Close miss or return ErrClosed; call it once the server
+// has stopped serving, as ristretto does not expect Gets during its Close.
+func (c *Cache) Close() error {
+	c.wmu.Lock()
+	if c.stopping {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.stopping = true
+	close(c.stop)
+	c.wmu.Unlock()
+	<-c.done
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.life.Lock()
+	c.closed.Store(true)
+	c.life.Unlock()
+	if c.collector != nil {
+		c.cfg.Registerer.Unregister(c.collector)
+	}
+	c.l1.Close()
+	// Puts and evictions commit without fsync; one synced record makes
+	// everything before it in the WAL durable.
+	err := c.db.LogData(nil, pebble.Sync)
+	if cerr := c.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close edge cache: %w", err)
+	}
+	return nil
+}
+
+// Get returns the entry under key: from L1, or from L2, promoting it to L1.
+// An L1 hit allocates nothing. A corrupt L2 value is dropped in the
+// background and reported as a miss, so that the edge fetches it again.
+func (c *Cache) Get(key []byte) (*Entry, Level, bool) {
+	if e, ok := c.l1.Get(key); ok && bytes.Equal(e.key, key) {
+		c.ref.set(e.ref)
+		c.stats.l1Hits.add(e.ref)
+		return e, L1, true
+	}
+	return c.getL2(key)
+}
+
+func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
+	h := c.hash(key)
+	if !validKey(key) {
+		c.stats.misses.add(refIndex(h))
+		return nil, Miss, false
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed.Load() {
+		return nil, Miss, false
+	}
+	s := &c.shards[shardIndex(h)]
+	gen := s.gen.Load()
+	v, closer, err := c.db.Get(recordKey(prefixValue, key))
+	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			slog.Error("edge cache read", "err", err)
+		}
+		c.stats.misses.add(refIndex(h))
+		return nil, Miss, false
+	}
+	e, err := decodeValue(v)
+	closer.Close()
+	if err != nil {
+		c.stats.l2Corrupt.Add(1)
+		c.stats.misses.add(refIndex(h))
+		slog.Warn("edge cache corrupt entry", "key", string(key), "err", err)
+		select {
+		case c.repairs <- append([]byte(nil), key...):
+		default: // the maintainer is busy; the next read finds it again
+		}
+		return nil, Miss, false
+	}
+	e.prepare(key, h)
+	c.ref.set(e.ref)
+	c.stats.l2Hits.add(e.ref)
+	// Promote unless a write to this shard (Put, purge, eviction) started
+	// since the read: what was read may be stale now. TryRLock never waits.
+	if c.promote && s.mu.TryRLock() {
+		if s.gen.Load() == gen {
+			c.l1.Set(e.key, e, e.cost)
+		}
+		s.mu.RUnlock()
+	}
+	return e, L2, true
+}
+
+// fence makes promotions of key that read L2 before now give up; those that
+// already passed their check have queued their L1 Set, so an L1 Del issued
+// after fence removes it. Call it after the L2 write and before touching L1.
+func (c *Cache) fence(key []byte) {
+	s := &c.shards[shardIndex(c.hash(key))]
+	s.mu.Lock()
+	s.gen.Add(1)
+	s.mu.Unlock()
+}
+
+// Epoch is a point in the cache's purge history.
+type Epoch uint64
+
+// Epoch returns the current point in the purge history. The edge takes one
+// before fetching what a miss needs and gives it to PutSince, so that a
+// fetch that raced with a purge cannot put back what the purge dropped.
+func (c *Cache) Epoch() Epoch { return Epoch(c.epoch.Load()) }
+
+// Put stores e under key in L2 then L1; see PutSince.
+func (c *Cache) Put(key []byte, e *Entry) error { return c.PutSince(c.Epoch(), key, e) }
+
+// PutSince stores a copy of e under key, unless a purge of its image,
+// organization or tag has run since ep (ErrPurged). The copy shares e.Body:
+// the caller must not modify it afterwards. L2 gets it first (written to
+// pebble's log without fsync: a crash may lose it, never corrupt it; Close
+// syncs), then L1, which may refuse it (admission), so a Get after Put finds
+// it at one level or the other.
+func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if !validKey(key) {
+		return fmt.Errorf("%w: key of %d bytes", ErrInvalidEntry, len(key))
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	e := &Entry{
+		Body: in.Body, ContentType: in.ContentType, ETag: in.ETag,
+		LastModified: in.LastModified.UTC(), StoredAt: in.StoredAt.UTC(),
+		OrgID: in.OrgID, ImageID: in.ImageID, Tag: in.Tag,
+	}
+	if y := e.StoredAt.Year(); y < 1970 || y > 9999 {
+		e.StoredAt = time.Now().UTC()
+	}
+	valueLen := encodedLen(e)
+	if int64(valueLen) > c.cfg.MaxEntryBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, valueLen, c.cfg.MaxEntryBytes)
+	}
+	e.prepare(key, c.hash(key))
+
+	// Encode outside the lock, straight into the batch.
+	b := c.db.NewBatch()
+	defer b.Close()
+	op := b.SetDeferred(1+len(key), valueLen)
+	op.Key[0] = prefixValue
+	copy(op.Key[1:], key)
+	encodeValue(op.Value, e)
+	if err := op.Finish(); err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	m := meta{size: entrySize(key, e, valueLen), valueLen: uint32(valueLen), org: e.OrgID, image: e.ImageID, tag: e.Tag}
+
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.purges.since(ep, &m) {
+		c.stats.putsDropped.Add(1)
+		return ErrPurged
+	}
+	old, found, err := c.readMeta(key)
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	if found {
+		c.deleteSecondary(b, key, &old)
+	}
+	m.seq = c.nextSeq
+	b.Set(recordKey(prefixMeta, key), encodeMeta(&m), nil)
+	b.Set(queueKey(m.seq), key, nil)
+	c.setIndexes(b, key, &m)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	c.nextSeq++
+	c.stats.puts.Add(1)
+	c.stats.l2Bytes.Add(m.size - old.size)
+	if !found {
+		c.stats.l2Entries.Add(1)
+	}
+	// L1: Del then Set so that the new cost goes through admission (an
+	// update would change the cost without evicting), then Wait so that the
+	// next Get sees it.
+	c.fence(key)
+	c.l1.Del(e.key)
+	c.l1.Set(e.key, e, e.cost)
+	c.l1.Wait()
+	if c.stats.l2Bytes.Load() > c.cfg.DiskBytes {
+		c.wake()
+	}
+	return nil
+}
+
+// readMeta reads key's meta record; found is false when there is none. A
+// corrupt one is reported with ErrCorrupt and found false.
+func (c *Cache) readMeta(key []byte) (m meta, found bool, err error) {
+	v, closer, err := c.db.Get(recordKey(prefixMeta, key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, err
+	}
+	m, err = decodeMeta(v)
+	closer.Close()
+	return m, err == nil, err
+}
+
+// deleteSecondary adds to b the deletion of key's queue and index records.
+func (c *Cache) deleteSecondary(b *pebble.Batch, key []byte, m *meta) {
+	b.Delete(queueKey(m.seq), nil)
+	for _, x := range m.ids() {
+		if x.id != "" {
+			b.Delete(indexKey(x.k, x.id, key), nil)
+		}
+	}
+}
+
+func (c *Cache) setIndexes(b *pebble.Batch, key []byte, m *meta) {
+	for _, x := range m.ids() {
+		if x.id != "" {
+			b.Set(indexKey(x.k, x.id, key), nil, nil)
+		}
+	}
+}
+
+// deleteEntry adds to b the deletion of all of key's records.
+func (c *Cache) deleteEntry(b *pebble.Batch, key []byte, m *meta) {
+	b.DeleteSized(recordKey(prefixValue, key), m.valueLen, nil)
+	b.Delete(recordKey(prefixMeta, key), nil)
+	c.deleteSecondary(b, key, m)
+}
+
+// dropL1 removes keys from L1 after their L2 records are gone. wmu is held.
+func (c *Cache) dropL1(keys [][]byte) {
+	for _, key := range keys {
+		c.fence(key)
+		c.l1.Del(key)
+	}
+}
+
+// PurgeImage drops every variant of an image from both levels and returns
+// how many L2 entries it removed, once the removal is synced to disk.
+func (c *Cache) PurgeImage(imageID string) (int, error) { return c.purge(byImage, imageID) }
+
+// PurgeOrg drops every entry of an organization, like PurgeImage.
+func (c *Cache) PurgeOrg(orgID string) (int, error) { return c.purge(byOrg, orgID) }
+
+// PurgeTag drops every entry carrying tag, like PurgeImage.
+func (c *Cache) PurgeTag(tag string) (int, error) { return c.purge(byTag, tag) }
+
+// purgeChunk bounds the keys one batch deletes.
+const purgeChunk = 512
+
+func (c *Cache) purge(k kind, id string) (int, error) {
+	if id == "" || len(id) > maxIDLen {
+		return 0, fmt.Errorf("%w: purge %s id of %d bytes", ErrInvalidEntry, k, len(id))
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	// Stream the index in chunks so that a large organization does not
+	// hold all its keys in memory; wmu keeps the index still meanwhile.
+	prefix := indexPrefix(k, id)
+	lower, upper := prefix, prefixEnd(prefix)
+	n, wrote := 0, false
+	for {
+		keys, err := c.indexKeys(lower, upper, len(prefix))
+		if err != nil {
+			return n, fmt.Errorf("purge %s %s: %w", k, id, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		removed, freed, err := c.purgeKeys(k, id, keys)
+		if err != nil {
+			return n, fmt.Errorf("purge %s %s: %w", k, id, err)
+		}
+		n += removed
+		wrote = true
+		c.stats.l2Bytes.Add(-freed)
+		c.stats.l2Entries.Add(-int64(removed))
+		c.dropL1(keys)
+		if len(keys) < purgeChunk {
+			break
+		}
+		lower = append(indexKey(k, id, keys[len(keys)-1]), 0)
+	}
+	if wrote {
+		if err := c.db.LogData(nil, pebble.Sync); err != nil {
+			return n, fmt.Errorf("purge %s %s: sync: %w", k, id, err)
+		}
+	}
+	c.purges.record(k, id, &c.epoch)
+	c.stats.purges[purgeLabel(k)].Add(1)
+	c.stats.purged.Add(uint64(n))
+	return n, nil
+}
+
+// indexKeys returns up to purgeChunk keys of the index records in
+// [lower, upper), whose first skip bytes are the index prefix.
+func (c *Cache) indexKeys(lower, upper []byte, skip int) ([][]byte, error) {
+	it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	for valid := it.First(); valid && len(keys) < purgeChunk; valid = it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()[skip:]...))
+	}
+	return keys, it.Close()
+}
+
+// purgeKeys deletes the entries of keys indexed under (k, id). An index
+// record whose entry is gone, or now belongs to another owner, is dropped
+// alone.
+func (c *Cache) purgeKeys(k kind, id string, keys [][]byte) (removed int, freed int64, err error) {
+	b := c.db.NewBatch()
+	defer b.Close()
+	for _, key := range keys {
+		m, found, err := c.readMeta(key)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			b.Delete(recordKey(prefixValue, key), nil)
+			b.Delete(recordKey(prefixMeta, key), nil)
+			b.Delete(indexKey(k, id, key), nil)
+			c.stats.l2Corrupt.Add(1)
+			continue
+		case err != nil:
+			return 0, 0, err
+		case !found || !m.owns(k, id):
+			b.Delete(indexKey(k, id, key), nil)
+			continue
+		}
+		c.deleteEntry(b, key, &m)
+		removed++
+		freed += m.size
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, 0, err
+	}
+	return removed, freed, nil
+}
+
+func (m *meta) owns(k kind, id string) bool {
+	switch k {
+	case byImage:
+		return m.image == id
+	case byOrg:
+		return m.org == id
+	}
+	return m.tag == id
+}
+
+func (c *Cache) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func beUint64(b []byte) uint64 {
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}
+
+func shardIndex(h uint64) int { return int(h >> 56) }
+
+// pebbleLogger forwards pebble's errors to slog and drops its chatter.
+type pebbleLogger struct{}
+
+func (pebbleLogger) Infof(string, ...any) {}
+func (pebbleLogger) Errorf(format string, args ...any) {
+	slog.Error("edge cache pebble", "detail", fmt.Sprintf(format, args...))
+}
+func (pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// hash places a key's second-chance bit, promotion shard and counter stripe.
+func (c *Cache) hash(key []byte) uint64 { return maphash.Bytes(c.seed1, key) }
+
+// PurgeAll drops every entry from both levels (an edge that fell off the
+// origin's purge log): organization by organization, since every entry has
+// one.
+func (c *Cache) PurgeAll() error {
+	prefix := []byte{prefixIndex, byte(byOrg)}
+	for {
+		it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			return err
+		}
+		var org string
+		if it.First() {
+			rest := it.Key()[len(prefix):]
+			n, w := binary.Uvarint(rest)
+			if w > 0 && uint64(len(rest)-w) >= n {
+				org = string(rest[w : w+int(n)])
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if org == "" {
+			return nil
+		}
+		if _, err := c.PurgeOrg(org); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pictorhq/pictor/edge/cache"
+	"github.com/pictorhq/pictor/edge/forward"
+	"github.com/pictorhq/pictor/edge/transform"
+	"github.com/pictorhq/pictor/origin/apierr"
+)
+
+// The origin's notes to the edge on image answers: which organization and
+// image an answer belongs to, for purges. The edge never relays them.
+const (
+	OrgHeader   = "X-Pictor-Org"
+	ImageHeader = "X-Pictor-Image"
+)
+
+var (
+	imagePrefix   = []byte("/v1/image/")
+	signedPrefix  = []byte("create-and-render/")
+	hdrETag       = []byte("ETag")
+	hdrCache      = []byte("Cache-Control")
+	hdrLastMod    = []byte("Last-Modified")
+	hdrNoSniff    = []byte("X-Content-Type-Options")
+	hdrAccept     = []byte("Accept-Ranges")
+	hdrDisp       = []byte("Content-Disposition")
+	hdrRange      = []byte("Content-Range")
+	valImmutable  = []byte("public, max-age=31536000, immutable")
+	valNoSniff    = []byte("nosniff")
+	valBytes      = []byte("bytes")
+	hdrIfNone     = []byte("If-None-Match")
+	hdrRangeReq   = []byte("Range")
+	keyImage      = []byte("i|")
+	keySigned     = []byte("s|")
+	errTooBig     = errors.New("too large to cache")
+	errNotCached  = errors.New("not cacheable")
+)
+
+// keyBuf holds a request's cache key; pooled so a hit allocates nothing.
+type keyBuf struct{ b []byte }
+
+var keyPool = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 256)} }}
+
+// serveImage answers GET/HEAD of an image, a rendition or a signed URL from
+// the cache, filling it from the origin on a miss. It returns false when the
+// request is not one it serves (the caller forwards it).
+func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
+	rest := ctx.Path()[len(imagePrefix):]
+	kb := keyPool.Get().(*keyBuf)
+	defer keyPool.Put(kb)
+	if bytes.HasPrefix(rest, signedPrefix) {
+		return e.serveSigned(ctx, kb, requestID)
+	}
+	if bytes.IndexByte(rest, '/') >= 0 {
+		return false // template URLs and anything else: the origin decides
+	}
+	id, ext := rest, []byte(nil)
+	if i := bytes.IndexByte(rest, '.'); i >= 0 {
+		id, ext = rest[:i], rest[i+1:]
+	}
+	format, ok := transform.ParseFormat(string(ext))
+	if !ok || !validID(id) {
+		return false
+	}
+	opts, err := transform.Parse(format, ctx.QueryArgs().QueryString())
+	if err != nil {
+		forward.WriteError(ctx, err)
+		return true
+	}
+	kb.b = append(append(append(append(append(kb.b[:0], keyImage...), id...), '|'), format...), '|')
+	kb.b = opts.Key(kb.b)
+	ent, level, hit := e.cache.Get(kb.b)
+	if !hit {
+		e.metrics.misses.Inc()
+		ent, err = e.fill(ctx, string(kb.b), string(id), format, opts, requestID)
+		if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
+			return false // streamed through instead
+		}
+		if err != nil {
+			e.answerFailure(ctx, err)
+			return true
+		}
+	} else if level == cache.L1 {
+		e.metrics.hitsL1.Inc()
+	} else {
+		e.metrics.hitsL2.Inc()
+	}
+	e.write(ctx, ent, format == transform.PDF, opts.Download, id, ext)
+	return true
+}
+
+// validID accepts the 36-character UUID form the origin issues.
+func validID(id []byte) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i, c := range id {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// write answers with a cached entry: 304 for a matching If-None-Match,
+// 206 for a satisfiable Range on a PDF, the whole body otherwise.
+func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, download bool, id, ext []byte) {
+	h := &ctx.Response.Header
+	h.SetBytesKV(hdrETag, ent.ETagBytes())
+	h.SetBytesKV(hdrCache, valImmutable)
+	if lm := ent.LastModifiedBytes(); lm != nil {
+		h.SetBytesKV(hdrLastMod, lm)
+	}
+	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, ent.ETagBytes()) {
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		return
+	}
+	h.SetContentTypeBytes(ent.ContentTypeBytes())
+	h.SetBytesKV(hdrNoSniff, valNoSniff)
+	if download {
+		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, extOrPNG(ext)))
+	}
+	body := ent.Body
+	if ranges {
+		h.SetBytesKV(hdrAccept, valBytes)
+		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 {
+			start, end, ok := parseRange(rh, len(body))
+			if !ok {
+				ctx.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
+				h.Set("Content-Range", "bytes */"+strconv.Itoa(len(body)))
+				return
+			}
+			ctx.SetStatusCode(fasthttp.StatusPartialContent)
+			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(body)))
+			body = body[start : end+1]
+		}
+	}
+	e.metrics.bytes.Add(float64(len(body)))
+	ctx.Response.SetBodyRaw(body)
+}
+
+func extOrPNG(ext []byte) []byte {
+	if len(ext) == 0 {
+		return []byte("png")
+	}
+	return ext
+}
+
+// etagMatch implements If-None-Match: "*" or a list holding the tag
+// (weak comparison, as RFC 9110 asks for If-None-Match).
+func etagMatch(header, etag []byte) bool {
+	if bytes.Equal(bytes.TrimSpace(header), []byte("*")) {
+		return true
+	}
+	for len(header) > 0 {
+		var tag []byte
+		tag, header, _ = bytes.Cut(header, []byte{','})
+		tag = bytes.TrimSpace(tag)
+		tag = bytes.TrimPrefix(tag, []byte("W/"))
+		if bytes.Equal(tag, etag) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRange reads one "bytes=a-b", "bytes=a-" or "bytes=-n" range.
+func parseRange(h []byte, size int) (start, end int, ok bool) {
+	spec, found := bytes.CutPrefix(bytes.TrimSpace(h), []byte("bytes="))
+	if !found || bytes.IndexByte(spec, ',') >= 0 || size == 0 {
+		return 0, 0, false
+	}
+	a, b, found := bytes.Cut(spec, []byte{'-'})
+	if !found {
+		return 0, 0, false
+	}
+	if len(a) == 0 {
+		n, err := strconv.Atoi(string(b))
+		if err != nil || n <= 0 {
+			return 0, 0, false
+		}
+		return max(0, size-n), size - 1, true
+	}
+	s, err := strconv.Atoi(string(a))
+	if err != nil || s < 0 || s >= size {
+		return 0, 0, false
+	}
+	end = size - 1
+	if len(b) > 0 {
+		if end, err = strconv.Atoi(string(b)); err != nil || end < s {
+			return 0, 0, false
+		}
+		end = min(end, size-1)
+	}
+	return s, end, true
+}
+
+// upstreamError is a non-200 answer of the origin, relayed as it is.
+type upstreamError struct {
+	status      int
+	contentType string
+	body        []byte
+	header      http.Header
+}
+
+func (u *upstreamError) Error() string { return fmt.Sprintf("origin answered %d", u.status) }
+
+// answerFailure relays the origin's error answer, or a standard error body.
+func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
+	var ue *upstreamError
+	if errors.As(err, &ue) {
+		ctx.SetStatusCode(ue.status)
+		for _, k := range []string{"Retry-After", "Cache-Control", "WWW-Authenticate"} {
+			if v := ue.header.Get(k); v != "" {
+				ctx.Response.Header.Set(k, v)
+			}
+		}
+		ctx.SetContentType(ue.contentType)
+		ctx.SetBody(ue.body)
+		return
+	}
+	slog.Warn("edge fill failed", "error", err)
+	forward.WriteError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
+}
+
+// fill produces a missing entry once, however many requests wait for it.
+func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format transform.Format, opts transform.Options, requestID []byte) (*cache.Entry, error) {
+	rid := string(requestID)
+	v, err, _ := e.flights.Do(key, func() (any, error) {
+		epoch := e.cache.Epoch()
+		var ent *cache.Entry
+		var err error
+		if opts.IsIdentity() {
+			ent, err = e.fetch("/v1/image/"+id+"."+string(format), rid, id, "")
+		} else {
+			ent, err = e.derive(id, format, opts, rid)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := e.cache.PutSince(epoch, []byte(key), ent); err != nil && !errors.Is(err, cache.ErrPurged) && !errors.Is(err, cache.ErrTooLarge) {
+			slog.Warn("edge cache put failed", "error", err)
+		}
+		return ent, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*cache.Entry), nil
+}
+
+// derive makes a transformed rendition from the PNG master.
+func (e *Edge) derive(id string, format transform.Format, opts transform.Options, rid string) (*cache.Entry, error) {
+	if format == transform.PDF {
+		return nil, apierr.BadRequest("PDF renditions take no transformation parameters")
+	}
+	masterKey := "i|" + id + "|png|"
+	master, _, ok := e.cache.Get([]byte(masterKey))
+	if !ok {
+		v, err, _ := e.flights.Do(masterKey, func() (any, error) {
+			epoch := e.cache.Epoch()
+			m, err := e.fetch("/v1/image/"+id+".png", rid, id, "")
+			if err == nil {
+				e.cache.PutSince(epoch, []byte(masterKey), m)
+			}
+			return m, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		master = v.(*cache.Entry)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := transform.Apply(ctx, master.Body, opts, format)
+	e.metrics.transform.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, err
+	}
+	return &cache.Entry{Body: out, ContentType: format.ContentType(), ETag: etagOf(out), LastModified: master.LastModified,
+		OrgID: master.OrgID, ImageID: master.ImageID}, nil
+}
+
+func etagOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// fetch GETs path from the origin and turns a 200 into an entry.
+func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
+	e.metrics.fetches.Inc()
+	req, err := http.NewRequest(http.MethodGet, e.cfg.OriginURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Request-Id", rid)
+	resp, err := e.fwd.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, &upstreamError{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body, header: resp.Header}
+	}
+	if resp.ContentLength > e.maxEntry {
+		return nil, errTooBig
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, e.maxEntry+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > e.maxEntry {
+		return nil, errTooBig
+	}
+	if imageID == "" {
+		imageID = resp.Header.Get(ImageHeader)
+	}
+	ent := &cache.Entry{Body: body, ContentType: resp.Header.Get("Content-Type"), ETag: resp.Header.Get("ETag"),
+		OrgID: resp.Header.Get(OrgHeader), ImageID: imageID, Tag: tag}
+	if lm, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		ent.LastModified = lm
+	}
+	if ent.OrgID == "" || ent.ETag == "" {
+		return nil, errNotCached
+	}
+	return ent, nil
+}
+
+// serveSigned answers a signed create-and-render URL: cached by its exact
+// path and query, tagged with the signing key's api_id so that disabling
+// the key purges it.
+func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byte) bool {
+	uri := ctx.URI()
+	kb.b = append(append(append(append(kb.b[:0], keySigned...), uri.Path()...), '?'), uri.QueryString()...)
+	if ent, level, hit := e.cache.Get(kb.b); hit {
+		if level == cache.L1 {
+			e.metrics.hitsL1.Inc()
+		} else {
+			e.metrics.hitsL2.Inc()
+		}
+		e.write(ctx, ent, bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
+		return true
+	}
+	e.metrics.misses.Inc()
+	// /v1/image/create-and-render/{api_id}/{token}[/{format}]
+	parts := bytes.Split(uri.Path()[len(imagePrefix)+len(signedPrefix):], []byte{'/'})
+	if len(parts) < 2 || len(parts[0]) == 0 {
+		return false
+	}
+	apiID := string(parts[0])
+	key := string(kb.b)
+	rid := string(requestID)
+	path := string(uri.RequestURI())
+	v, err, _ := e.flights.Do(key, func() (any, error) {
+		epoch := e.cache.Epoch()
+		ent, err := e.fetch(path, rid, "", apiID)
+		if err != nil {
+			return nil, err
+		}
+		e.cache.PutSince(epoch, []byte(key), ent)
+		return ent, nil
+	})
+	if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
+		return false
+	}
+	if err != nil {
+		e.answerFailure(ctx, err)
+		return true
+	}
+	e.write(ctx, v.(*cache.Entry), bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
+	return true
+}

@@ -1,0 +1,483 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/pictorhq/pictor/wasm/internal/abi"
+	"github.com/pictorhq/pictor/wasm/internal/wasmbin"
+)
+
+// guestWasm is wasm/guest built by build.sh; TestGuestUpToDate rebuilds
+// it and fails if this copy is stale.
+//
+//go:embed guest.wasm
+var guestWasm []byte
+
+// Engine evaluates Handlebars templates in the WebAssembly sandbox. The
+// guest is compiled once; every evaluation runs in an instance of its
+// own, used once and closed, so nothing one evaluation leaves in memory
+// is seen by the next. Instances are initialized ahead of time by a
+// background goroutine (Config.PoolSize) because the Go runtime's
+// start-up in the guest costs far more than an evaluation.
+//
+// An Engine is safe for concurrent use.
+type Engine struct {
+	cfg      Config
+	rt       wazero.Runtime
+	cache    wazero.CompilationCache
+	compiled wazero.CompiledModule
+	prepared *wasmbin.Module
+
+	// The state every instance starts from (see snapshot).
+	image    *image
+	memPages uint32
+	globals  []uint64
+	clocks   clocks
+
+	pool chan *instance
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+
+	// mu is held for reading by each evaluation and for writing by
+	// Close, which so waits for those under way.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// instance is one guest instance, good for one evaluation.
+type instance struct {
+	mod                          api.Module
+	alloc, check, render, result api.Function
+	stderr                       *boundedBuffer
+}
+
+// New compiles the guest (or loads it from Config.CompilationCacheDir)
+// and starts filling the pool of instances.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("wasm config: %w", err)
+	}
+	e := &Engine{cfg: cfg, stop: make(chan struct{}), pool: make(chan *instance, cfg.PoolSize)}
+	var err error
+	if cfg.CompilationCacheDir != "" {
+		e.cache, err = wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm compilation cache %s: %w", cfg.CompilationCacheDir, err)
+		}
+	} else {
+		e.cache = wazero.NewCompilationCache()
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(uint32(cfg.MemoryLimitBytes/pageSize)))
+	if err := e.start(ctx); err != nil {
+		e.rt.Close(ctx)
+		e.cache.Close(ctx)
+		if e.image != nil {
+			e.image.close()
+		}
+		return nil, err
+	}
+	if cfg.PoolSize > 0 {
+		e.wg.Add(1)
+		go e.fill()
+	}
+	return e, nil
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	// WASI is what a Go wasip1 program imports. The guest gets no
+	// directory, no environment, no arguments, no stdin, and the clocks
+	// and random source of instanceConfig.
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		return fmt.Errorf("wasm instantiate wasi: %w", err)
+	}
+	mod, err := wasmbin.Prepare(guestWasm)
+	if err != nil {
+		return fmt.Errorf("%w: prepare guest: %w", ErrGuest, err)
+	}
+	compiled, err := e.rt.CompileModule(ctx, mod.Binary)
+	if err != nil {
+		return fmt.Errorf("wasm compile guest: %w", err)
+	}
+	e.compiled, e.prepared = compiled, mod
+	if err := e.snapshot(ctx, mod); err != nil {
+		return err
+	}
+	// Instantiate one now, so that a broken snapshot fails New.
+	inst, err := e.instantiate(ctx)
+	if err != nil {
+		return err
+	}
+	inst.close()
+	return nil
+}
+
+// snapshot initializes one instance the ordinary way (data segments,
+// then the Go runtime's _initialize) and keeps its memory, globals and
+// clocks: every later instance starts from exactly that state instead of
+// paying for the runtime's start-up again.
+func (e *Engine) snapshot(ctx context.Context, prepared *wasmbin.Module) error {
+	clk := &clocks{}
+	mod, err := e.coldInstance(ctx, prepared, clk)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(ctx)
+	mem := mod.Memory()
+	snap, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return fmt.Errorf("%w: read guest memory", ErrGuest)
+	}
+	if uint64(len(snap)) > e.cfg.MemoryLimitBytes {
+		return fmt.Errorf("wasm config: MemoryLimitBytes: %d is below the guest's initial memory of %d bytes", e.cfg.MemoryLimitBytes, len(snap))
+	}
+	if e.image, err = newImage(snap); err != nil {
+		return fmt.Errorf("%w: memory image: %w", ErrGuest, err)
+	}
+	e.memPages = mem.Size() / pageSize
+	e.globals = make([]uint64, prepared.Globals)
+	for i := range e.globals {
+		g := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i))
+		if g == nil {
+			return fmt.Errorf("%w: global %d not exported", ErrGuest, i)
+		}
+		e.globals[i] = g.Get()
+	}
+	e.clocks.wall.Store(clk.wall.Load())
+	e.clocks.mono.Store(clk.mono.Load())
+	return nil
+}
+
+// coldInstance is an instance started the ordinary way: the data
+// segments written to its memory, then the Go runtime's _initialize.
+// It is what every instance would cost without the snapshot.
+func (e *Engine) coldInstance(ctx context.Context, prepared *wasmbin.Module, clk *clocks) (api.Module, error) {
+	stderr := &boundedBuffer{max: 4 << 10}
+	mod, err := e.rt.InstantiateModule(ctx, e.compiled, e.instanceConfig(stderr, clk))
+	if err != nil {
+		return nil, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
+	}
+	mem := mod.Memory()
+	if mem == nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("%w: the guest has no memory", ErrGuest)
+	}
+	for _, seg := range prepared.Segments {
+		if !mem.Write(seg.Offset, seg.Data) {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("%w: data segment at %d out of range", ErrGuest, seg.Offset)
+		}
+	}
+	initialize := mod.ExportedFunction("_initialize")
+	if initialize == nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("%w: the guest is not a reactor (no _initialize)", ErrGuest)
+	}
+	if _, err := initialize.Call(ctx); err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("%w: initialize guest: %w: %s", ErrGuest, err, stderr.String())
+	}
+	return mod, nil
+}
+
+// clocks are an instance's deterministic clocks: they reveal nothing of
+// the host, but advance (the Go runtime needs them to) by a microsecond
+// a reading, and by the time asked on a sleep.
+type clocks struct{ wall, mono atomic.Int64 }
+
+// instanceConfig: no arguments, environment, directories or stdin;
+// stdout dropped, stderr kept for classify; clocks and random source
+// deterministic. No start function: instances start from the snapshot.
+func (e *Engine) instanceConfig(stderr io.Writer, clk *clocks) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdout(io.Discard).
+		WithStderr(stderr).
+		WithRandSource(zeroReader{}).
+		WithWalltime(func() (int64, int32) {
+			t := clk.wall.Add(int64(time.Microsecond))
+			return t / 1e9, int32(t % 1e9)
+		}, 1).
+		WithNanotime(func() int64 { return clk.mono.Add(int64(time.Microsecond)) }, 1).
+		// A sleep advances the clocks instead of waiting: the runtime's
+		// idle waits for its timers end at once, deterministically.
+		WithNanosleep(func(ns int64) {
+			clk.mono.Add(ns)
+			clk.wall.Add(ns)
+		}).
+		WithOsyield(func() {})
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// instantiate makes a fresh instance in the snapshot's state: its
+// memory a private copy-on-write mapping of the image, its globals and
+// clocks set to the snapshot's.
+func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
+	stderr := &boundedBuffer{max: 4 << 10}
+	clk := &clocks{}
+	clk.wall.Store(e.clocks.wall.Load())
+	clk.mono.Store(e.clocks.mono.Load())
+	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, e.image), e.compiled, e.instanceConfig(stderr, clk))
+	if err != nil {
+		return nil, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
+	}
+	mem := mod.Memory()
+	if size := mem.Size() / pageSize; size < e.memPages {
+		if _, ok := mem.Grow(e.memPages - size); !ok {
+			mod.Close(ctx)
+			return nil, fmt.Errorf("%w: grow memory to the snapshot's", ErrGuest)
+		}
+	}
+	for i, v := range e.globals {
+		if g, ok := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i)).(api.MutableGlobal); ok {
+			g.Set(v)
+		}
+	}
+	inst := &instance{
+		mod:    mod,
+		alloc:  mod.ExportedFunction(abi.ExportAlloc),
+		check:  mod.ExportedFunction(abi.ExportCheck),
+		render: mod.ExportedFunction(abi.ExportRender),
+		result: mod.ExportedFunction(abi.ExportResult),
+		stderr: stderr,
+	}
+	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("%w: the guest lacks the exports of package abi", ErrGuest)
+	}
+	return inst, nil
+}
+
+func (i *instance) close() { i.mod.Close(context.Background()) }
+
+// fill keeps the pool full until Close.
+func (e *Engine) fill() {
+	defer e.wg.Done()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		inst, err := e.instantiate(ctx)
+		cancel()
+		if err != nil {
+			slog.Error("wasm pool instantiate", "err", err)
+			select {
+			case <-time.After(time.Second):
+				continue
+			case <-e.stop:
+				return
+			}
+		}
+		select {
+		case e.pool <- inst:
+		case <-e.stop:
+			inst.close()
+			return
+		}
+	}
+}
+
+// acquire takes a ready instance, or makes one when the pool is empty.
+func (e *Engine) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case inst := <-e.pool:
+		return inst, nil
+	default:
+		return e.instantiate(ctx)
+	}
+}
+
+// Check parses template in the sandbox: nil, a *SyntaxError,
+// ErrTooDeep or ErrTemplateTooLarge.
+func (e *Engine) Check(ctx context.Context, template string) error {
+	if len(template) > e.cfg.MaxTemplateBytes {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrTemplateTooLarge, len(template), e.cfg.MaxTemplateBytes)
+	}
+	_, err := e.eval(ctx, template, nil, true)
+	return err
+}
+
+// Render renders template with values, a JSON object, in the sandbox.
+// Empty values are the empty object.
+func (e *Engine) Render(ctx context.Context, template string, values []byte) (string, error) {
+	if len(template) > e.cfg.MaxTemplateBytes {
+		return "", fmt.Errorf("%w: %d bytes, more than %d", ErrTemplateTooLarge, len(template), e.cfg.MaxTemplateBytes)
+	}
+	if len(values) > e.cfg.MaxValuesBytes {
+		return "", fmt.Errorf("%w: %d bytes, more than %d", ErrValuesTooLarge, len(values), e.cfg.MaxValuesBytes)
+	}
+	return e.eval(ctx, template, values, false)
+}
+
+// errEvalTimeout is the cause of the evaluation's own deadline, told
+// apart from the caller's.
+var errEvalTimeout = errors.New("evaluation deadline")
+
+func (e *Engine) eval(parent context.Context, template string, values []byte, checkOnly bool) (string, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return "", ErrClosed
+	}
+	inst, err := e.acquire(parent)
+	if err != nil {
+		return "", err
+	}
+	defer inst.close()
+	ctx, cancel := context.WithTimeoutCause(parent, e.cfg.Timeout, errEvalTimeout)
+	defer cancel()
+
+	stack := make([]uint64, 4)
+	stack[0] = uint64(len(template) + len(values))
+	if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
+		return "", e.classify(parent, ctx, inst, err)
+	}
+	addr := uint32(stack[0])
+	mem := inst.mod.Memory()
+	if !mem.WriteString(addr, template) || !mem.Write(addr+uint32(len(template)), values) {
+		return "", fmt.Errorf("%w: input buffer out of range", ErrGuest)
+	}
+	var fn api.Function
+	if checkOnly {
+		fn = inst.check
+		stack[0], stack[1] = uint64(len(template)), uint64(e.cfg.MaxDepth)
+	} else {
+		fn = inst.render
+		stack[0], stack[1], stack[2], stack[3] = uint64(len(template)), uint64(len(values)), uint64(e.cfg.MaxDepth), uint64(e.cfg.MaxOutputBytes)
+	}
+	if err := fn.CallWithStack(ctx, stack); err != nil {
+		return "", e.classify(parent, ctx, inst, err)
+	}
+	status := abi.Status(stack[0])
+	if err := inst.result.CallWithStack(ctx, stack); err != nil {
+		return "", e.classify(parent, ctx, inst, err)
+	}
+	res, ok := mem.Read(uint32(stack[0]>>32), uint32(stack[0]))
+	if !ok {
+		return "", fmt.Errorf("%w: result out of range", ErrGuest)
+	}
+	switch status {
+	case abi.StatusOK:
+		return string(res), nil
+	case abi.StatusSyntax:
+		if len(res) < abi.SyntaxHeader {
+			return "", fmt.Errorf("%w: short syntax error result", ErrGuest)
+		}
+		return "", &SyntaxError{
+			Line:    int(binary.LittleEndian.Uint32(res)),
+			Column:  int(binary.LittleEndian.Uint32(res[4:])),
+			Message: string(res[abi.SyntaxHeader:]),
+		}
+	case abi.StatusTooDeep:
+		return "", fmt.Errorf("%w: %s", ErrTooDeep, res)
+	case abi.StatusOutputLarge:
+		return "", fmt.Errorf("%w: %s", ErrOutputTooLarge, res)
+	case abi.StatusValues:
+		return "", fmt.Errorf("%w: %s", ErrValues, res)
+	case abi.StatusRender:
+		return "", fmt.Errorf("%w: %s", ErrRender, res)
+	}
+	return "", fmt.Errorf("%w: status %d: %s", ErrGuest, status, res)
+}
+
+// classify maps a failed call: the caller's context first, then the
+// evaluation's deadline, then the Go runtime's fatal errors (which it
+// writes to stderr before exiting with code 2).
+func (e *Engine) classify(parent, ctx context.Context, inst *instance, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("template evaluation: %w", perr)
+	}
+	if context.Cause(ctx) == errEvalTimeout {
+		return fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
+	}
+	msg := inst.stderr.String()
+	switch {
+	case bytes.Contains([]byte(msg), []byte("out of memory")):
+		return fmt.Errorf("%w (limit %d bytes)", ErrMemory, e.cfg.MemoryLimitBytes)
+	case bytes.Contains([]byte(msg), []byte("stack exceeds")), bytes.Contains([]byte(err.Error()), []byte("stack overflow")):
+		return fmt.Errorf("%w: %s", ErrTooDeep, firstLine(msg))
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%w: guest exited with code %d: %s", ErrGuest, exit.ExitCode(), firstLine(msg))
+	}
+	return fmt.Errorf("%w: %w", ErrGuest, err)
+}
+
+func firstLine(s string) string {
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Close stops the pool and releases the runtime and the compilation
+// cache. Evaluations under way finish first.
+func (e *Engine) Close(ctx context.Context) error {
+	var err error
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		close(e.stop)
+		e.wg.Wait()
+		for {
+			select {
+			case inst := <-e.pool:
+				inst.close()
+				continue
+			default:
+			}
+			break
+		}
+		err = errors.Join(e.rt.Close(ctx), e.cache.Close(ctx), e.image.close())
+	})
+	return err
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := b.max - len(b.buf); n > 0 {
+		b.buf = append(b.buf, p[:min(n, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

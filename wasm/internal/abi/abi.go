@@ -1,0 +1,36 @@
+// Package abi is the contract between the sandbox's host (package wasm)
+// and its guest (wasm/guest): the guest's exported functions and the
+// status codes they return.
+//
+// Protocol, one evaluation per instance: the host calls Alloc(n) and
+// writes the template followed by the values at the returned address,
+// then Check or Render with the lengths and limits. The guest answers a
+// Status and leaves its result at Result (address<<32 | length): the
+// output for StatusOK, for StatusSyntax a SyntaxResult, for the other
+// errors a message.
+package abi
+
+// The guest's exports.
+const (
+	ExportAlloc  = "pictor_alloc"  // (n u32) -> addr u32
+	ExportCheck  = "pictor_check"  // (templateLen, maxDepth u32) -> Status
+	ExportRender = "pictor_render" // (templateLen, valuesLen, maxDepth, maxOutput u32) -> Status
+	ExportResult = "pictor_result" // () -> addr<<32 | len u64
+)
+
+// Status is what Check and Render return.
+type Status = uint32
+
+const (
+	StatusOK          Status = 0
+	StatusSyntax      Status = 1 // result: SyntaxResult
+	StatusTooDeep     Status = 2
+	StatusOutputLarge Status = 3
+	StatusValues      Status = 4
+	StatusRender      Status = 5 // handlebars.js would throw: a missing helper or partial...
+	StatusInternal    Status = 6 // a bug in the guest (a recovered panic)
+)
+
+// A syntax error's result: line and column as little-endian uint32s,
+// then the message.
+const SyntaxHeader = 8
