@@ -126,16 +126,23 @@ func validID(id []byte) bool {
 // 206 for a satisfiable Range on a PDF, the whole body otherwise.
 func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, download bool, id, ext []byte) {
 	h := &ctx.Response.Header
-	h.SetBytesKV(hdrETag, ent.ETagBytes())
+	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
+	if etag == nil { // an entry fresh from the origin, not (yet) from the cache
+		etag, ct = []byte(ent.ETag), []byte(ent.ContentType)
+		if !ent.LastModified.IsZero() {
+			lm = []byte(ent.LastModified.UTC().Format(http.TimeFormat))
+		}
+	}
+	h.SetBytesKV(hdrETag, etag)
 	h.SetBytesKV(hdrCache, valImmutable)
-	if lm := ent.LastModifiedBytes(); lm != nil {
+	if lm != nil {
 		h.SetBytesKV(hdrLastMod, lm)
 	}
-	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, ent.ETagBytes()) {
+	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		return
 	}
-	h.SetContentTypeBytes(ent.ContentTypeBytes())
+	h.SetContentTypeBytes(ct)
 	h.SetBytesKV(hdrNoSniff, valNoSniff)
 	if download {
 		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, extOrPNG(ext)))

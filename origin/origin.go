@@ -233,6 +233,9 @@ Use them as HTTP Basic credentials (api_id:api_key).
 func (o *Origin) Stop(ctx context.Context) error {
 	o.ready.Store(false)
 	var errs []error
+	if o.hub != nil {
+		o.hub.Close() // edge streams never go idle by themselves
+	}
 	if o.srv != nil {
 		if err := o.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("drain origin: %w", err))

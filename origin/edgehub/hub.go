@@ -47,7 +47,13 @@ type Hub struct {
 	mu    sync.Mutex
 	seq   uint64
 	edges map[*edge]struct{}
+
+	closing   chan struct{} // closed by Close: streams end so the server can drain
+	closeOnce sync.Once
 }
+
+// Close ends every edge stream (they reconnect to whoever serves next).
+func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.closing) }) }
 
 type edge struct {
 	name    string
@@ -64,7 +70,7 @@ func New(store kv.Store, token string) (*Hub, error) {
 	if len(token) < 16 {
 		return nil, errors.New("edge token must be at least 16 characters")
 	}
-	h := &Hub{store: store, token: token, edges: map[*edge]struct{}{}}
+	h := &Hub{store: store, token: token, edges: map[*edge]struct{}{}, closing: make(chan struct{})}
 	it := store.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
 	if it.Next() {
 		h.seq = binary.BigEndian.Uint64(it.Key()[len(prefix):])
@@ -252,6 +258,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-e.lagging:
+			return
+		case <-h.closing:
 			return
 		case <-r.Context().Done():
 			return

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	be "encoding/binary"
+	"fmt"
+	"image/png"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/origin/apitest"
+)
+
+const box800 = `<div style="width:400px;height:200px;background:rgb(255,0,0)"></div>`
+
+// metric reads one sample of a Prometheus text page.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	body := apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/metrics"}).Body
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+func createImage(t *testing.T, base string, c apitest.Creds, body map[string]any) (string, string) {
+	t.Helper()
+	r := apitest.Do(t, base, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &c, JSON: body})
+	apitest.WantStatus(t, r, 200)
+	var out struct{ URL, ID string }
+	r.Decode(t, &out)
+	u, err := url.Parse(out.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.ID, u.Path
+}
+
+// pngDensity returns the pixels-per-metre of a PNG's pHYs chunk.
+func pngDensity(data []byte) (uint32, bool) {
+	for i := 8; i+12 <= len(data); {
+		n := int(be.BigEndian.Uint32(data[i:]))
+		if string(data[i+4:i+8]) == "pHYs" && n >= 9 {
+			return be.BigEndian.Uint32(data[i+8:]), true
+		}
+		i += 12 + n
+	}
+	return 0, false
+}
+
+func TestEdgeCachesAndTransforms(t *testing.T) {
+	s := startServe(t, t.TempDir(), nil)
+	id, path := createImage(t, s.URL, s.Owner, map[string]any{"html": box800})
+
+	// A cold URL under 200 parallel GETs: one origin fetch, one render.
+	fetches := metric(t, s.URL, "pictor_edge_origin_fetches_total")
+	renders := metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`)
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 200)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r, err := apitest.Send(s.URL, apitest.Request{Method: "GET", Path: path}); err == nil && r.Status == 200 {
+				bodies[i] = r.Body
+			}
+		}()
+	}
+	wg.Wait()
+	for i, b := range bodies {
+		if b == nil || !bytes.Equal(b, bodies[0]) {
+			t.Fatalf("GET %d failed or differs", i)
+		}
+	}
+	if got := metric(t, s.URL, "pictor_edge_origin_fetches_total") - fetches; got != 1 {
+		t.Fatalf("%v origin fetches for one cold image, want 1", got)
+	}
+	if got := metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`) - renders; got > 1 {
+		t.Fatalf("%v renders for one image", got)
+	}
+
+	tests := []struct {
+		name, query string
+		w, h        int
+		ctype       string
+	}{
+		{"width keeps the ratio", "?width=200", 200, 100, "image/png"},
+		{"height keeps the ratio", "?height=50", 100, 50, "image/png"},
+		{"both cover the box", "?width=100&height=100", 100, 100, "image/png"},
+		{"jpeg resized", ".jpg?width=300", 300, 150, "image/jpeg"},
+		{"webp resized", ".webp?width=120", 120, 60, "image/webp"},
+		{"centered square", "?aspect_ratio=1_1&crop_height=100%25", 400, 400, "image/png"},
+		{"left third", "?x_1=0&crop_width=50%25", 400, 400, "image/png"},
+		{"crop then resize", "?x_1=0&x_2=400&width=100", 100, 100, "image/png"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := path + tc.query
+			if strings.HasPrefix(tc.query, ".") {
+				p = path + tc.query
+			}
+			r := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: p})
+			apitest.WantStatus(t, r, 200)
+			if r.Header.Get("Content-Type") != tc.ctype {
+				t.Fatalf("Content-Type %q", r.Header.Get("Content-Type"))
+			}
+			img := apitest.DecodeImage(t, r)
+			apitest.WantSize(t, img, tc.w, tc.h)
+			apitest.WantPixel(t, img, tc.w/2, tc.h/2, apitest.Pixel(img, 0, 0), 30)
+			if r.Header.Get("ETag") == "" || r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+				t.Fatalf("headers %v", r.Header)
+			}
+		})
+	}
+
+	// dpi is metadata: same pixels, a pHYs chunk.
+	plain := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + "?width=200"})
+	dense := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + "?width=200&dpi=300"})
+	if d, ok := pngDensity(dense.Body); !ok || d != 11811 {
+		t.Fatalf("pHYs at dpi=300: %d %v, want 11811 px/m", d, ok)
+	}
+	a, _ := png.Decode(bytes.NewReader(plain.Body))
+	b, _ := png.Decode(bytes.NewReader(dense.Body))
+	if a.Bounds() != b.Bounds() || apitest.Pixel(a, 10, 10) != apitest.Pixel(b, 10, 10) {
+		t.Fatal("dpi changed pixels")
+	}
+	dl := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + "?dl=1"})
+	if got := dl.Header.Get("Content-Disposition"); got != fmt.Sprintf(`attachment; filename="%s.png"`, id) {
+		t.Fatalf("Content-Disposition %q", got)
+	}
+
+	// Equivalent URLs share one entry: no new origin fetch, same bytes.
+	before := metric(t, s.URL, "pictor_edge_origin_fetches_total")
+	x := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + "?width=200&height=100&utm=1"})
+	y := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + ".png?utm=2&height=100&width=200"})
+	if !bytes.Equal(x.Body, y.Body) || x.Header.Get("ETag") != y.Header.Get("ETag") {
+		t.Fatal("equivalent URLs differ")
+	}
+	if got := metric(t, s.URL, "pictor_edge_origin_fetches_total") - before; got != 0 {
+		t.Fatalf("equivalent URLs fetched the origin %v times", got)
+	}
+
+	for _, bad := range []struct{ query, field string }{
+		{"?width=6000", "width"}, {"?dpi=20", "dpi"}, {"?aspect_ratio=wide", "aspect_ratio"},
+		{"?x_1=10&x_origin=start", "x_origin"},
+	} {
+		apitest.WantField(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + bad.query}), bad.field)
+	}
+
+	// HTTP semantics.
+	r := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path})
+	apitest.WantStatus(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path, Header: map[string]string{"If-None-Match": r.Header.Get("ETag")}}), 304)
+	head := apitest.Do(t, s.URL, apitest.Request{Method: "HEAD", Path: path})
+	if head.Status != 200 || len(head.Body) != 0 || head.Header.Get("Content-Length") != strconv.Itoa(len(r.Body)) {
+		t.Fatalf("HEAD %d len %q", head.Status, head.Header.Get("Content-Length"))
+	}
+	if r.Header.Get("Last-Modified") == "" {
+		t.Fatal("no Last-Modified")
+	}
+	part := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + ".pdf", Header: map[string]string{"Range": "bytes=0-4"}})
+	if part.Status != 206 || string(part.Body) != "%PDF-" || !strings.HasPrefix(part.Header.Get("Content-Range"), "bytes 0-4/") {
+		t.Fatalf("PDF range: %d %q %q", part.Status, part.Body, part.Header.Get("Content-Range"))
+	}
+
+	// A delete drops every rendition at the edge before it answers.
+	apitest.WantStatus(t, apitest.Do(t, s.URL, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &s.Owner}), 202)
+	for _, p := range []string{path, path + ".png", path + ".jpg?width=300", path + ".webp?width=120", path + "?width=200", path + ".pdf"} {
+		apitest.WantError(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: p}), 404)
+	}
+	for _, name := range []string{"pictor_edge_hits_l1_total", "pictor_edge_misses_total", "pictor_edge_served_bytes_total", "pictor_edge_transform_duration_seconds_count"} {
+		if metric(t, s.URL, name) == 0 {
+			t.Fatalf("metric %s is zero", name)
+		}
+	}
+}
+
+// TestSeparateEdgesPurge runs one origin and two edges as processes: a
+// delete answers only after both dropped the image; an edge that was down
+// catches up before serving; with the origin down, cached images are still
+// served and misses fail fast.
+func TestSeparateEdgesPurge(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		Key struct {
+			APIID  string `json:"api_id"`
+			APIKey string `json:"api_key"`
+		} `json:"key"`
+	}
+	decodeJSON(t, out, &created)
+	creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	token := strings.Repeat("e", 40)
+	os.Setenv("PICTOR_EDGE_TOKEN", token)
+	defer os.Unsetenv("PICTOR_EDGE_TOKEN")
+
+	origin, originURL := startProcess(t, "origin", "--data-dir", dir, "--addr", "127.0.0.1:0", "--allow-private-urls")
+	cacheA, cacheB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	edgeA, a := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheA, "--name", "a")
+	edgeB, b := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheB, "--name", "b")
+	_ = edgeA
+
+	id1, p1 := createImage(t, a, creds, map[string]any{"html": box800})
+	id2, p2 := createImage(t, a, creds, map[string]any{"html": box800, "device_scale": 1})
+	for _, base := range []string{a, b} {
+		for _, p := range []string{p1, p1 + "?width=100", p2} {
+			apitest.WantStatus(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: p}), 200)
+		}
+	}
+	apitest.WantStatus(t, apitest.Do(t, originURL, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id1, Creds: &creds}), 202)
+	for _, base := range []string{a, b} {
+		for _, p := range []string{p1, p1 + "?width=100"} {
+			apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: p}), 404)
+		}
+	}
+
+	// B is down during a delete; when it comes back, it purges before serving.
+	if err := edgeB.terminate(t); err != nil {
+		t.Fatalf("edge b exit: %v", err)
+	}
+	apitest.WantStatus(t, apitest.Do(t, originURL, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id2, Creds: &creds}), 202)
+	_, b2 := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheB, "--name", "b")
+	apitest.WantError(t, apitest.Do(t, b2, apitest.Request{Method: "GET", Path: p2}), 404)
+
+	// The origin goes down: cached renditions are still served, misses fail
+	// fast with the standard body, and a restarted edge keeps its disk cache.
+	id3, p3 := createImage(t, a, creds, map[string]any{"html": box800, "device_scale": 0.5})
+	_ = id3
+	apitest.WantStatus(t, apitest.Do(t, a, apitest.Request{Method: "GET", Path: p3}), 200)
+	if err := origin.terminate(t); err != nil {
+		t.Fatalf("origin exit: %v", err)
+	}
+	apitest.WantStatus(t, apitest.Do(t, a, apitest.Request{Method: "GET", Path: p3}), 200)
+	start := time.Now()
+	miss := apitest.Do(t, a, apitest.Request{Method: "GET", Path: p3 + "?width=10"})
+	if miss.Status != 200 && miss.Status != 502 && miss.Status != 503 {
+		t.Fatalf("miss with the origin down: %d", miss.Status)
+	}
+	missing := apitest.Do(t, a, apitest.Request{Method: "GET", Path: "/v1/image/01a20000-0000-7000-8000-000000000000"})
+	apitest.WantError(t, missing, 502)
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("misses hung with the origin down")
+	}
+	if err := edgeA.terminate(t); err != nil {
+		t.Fatalf("edge a exit: %v", err)
+	}
+	_, a2 := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheA, "--name", "a")
+	apitest.WantStatus(t, apitest.Do(t, a2, apitest.Request{Method: "GET", Path: p3}), 200)
+}
+
+func decodeJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+}
