@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	be "encoding/binary"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"net/url"
