@@ -76,7 +76,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	if !ok || !validID(id) {
 		return false
 	}
-	opts, err := transform.Parse(format, ctx.QueryArgs().QueryString())
+	opts, err := transform.Parse(format, ctx.URI().QueryString())
 	if err != nil {
 		forward.WriteError(ctx, err)
 		return true
@@ -244,6 +244,15 @@ func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
 		}
 		ctx.SetContentType(ue.contentType)
 		ctx.SetBody(ue.body)
+		return
+	}
+	var ae *apierr.Error
+	switch {
+	case errors.As(err, &ae): // a transform the image cannot take
+		forward.WriteError(ctx, ae)
+		return
+	case errors.Is(err, transform.ErrCropOutOfBounds), errors.Is(err, transform.ErrTooLarge), errors.Is(err, transform.ErrUnsupported):
+		forward.WriteError(ctx, apierr.BadRequest("%v", err))
 		return
 	}
 	slog.Warn("edge fill failed", "error", err)

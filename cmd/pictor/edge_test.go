@@ -153,6 +153,7 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 	for _, bad := range []struct{ query, field string }{
 		{"?width=6000", "width"}, {"?dpi=20", "dpi"}, {"?aspect_ratio=wide", "aspect_ratio"},
 		{"?x_1=10&x_origin=start", "x_origin"},
+		{"?x_1=900", "x_1"}, // outside the 800 px wide image: found when applied
 	} {
 		apitest.WantField(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + bad.query}), bad.field)
 	}
