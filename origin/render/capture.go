@@ -36,6 +36,13 @@ type box struct {
 	Viewport bool `json:"-"`
 }
 
+// shotTimeout bounds one capture call.
+const shotTimeout = 10 * time.Second
+
+// errCaptureStalled is a capture that got no frame, as when the page is
+// replacing its document.
+var errCaptureStalled = errors.New("the capture got no frame")
+
 // maxTile is the tallest strip, in device pixels, one capture takes; taller
 // outputs are captured in strips and joined.
 const maxTile = 8192
@@ -46,7 +53,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	var res *Result
 	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		var err error
-		res, err = e.run(ctx, t, tg, r)
+		res, err = e.run(ctx, t, tg, r, blockedBefore)
 		return err
 	}))
 	if res != nil {
@@ -81,7 +88,7 @@ func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore
 	return fmt.Errorf("%w: %v", ErrBrowser, err)
 }
 
-func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request) (*Result, error) {
+func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int) (*Result, error) {
 	deadline := time.Now().Add(r.MaxWait)
 	remaining := func() time.Duration {
 		if d := time.Until(deadline); d > 0 {
@@ -121,7 +128,62 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	if err := navigate(ctx, tg, target, remaining()); err != nil {
 		return nil, err
 	}
+	// A page may navigate itself (a form that submits, a location change, a
+	// meta refresh) while the steps run: then wait for the new document and
+	// run them again, a bounded number of times.
+	for attempt := 0; ; attempt++ {
+		res, err := e.afterLoad(ctx, t, tg, r, blockedBefore, remaining)
+		if err == nil || attempt == 2 || !navigatedAway(err) {
+			return res, err
+		}
+		if err := waitLoad(ctx, tg, remaining()); err != nil {
+			return nil, err
+		}
+	}
+}
 
+// navigatedAway reports a step that failed because the page replaced its
+// document. DevTools says so only in its error text.
+func navigatedAway(err error) bool {
+	if errors.Is(err, errCaptureStalled) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed") ||
+		strings.Contains(msg, "Cannot find context with specified id")
+}
+
+// waitLoad waits, at most wait, for the document to finish loading.
+func waitLoad(ctx context.Context, tg *chromedp.Target, wait time.Duration) error {
+	wait = max(wait, 500*time.Millisecond)
+	var complete bool
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		err := call(ctx, tg, `() => document.readyState === 'complete'`, &complete)
+		if err == nil && complete {
+			return nil
+		}
+		if err != nil && !navigatedAway(err) {
+			return err
+		}
+		select {
+		case <-time.After(25 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// afterLoad runs the steps between the load of the document and the
+// capture.
+func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, remaining func() time.Duration) (*Result, error) {
+	if r.URL != "" {
+		if err := t.refusedDocument(ctx, tg, blockedBefore); err != nil {
+			return nil, err
+		}
+	}
 	if r.URL != "" {
 		if r.CSS != "" {
 			if err := call(ctx, tg, styleScript, nil, r.CSS); err != nil {
@@ -192,6 +254,25 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 		return nil, err
 	}
 	return capture(ctx, tg, r, clip)
+}
+
+// refusedDocument returns ErrBlockedURL when the main frame shows the
+// egress's refusal instead of a page: the egress answers a refused plain-http
+// request with a 403 of its own, which Chromium displays like any response,
+// so the URL of a URL render, or a redirect of it, that the egress refused
+// is the main frame's URL among the targets refused during this render.
+func (t *tab) refusedDocument(ctx context.Context, tg *chromedp.Target, blockedBefore int) error {
+	tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return err
+	}
+	current := tree.FrameTree.Frame.URL
+	for _, b := range t.session.Blocked()[blockedBefore:] {
+		if b.Target == current {
+			return fmt.Errorf("%w: %s: %v", ErrBlockedURL, current, b.Reason)
+		}
+	}
+	return nil
 }
 
 // emulation is the state the emulation commands set.
@@ -295,8 +376,10 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 // X-SERVICE-SCREENSHOT to the top-level request.
 func interceptHeaders(ctx context.Context, tg *chromedp.Target, r *Request) (stop func(), err error) {
 	allowed := map[string]bool{}
+	requested := ""
 	if u, err := url.Parse(r.URL); err == nil {
-		allowed[originOf(u)] = true
+		requested = originOf(u)
+		allowed[requested] = true
 	}
 	for _, o := range r.HeaderOrigins {
 		allowed[strings.ToLower(strings.TrimRight(o, "/"))] = true
@@ -306,15 +389,16 @@ func interceptHeaders(ctx context.Context, tg *chromedp.Target, r *Request) (sto
 		return nil, err
 	}
 	mainFrame := tree.FrameTree.Frame.ID
-	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	lctx, cancel := context.WithCancel(ctx)
+	paused := chromedp.Events(lctx, fetch.RequestPaused)
 	patterns := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
 	if r.HeadersOnSubrequests && len(r.Headers) > 0 {
 		patterns = []*fetch.RequestPattern{{URLPattern: "*"}}
 	}
 	if _, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
+		cancel()
 		return nil, err
 	}
-	lctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -329,10 +413,11 @@ func interceptHeaders(ctx context.Context, tg *chromedp.Target, r *Request) (sto
 			for k, v := range ev.Request.Headers {
 				headers = append(headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
 			}
-			if top && r.IdentifyAsService {
+			u, perr := url.Parse(ev.Request.URL)
+			if top && r.IdentifyAsService && perr == nil && originOf(u) == requested {
 				headers = append(headers, &fetch.HeaderEntry{Name: "X-SERVICE-SCREENSHOT", Value: "1"})
 			}
-			if u, perr := url.Parse(ev.Request.URL); perr == nil && allowed[originOf(u)] && (top || r.HeadersOnSubrequests) {
+			if perr == nil && allowed[originOf(u)] && (top || r.HeadersOnSubrequests) {
 				for k, v := range r.Headers {
 					headers = append(headers, &fetch.HeaderEntry{Name: k, Value: v})
 				}
@@ -447,12 +532,19 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 
 // shot captures clip, or the visible viewport when clip is nil.
 func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond bool) ([]byte, error) {
-	res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
+	// A capture waits for a frame; a page that is navigating away may never
+	// give one, so the wait is bounded.
+	sctx, cancel := context.WithTimeout(ctx, shotTimeout)
+	defer cancel()
+	res, err := cdp.Call(sctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 		Format:                page.CaptureScreenshotFormatPng,
 		Clip:                  clip,
 		CaptureBeyondViewport: new(beyond),
 		OptimizeForSpeed:      new(true),
 	})
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		return nil, errCaptureStalled
+	}
 	if err != nil {
 		return nil, err
 	}
