@@ -27,6 +27,7 @@ import (
 const (
 	OrgHeader   = "X-Pictor-Org"
 	ImageHeader = "X-Pictor-Image"
+	TagHeader   = "X-Pictor-Tag" // an extra purge tag: a signing key, a template
 )
 
 var (
@@ -66,7 +67,10 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		return e.serveSigned(ctx, kb, requestID)
 	}
 	if bytes.IndexByte(rest, '/') >= 0 {
-		return false // template URLs and anything else: the origin decides
+		if bytes.HasPrefix(rest, []byte("t-")) {
+			return e.serveSigned(ctx, kb, requestID) // a signed template URL
+		}
+		return false // anything else: the origin decides
 	}
 	id, ext := rest, []byte(nil)
 	if i := bytes.IndexByte(rest, '.'); i >= 0 {
@@ -353,6 +357,9 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	if imageID == "" {
 		imageID = resp.Header.Get(ImageHeader)
 	}
+	if tag == "" {
+		tag = resp.Header.Get(TagHeader)
+	}
 	ent := &cache.Entry{Body: body, ContentType: resp.Header.Get("Content-Type"), ETag: resp.Header.Get("ETag"),
 		OrgID: resp.Header.Get(OrgHeader), ImageID: imageID, Tag: tag}
 	if lm, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
@@ -364,9 +371,10 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	return ent, nil
 }
 
-// serveSigned answers a signed create-and-render URL: cached by its exact
-// path and query, tagged with the signing key's api_id so that disabling
-// the key purges it.
+// serveSigned answers a signed URL (create-and-render or template): cached
+// by its exact path and query, tagged as the origin says (the signing key's
+// api_id, or the template) so that disabling the key or changing the
+// template purges it.
 func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byte) bool {
 	uri := ctx.URI()
 	kb.b = append(append(append(append(kb.b[:0], keySigned...), uri.Path()...), '?'), uri.QueryString()...)
@@ -380,18 +388,12 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 		return true
 	}
 	e.metrics.misses.Inc()
-	// /v1/image/create-and-render/{api_id}/{token}[/{format}]
-	parts := bytes.Split(uri.Path()[len(imagePrefix)+len(signedPrefix):], []byte{'/'})
-	if len(parts) < 2 || len(parts[0]) == 0 {
-		return false
-	}
-	apiID := string(parts[0])
 	key := string(kb.b)
 	rid := string(requestID)
 	path := string(uri.RequestURI())
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		epoch := e.cache.Epoch()
-		ent, err := e.fetch(path, rid, "", apiID)
+		ent, err := e.fetch(path, rid, "", "") // the origin names the purge tag
 		if err != nil {
 			return nil, err
 		}

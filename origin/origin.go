@@ -30,6 +30,8 @@ import (
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/template"
+	"github.com/pictorhq/pictor/wasm"
 )
 
 // StoreDir is the store's directory inside the data directory.
@@ -47,6 +49,8 @@ type Origin struct {
 	engine   *render.Engine
 	images   *image.Service
 	hub      *edgehub.Hub
+	sandbox  *wasm.Engine
+	tpls     *template.Store
 	ln       net.Listener
 	srv      *http.Server
 	ready    atomic.Bool
@@ -108,6 +112,12 @@ func (o *Origin) open() error {
 	if o.hub, err = edgehub.New(store, token); err != nil {
 		return err
 	}
+	wc := wasm.DefaultConfig()
+	wc.CompilationCacheDir = filepath.Join(o.cfg.DataDir, "wasm-cache")
+	if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
+		return fmt.Errorf("template sandbox: %w", err)
+	}
+	o.tpls = template.NewStore(store, o.cfg.Now)
 	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now,
 		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
 	o.router = api.New(api.Config{
@@ -260,6 +270,12 @@ func (o *Origin) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		o.engine = nil
+	}
+	if o.sandbox != nil {
+		if err := o.sandbox.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		o.sandbox = nil
 	}
 	if err := o.closeStore(); err != nil {
 		errs = append(errs, err)

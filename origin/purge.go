@@ -58,7 +58,7 @@ func (o *Origin) purge(ctx context.Context, kind string, ids []string) error {
 			for _, id := range ids {
 				err = errors.Join(err, p.PurgeOrg(ctx, id))
 			}
-		case edgehub.KeyDisabled:
+		case edgehub.KeyDisabled, edgehub.TagsPurged:
 			for _, id := range ids {
 				err = errors.Join(err, p.PurgeTag(ctx, id))
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/template"
 	"github.com/pictorhq/pictor/origin/secretbox"
 )
 
@@ -19,8 +20,10 @@ func (o *Origin) routes(box *secretbox.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
 		return o.purge(ctx, edgehub.KeyDisabled, []string{apiID})
 	}}
+	templates := &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
+		OnChange: func(ctx context.Context, id string) error { return o.purge(ctx, edgehub.TagsPurged, []string{"tpl:" + id}) }}
 	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
-		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box)}
+		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
@@ -36,6 +39,16 @@ func (o *Origin) routes(box *secretbox.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Handler: images.CreateAndRender},
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Handler: images.CreateAndRender},
 		{Method: http.MethodGet, Pattern: "/v1/usage", Permission: perm.UsageRead, Handler: o.usageReport},
+
+		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}", Permission: perm.ImagesCreate, Handler: images.Create},
+		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}/{template_version}", Permission: perm.ImagesCreate, Handler: images.Create},
+		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}", Public: true, Handler: images.TemplateURL},
+		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}/{format}", Public: true, Handler: images.TemplateURL},
+		{Method: http.MethodPost, Pattern: "/v1/template", Permission: perm.TemplatesCreateUpdate, Handler: templates.Create},
+		{Method: http.MethodGet, Pattern: "/v1/template", Permission: perm.TemplatesRead, Handler: templates.List},
+		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Handler: templates.Versions},
+		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: templates.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: templates.Delete},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},

@@ -37,3 +37,27 @@ func (s signers) Signer(apiID string) (*image.Signer, error) {
 	}
 	return &image.Signer{Org: o, Secret: secret, Grant: k.Grant()}, nil
 }
+
+// Signers returns every enabled key of an active organization.
+func (s signers) Signers(orgID string) ([]*image.Signer, error) {
+	o, err := s.orgs.Get(orgID)
+	if err != nil {
+		return nil, err
+	}
+	if o.Suspended {
+		return nil, auth.ErrSuspended
+	}
+	keys, _, err := s.keys.List(orgID, "", apikey.MaxPerOrg, apikey.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*image.Signer, 0, len(keys))
+	for _, k := range keys {
+		secret, err := s.keys.Secret(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &image.Signer{Org: o, Secret: secret, Grant: k.Grant()})
+	}
+	return out, nil
+}

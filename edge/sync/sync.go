@@ -23,6 +23,7 @@ const (
 	ImagesDeleted = "images.deleted"
 	OrgSuspended  = "org.suspended"
 	KeyDisabled   = "key.disabled"
+	TagsPurged    = "tags.purged"
 	reset         = "reset"
 	ready         = "ready"
 )
@@ -169,7 +170,7 @@ func (s *Subscriber) apply(kind string, ids []string) error {
 			_, err = s.cfg.Purger.PurgeImage(id)
 		case OrgSuspended:
 			_, err = s.cfg.Purger.PurgeOrg(id)
-		case KeyDisabled:
+		case KeyDisabled, TagsPurged:
 			_, err = s.cfg.Purger.PurgeTag(id)
 		}
 		if err != nil {

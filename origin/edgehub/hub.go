@@ -23,6 +23,7 @@ const (
 	ImagesDeleted = "images.deleted" // IDs: image ids
 	OrgSuspended  = "org.suspended"  // IDs: the organization id
 	KeyDisabled   = "key.disabled"   // IDs: the api_id whose signed URLs stop working
+	TagsPurged    = "tags.purged"    // IDs: cache tags, e.g. "tpl:<template_id>" after a template changed
 )
 
 // Event is one purge.

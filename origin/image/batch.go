@@ -39,8 +39,10 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 	var errs field.Errors
 	items := make([]Item, len(objects))
 	formats := make([]bool, len(objects))
+	refs := make([]*templateRef, len(objects))
 	for i, o := range objects {
-		params, err := h.parse(r.Context(), p.Org, o)
+		params, ref, err := h.parseAny(r.Context(), p.Org, o, "", 0)
+		refs[i] = ref
 		var ae *apierr.Error
 		switch {
 		case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
@@ -68,6 +70,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, planError(err))
 		return
 	}
+	h.countRenders(created, refs)
 	out := struct {
 		Images []Link `json:"images"`
 	}{Images: make([]Link, len(created))}

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"log/slog"
 	"errors"
 	"net"
 	"net/http"
@@ -36,6 +37,21 @@ type Handler struct {
 	Keys SignerStore
 	// Cursors signs list page tokens.
 	Cursors cursor.Codec
+	// Templates expands requests that name a template.
+	Templates Templates
+}
+
+// Templates expands template requests into HTML requests.
+type Templates interface {
+	Expand(ctx context.Context, orgID string, obj *field.Object, pathID string, pathVersion int) (*field.Object, string, int, error)
+	CountRenders(id string, version int, n int64) error
+	Owner(id string) (string, error)
+}
+
+// templateRef names the template version an image came from.
+type templateRef struct {
+	id      string
+	version int
 }
 
 // Link is an image in API answers.
@@ -44,7 +60,8 @@ type Link struct {
 	ID  string `json:"id"`
 }
 
-// Create handles POST /v1/image.
+// Create handles POST /v1/image, POST /v1/image/{template_id} and
+// POST /v1/image/{template_id}/{template_version}.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
 	o, err := field.DecodeAny(w, r, MaxBody)
@@ -52,15 +69,26 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	params, err := h.parse(r.Context(), p.Org, o)
+	pathVersion := 0
+	if v := r.PathValue("template_version"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			apierr.Write(w, r, apierr.Field("template_version", "must be a positive integer"))
+			return
+		}
+		pathVersion = n
+	}
+	params, ref, err := h.parseAny(r.Context(), p.Org, o, r.PathValue("template_id"), pathVersion)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
-	dedupe, err := dedupeWindow(p.Org, &params)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
+	var dedupe time.Duration
+	if ref == nil {
+		if dedupe, err = dedupeWindow(p.Org, &params); err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
 	}
 	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params, Dedupe: dedupe}})
 	writeCharge(w, charge)
@@ -68,7 +96,42 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, planError(err))
 		return
 	}
+	h.countRenders(created, []*templateRef{ref})
 	respond.JSON(w, r, http.StatusOK, h.link(created[0].Image, o.Present("format")))
+}
+
+// parseAny validates a creation request, expanding a template first when it
+// names one (in the body or the path).
+func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, pathID string, pathVersion int) (imageparams.Params, *templateRef, error) {
+	var ref *templateRef
+	if pathID != "" || obj.Present("template_id") {
+		if h.Templates == nil {
+			return imageparams.Params{}, nil, apierr.NotFound("Templates are not available")
+		}
+		expanded, id, version, err := h.Templates.Expand(ctx, o.ID, obj, pathID, pathVersion)
+		if err != nil {
+			return imageparams.Params{}, nil, err
+		}
+		obj, ref = expanded, &templateRef{id: id, version: version}
+	}
+	params, err := h.parse(ctx, o, obj)
+	return params, ref, err
+}
+
+// countRenders adds the images created from templates to their versions'
+// render counts.
+func (h *Handler) countRenders(created []Created, refs []*templateRef) {
+	counts := map[templateRef]int64{}
+	for i, c := range created {
+		if i < len(refs) && refs[i] != nil && !c.Reused {
+			counts[*refs[i]]++
+		}
+	}
+	for ref, n := range counts {
+		if err := h.Templates.CountRenders(ref.id, ref.version, n); err != nil {
+			slog.Warn("count template renders", "template", ref.id, "error", err)
+		}
+	}
 }
 
 // parse validates creation parameters of an organization.
@@ -132,7 +195,7 @@ func dedupeWindow(o *org.Org, p *imageparams.Params) (time.Duration, error) {
 // configuration. prefix is the error path prefix (batch variations).
 func (h *Handler) check(ctx context.Context, prefix string, p *imageparams.Params) error {
 	switch p.Kind() {
-	case imageparams.KindTemplate:
+	case imageparams.KindTemplate: // expanded before parsing; left only when unknown
 		return apierr.NotFound("Template %s not found", p.TemplateID)
 	case imageparams.KindURL:
 		// Literal addresses and local names are refused now; names that

@@ -4,8 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/apierr"
@@ -27,6 +30,8 @@ type SignerStore interface {
 	// Signer returns the enabled key of an active organization whose api_id
 	// is apiID, or an error.
 	Signer(apiID string) (*Signer, error)
+	// Signers returns every enabled key of an active organization.
+	Signers(orgID string) ([]*Signer, error)
 }
 
 // Sign returns the token of a signed URL: lowercase hex HMAC-SHA256 of the
@@ -81,11 +86,90 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 	}
 	params.DedupeDurationS = nil // signed URLs are content-addressed already
 	id := ContentID(signer.Org.ID, &params, "create-and-render")
+	w.Header().Set("X-Pictor-Tag", r.PathValue("api_id")) // disabling the key purges the edges
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
 	if err != nil {
 		apierr.Write(w, r, planError(err))
 		return
 	}
+	h.serve(w, r, created[0].ID, format)
+}
+
+// TemplateURL handles GET /v1/image/{template_id}/{token}[/{format}]: each
+// query parameter is a template value (JSON, or a plain string when it is
+// not valid JSON), template_version picks a version, and any enabled key of
+// the template's organization with images:create may have signed it.
+func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
+	format, ok := signedFormats[strings.ToLower(r.PathValue("format"))]
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("Unknown format %q", r.PathValue("format")))
+		return
+	}
+	id := r.PathValue("template_id")
+	if h.Templates == nil {
+		apierr.Write(w, r, invalidToken())
+		return
+	}
+	orgID, err := h.Templates.Owner(id)
+	if err != nil {
+		apierr.Write(w, r, invalidToken())
+		return
+	}
+	signers, err := h.Keys.Signers(orgID)
+	if err != nil {
+		apierr.Write(w, r, invalidToken())
+		return
+	}
+	var signer *Signer
+	for _, s := range signers {
+		if s.Grant.Has(perm.ImagesCreate) && validToken(s.Secret, r.URL.RawQuery, r.PathValue("token")) {
+			signer = s
+			break
+		}
+	}
+	if signer == nil {
+		apierr.Write(w, r, invalidToken())
+		return
+	}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		apierr.Write(w, r, apierr.BadRequest("Malformed query string"))
+		return
+	}
+	version := 0
+	values := map[string]json.RawMessage{}
+	for k, vs := range query {
+		v := vs[len(vs)-1]
+		if k == "template_version" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				apierr.Write(w, r, apierr.Field("template_version", "must be a positive integer"))
+				return
+			}
+			version = n
+			continue
+		}
+		if json.Valid([]byte(v)) {
+			values[k] = json.RawMessage(v)
+		} else {
+			values[k], _ = json.Marshal(v)
+		}
+	}
+	rawValues, _ := json.Marshal(values)
+	params, ref, err := h.parseAny(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	cid := ContentID(signer.Org.ID, &params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
+	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: cid}})
+	writeCharge(w, charge)
+	if err != nil {
+		apierr.Write(w, r, planError(err))
+		return
+	}
+	h.countRenders(created, []*templateRef{ref})
+	w.Header().Set("X-Pictor-Tag", "tpl:"+ref.id)
 	h.serve(w, r, created[0].ID, format)
 }

@@ -1,0 +1,268 @@
+package template
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/kv"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("template not found")
+	ErrLimit    = errors.New("template limit of the plan reached")
+)
+
+// Template is a template's record; its content lives in its versions.
+type Template struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"org_id"`
+	Latest    int       `json:"latest"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Version is one saved version of a template.
+type Version struct {
+	TemplateID  string          `json:"template_id"`
+	Version     int             `json:"version"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	HTML        string          `json:"html"`
+	CSS         string          `json:"css"`
+	Defaults    json.RawMessage `json:"defaults"` // render defaults, a JSON object of creation parameters
+	RenderCount int64           `json:"render_count"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// Keys:
+//
+//	tpl/<template_id>                          Template
+//	tpl-ver/<template_id>/<version, 8 bytes>   Version
+//	org-tpl/<org_id>/<template_id>             empty: an organization's templates in creation order
+func tplKey(id string) []byte    { return []byte("tpl/" + id) }
+func verPrefix(id string) []byte { return []byte("tpl-ver/" + id + "/") }
+func verKey(id string, v int) []byte {
+	return binary.BigEndian.AppendUint64(verPrefix(id), uint64(v))
+}
+func orgPrefix(org string) []byte  { return []byte("org-tpl/" + org + "/") }
+func orgKey(org, id string) []byte { return []byte("org-tpl/" + org + "/" + id) }
+
+// Store keeps templates.
+type Store struct {
+	kv    kv.Store
+	now   func() time.Time
+	seed  maphash.Seed
+	locks [32]sync.Mutex
+}
+
+// NewStore returns a Store; now may be nil for the wall clock.
+func NewStore(s kv.Store, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{kv: s, now: now, seed: maphash.MakeSeed()}
+}
+
+func (s *Store) lock(key string) func() {
+	m := &s.locks[maphash.String(s.seed, key)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+func getJSON(r kv.Reader, key []byte, v any) error {
+	raw, err := r.Get(key)
+	if errors.Is(err, kv.ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
+}
+
+func putJSON(b kv.Writer, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// Create saves a new template with its first version, within the
+// organization's template limit.
+func (s *Store) Create(orgID string, limit int, v Version) (*Template, *Version, error) {
+	unlock := s.lock("org/" + orgID)
+	defer unlock()
+	n, err := s.count(orgID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n >= limit {
+		return nil, nil, ErrLimit
+	}
+	now := s.now().UTC()
+	t := &Template{ID: "t-" + uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Latest: 1, CreatedAt: now, UpdatedAt: now}
+	v.TemplateID, v.Version, v.CreatedAt, v.UpdatedAt, v.RenderCount = t.ID, 1, now, now, 0
+	b := s.kv.NewBatch()
+	defer b.Close()
+	putJSON(b, tplKey(t.ID), t)
+	putJSON(b, verKey(t.ID, 1), &v)
+	b.Put(orgKey(orgID, t.ID), nil)
+	if err := b.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("store template: %w", err)
+	}
+	return t, &v, nil
+}
+
+func (s *Store) count(orgID string) (int, error) {
+	it := s.kv.Iterate(orgPrefix(orgID), kv.IterOptions{})
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n, it.Err()
+}
+
+// Get returns the organization's template; another organization's is
+// ErrNotFound.
+func (s *Store) Get(orgID, id string) (*Template, error) {
+	var t Template
+	if err := getJSON(s.kv, tplKey(id), &t); err != nil {
+		return nil, err
+	}
+	if t.OrgID != orgID {
+		return nil, ErrNotFound
+	}
+	return &t, nil
+}
+
+// Version returns one version (0: the latest) of the organization's template.
+func (s *Store) Version(orgID, id string, version int) (*Template, *Version, error) {
+	t, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if version == 0 {
+		version = t.Latest
+	}
+	var v Version
+	if err := getJSON(s.kv, verKey(id, version), &v); err != nil {
+		return nil, nil, err
+	}
+	return t, &v, nil
+}
+
+// Update saves v as a new version, or replaces the latest version when no
+// image was rendered from it yet.
+func (s *Store) Update(orgID, id string, v Version) (*Version, error) {
+	unlock := s.lock(id)
+	defer unlock()
+	t, latest, err := s.Version(orgID, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	v.TemplateID, v.UpdatedAt = id, now
+	if latest.RenderCount == 0 {
+		v.Version, v.CreatedAt = latest.Version, latest.CreatedAt
+	} else {
+		v.Version, v.CreatedAt = t.Latest+1, now
+	}
+	t.Latest, t.UpdatedAt = v.Version, now
+	b := s.kv.NewBatch()
+	defer b.Close()
+	putJSON(b, tplKey(id), t)
+	putJSON(b, verKey(id, v.Version), &v)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("store template version: %w", err)
+	}
+	return &v, nil
+}
+
+// CountRenders adds n to a version's render count.
+func (s *Store) CountRenders(id string, version int, n int64) error {
+	unlock := s.lock(id)
+	defer unlock()
+	var v Version
+	if err := getJSON(s.kv, verKey(id, version), &v); err != nil {
+		return err
+	}
+	v.RenderCount += n
+	return putJSON(s.kv, verKey(id, version), &v)
+}
+
+// Delete removes the template and all its versions.
+func (s *Store) Delete(orgID, id string) error {
+	unlock := s.lock(id)
+	defer unlock()
+	if _, err := s.Get(orgID, id); err != nil {
+		return err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Delete(tplKey(id))
+	b.Delete(orgKey(orgID, id))
+	it := s.kv.Iterate(verPrefix(id), kv.IterOptions{})
+	for it.Next() {
+		b.Delete(append([]byte(nil), it.Key()...))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// List returns up to count of the organization's templates (latest
+// versions) newest first, after the template id after, and whether more follow.
+func (s *Store) List(orgID, after string, count int) ([]*Version, bool, error) {
+	opts := kv.IterOptions{Reverse: true}
+	if after != "" {
+		opts.After = orgKey(orgID, after)
+	}
+	it := s.kv.Iterate(orgPrefix(orgID), opts)
+	defer it.Close()
+	var out []*Version
+	for it.Next() {
+		if len(out) == count {
+			return out, true, nil
+		}
+		id := string(it.Key()[len(orgPrefix(orgID)):])
+		_, v, err := s.Version(orgID, id, 0)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, v)
+	}
+	return out, false, it.Err()
+}
+
+// Versions returns every version of the template, newest first.
+func (s *Store) Versions(orgID, id string) ([]*Version, error) {
+	if _, err := s.Get(orgID, id); err != nil {
+		return nil, err
+	}
+	it := s.kv.Iterate(verPrefix(id), kv.IterOptions{Reverse: true})
+	defer it.Close()
+	var out []*Version
+	for it.Next() {
+		var v Version
+		if err := json.Unmarshal(it.Value(), &v); err != nil {
+			return nil, err
+		}
+		out = append(out, &v)
+	}
+	return out, it.Err()
+}
