@@ -10,8 +10,8 @@ import (
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
-	"github.com/pictorhq/pictor/origin/template"
 	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/template"
 )
 
 // routes is the route table: every route of the origin with the permission
@@ -21,7 +21,9 @@ func (o *Origin) routes(box *secretbox.Box) []api.Route {
 		return o.purge(ctx, edgehub.KeyDisabled, []string{apiID})
 	}}
 	templates := &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
-		OnChange: func(ctx context.Context, id string) error { return o.purge(ctx, edgehub.TagsPurged, []string{"tpl:" + id}) }}
+		OnChange: func(ctx context.Context, id string) error {
+			return o.purge(ctx, edgehub.TagsPurged, []string{"tpl:" + id})
+		}}
 	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
 	return []api.Route{

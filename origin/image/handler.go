@@ -2,8 +2,8 @@ package image
 
 import (
 	"context"
-	"log/slog"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"

@@ -458,4 +458,3 @@ func stripTemplate(o *field.Object) *field.Object {
 	out.Prefix = o.Prefix
 	return out
 }
-
