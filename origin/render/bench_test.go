@@ -3,6 +3,10 @@ package render
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -11,11 +15,69 @@ import (
 const cardHTML = `<div style="width:1200px;height:630px;display:flex;align-items:center;justify-content:center;
 background:linear-gradient(135deg,#1e3a8a,#9333ea);color:#fff;font:bold 64px sans-serif">Launch day %d 🚀</div>`
 
-// BenchmarkCard renders a 1200×630 card at device scale 2 in a warm tab.
+// BenchmarkCard renders a 1200×630 card at device scale 2 with one caller
+// per tab, so the pool is full and every tab warm, and reports the
+// throughput and the latency of Render:
+//
+//	go test -run '^$' -bench BenchmarkCard -benchtime 40x ./origin/render/
 func BenchmarkCard(b *testing.B) {
-	e := newEngine(&testing.T{}, func(c *Config) { c.Tabs = 1 })
-	_ = e
-	b.Skip()
+	tabs := runtime.GOMAXPROCS(0) // RunParallel's callers
+	e := newEngine(b, func(c *Config) { c.Tabs = tabs })
+	card := func(i int64) *Request {
+		return &Request{OrgID: "o", HTML: fmt.Sprintf(cardHTML, i), DeviceScale: 2, Twemoji: true,
+			MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384}
+	}
+	// Warm every tab, and the emoji index, before measuring.
+	var wg sync.WaitGroup
+	for i := range 2 * tabs {
+		wg.Go(func() {
+			if _, err := e.Render(context.Background(), card(int64(i))); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		n         atomic.Int64
+	)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			began := time.Now()
+			res, err := e.Render(context.Background(), card(n.Add(1)))
+			took := time.Since(began)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if res.Width != 2400 || res.Height != 1260 {
+				b.Errorf("card of %dx%d, want 2400x1260", res.Width, res.Height)
+				return
+			}
+			mu.Lock()
+			latencies = append(latencies, took)
+			mu.Unlock()
+		}
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if len(latencies) == 0 {
+		return
+	}
+	slices.Sort(latencies)
+	ms := func(q float64) float64 {
+		return float64(latencies[int(q*float64(len(latencies)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "renders/s")
+	b.ReportMetric(ms(0.5), "p50-ms")
+	b.ReportMetric(ms(0.95), "p95-ms")
 }
 
 func TestCardTiming(t *testing.T) {

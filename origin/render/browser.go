@@ -2,11 +2,11 @@ package render
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -19,11 +19,15 @@ type browser struct {
 	cancel      context.CancelFunc
 	pid         int
 	profile     string
+	drained     chan struct{} // closed when retired and no render uses it
+	closing     atomic.Bool   // close was called: an exit from now on is expected
+	closeOnce   sync.Once
 
 	// Guarded by Engine.mu.
-	renders int  // renders started on this browser
-	active  int  // renders running now
-	retired bool // no new renders; closed when active drops to 0
+	renders     int  // renders started on this browser
+	active      int  // claims on it: renders running now, or Start warming tabs
+	retired     bool // no new renders; closed when active drops to 0
+	drainClosed bool // drained is closed
 }
 
 // chromiumFlags are the switches every browser starts with, on top of
@@ -48,7 +52,12 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("font-render-hinting", "none"),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication"),
+		// Site isolation off: cross-origin iframes stay in the page's
+		// process, so the page's request interception (custom headers on
+		// subrequests) sees their requests too. Each render still has its
+		// own browser context, and every request goes through its egress.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication,IsolateOrigins,site-per-process"),
+		chromedp.Flag("disable-site-isolation-trials", true),
 		// Nothing may leave except through a tab's egress session: a
 		// browser-wide proxy that accepts no connection catches whatever
 		// does not belong to a tab.
@@ -62,8 +71,9 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 	return opts
 }
 
-// startBrowser launches Chromium and waits until it answers.
-func (e *Engine) startBrowser() (*browser, error) {
+// startBrowser launches Chromium and waits until it answers, at most 30
+// seconds, while ctx lasts and Stop has not given up on the engine.
+func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	start := time.Now()
 	if err := os.MkdirAll(e.cfg.ProfileDir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: profile directory: %v", ErrBrowser, err)
@@ -73,13 +83,17 @@ func (e *Engine) startBrowser() (*browser, error) {
 		return nil, fmt.Errorf("%w: profile directory: %v", ErrBrowser, err)
 	}
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), e.allocatorOptions(profile)...)
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(chromeErrorf), chromedp.WithLogf(chromeLogf))
+	bctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(chromeErrorf), chromedp.WithLogf(chromeLogf))
 	// The first Do binds the browser's life to its context, so the launch is
-	// bounded by a timer on the browser's own context, not a derived one.
-	watchdog := time.AfterFunc(30*time.Second, cancel)
-	err = chromedp.Do(ctx)
-	if !watchdog.Stop() && err == nil {
-		err = errors.New("launch timed out")
+	// bounded by canceling the browser's own context, not a derived one.
+	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer lcancel()
+	stopKill := context.AfterFunc(e.kill, lcancel)
+	defer stopKill()
+	stopLaunch := context.AfterFunc(lctx, cancel)
+	err = chromedp.Do(bctx)
+	if !stopLaunch() && err == nil {
+		err = fmt.Errorf("launch abandoned: %w", context.Cause(lctx))
 	}
 	if err != nil {
 		cancel()
@@ -88,8 +102,8 @@ func (e *Engine) startBrowser() (*browser, error) {
 		os.RemoveAll(profile)
 		return nil, fmt.Errorf("%w: start chromium: %v", ErrBrowser, err)
 	}
-	b := &browser{allocCancel: allocCancel, ctx: ctx, cancel: cancel, profile: profile}
-	if c := chromedp.FromContext(ctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
+	b := &browser{allocCancel: allocCancel, ctx: bctx, cancel: cancel, profile: profile, drained: make(chan struct{})}
+	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
 		b.pid = c.Browser.Process().Pid
 	}
 	e.metrics.browserStarts.Inc()
@@ -100,21 +114,30 @@ func (e *Engine) startBrowser() (*browser, error) {
 // alive reports whether the browser still runs.
 func (b *browser) alive() bool { return b.ctx.Err() == nil }
 
+// drain closes drained once; the caller holds Engine.mu.
+func (b *browser) drain() {
+	if !b.drainClosed {
+		b.drainClosed = true
+		close(b.drained)
+	}
+}
+
 // close stops the browser, kills whatever process of it survives and
-// removes its profile.
+// removes its profile. Concurrent and repeated calls return once it is done.
 func (b *browser) close() {
-	b.cancel()
-	b.allocCancel()
-	if b.pid != 0 {
-		deadline := time.Now().Add(5 * time.Second)
-		for syscall.Kill(b.pid, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+	b.closeOnce.Do(func() {
+		b.closing.Store(true)
+		// Nothing of the profile is kept, so nothing is shut down gently:
+		// every process of the browser is killed at once (its children
+		// would otherwise take a while to notice the main one died), then
+		// canceling the root context reaps the main process.
+		killProcesses(b.profile)
+		b.cancel()
+		b.allocCancel()
+		if err := os.RemoveAll(b.profile); err != nil {
+			slog.Warn("remove browser profile", "dir", b.profile, "error", err)
 		}
-	}
-	killProcesses(b.profile)
-	if err := os.RemoveAll(b.profile); err != nil {
-		slog.Warn("remove browser profile", "dir", b.profile, "error", err)
-	}
+	})
 }
 
 func chromeErrorf(format string, args ...any) {

@@ -15,18 +15,37 @@ import (
 )
 
 // Engine renders requests on a pool of Chromium tabs.
+//
+// A render first takes an admission token (Tabs+Queue of them: a full set
+// answers ErrQueueFull at once), then a slot (Tabs of them). It keeps the
+// admission token until Render returns, and the slot until its tab has been
+// cleaned for the next render, so at most Tabs renders use Chromium at once
+// and at most Tabs+Queue callers are inside Render.
+//
+// Browsers: one is current, and a watcher goroutine per browser closes it
+// (killing whatever is left of its processes): once no render uses it after
+// it served RecycleAfter renders, or at once when it died; its renders then
+// fail with ErrBrowser and are tried again on a new browser.
 type Engine struct {
-	cfg     Config
-	slots   chan struct{} // one per concurrent render
-	waiting chan struct{} // one per queued render
-	metrics metrics
+	cfg      Config
+	admitted chan struct{} // a token per caller inside Render
+	slots    chan struct{} // a token per render using a tab, until the tab is clean
+	quit     chan struct{} // closed when Stop begins: waiting renders give up
+	kill     context.Context
+	killNow  context.CancelFunc // aborts browser launches when Stop gives up waiting
+	metrics  metrics
 
 	mu       sync.Mutex
-	current  *browser
-	idle     []*tab
+	current  *browser              // where new renders go; nil until a launch
+	browsers map[*browser]struct{} // launched and not yet closed
+	idle     []*tab                // clean tabs of current, least recently used first
 	stopped  bool
-	closing  sync.WaitGroup // retired browsers being closed
-	cleaning sync.WaitGroup // tabs being reset after a render
+	running  int           // renders, from admission until their tab is clean
+	drained  chan struct{} // made by Stop while renders run, closed when running drops to 0
+	// The wait groups only grow under mu while !stopped, so Stop may wait on
+	// them once it has set stopped.
+	launches sync.WaitGroup // browser launches
+	watchers sync.WaitGroup // one watch goroutine per launched browser
 
 	startMu sync.Mutex // serializes browser launches
 }
@@ -37,7 +56,9 @@ type metrics struct {
 	queueWait     prometheus.Histogram
 	queued        prometheus.Gauge
 	browserStarts prometheus.Counter
+	browserDeaths prometheus.Counter
 	tabsOpened    prometheus.Counter
+	tabsOpen      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -59,12 +80,18 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		browserStarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pictor_render_browser_starts_total", Help: "Chromium launches.",
 		}),
+		browserDeaths: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pictor_render_browser_deaths_total", Help: "Browsers that exited without being asked to.",
+		}),
 		tabsOpened: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pictor_render_tabs_opened_total", Help: "Tabs (browser contexts) opened.",
 		}),
+		tabsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pictor_render_tabs_open", Help: "Tabs open now, busy or idle.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.tabsOpened)
+		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen)
 	}
 	return m
 }
@@ -74,11 +101,16 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	kill, killNow := context.WithCancel(context.Background())
 	return &Engine{
-		cfg:     cfg,
-		slots:   make(chan struct{}, cfg.Tabs),
-		waiting: make(chan struct{}, cfg.Tabs+cfg.Queue),
-		metrics: newMetrics(cfg.Registerer),
+		cfg:      cfg,
+		admitted: make(chan struct{}, cfg.Tabs+cfg.Queue),
+		slots:    make(chan struct{}, cfg.Tabs),
+		quit:     make(chan struct{}),
+		kill:     kill,
+		killNow:  killNow,
+		metrics:  newMetrics(cfg.Registerer),
+		browsers: map[*browser]struct{}{},
 	}, nil
 }
 
@@ -91,102 +123,170 @@ func (e *Engine) Start(ctx context.Context) error {
 			os.RemoveAll(filepath.Join(e.cfg.ProfileDir, d.Name()))
 		}
 	}
-	b, err := e.browser()
+	b, err := e.claim(ctx, false)
 	if err != nil {
 		return err
 	}
+	var tabs []*tab
 	for range e.cfg.Tabs {
-		t, err := e.newTab(ctx, b)
-		if err != nil {
-			return err
+		t, terr := e.newTab(ctx, b)
+		if terr != nil {
+			err = terr
+			break
 		}
-		e.mu.Lock()
-		e.idle = append(e.idle, t)
-		e.mu.Unlock()
+		tabs = append(tabs, t)
 	}
-	return nil
+	e.mu.Lock()
+	if e.current == b && !e.stopped {
+		e.idle = append(e.idle, tabs...)
+		tabs = nil
+	}
+	e.doneOn(b)
+	e.mu.Unlock()
+	closeTabs(tabs)
+	return err
 }
 
-// Stop refuses new renders, waits (within ctx) for running ones and closes
-// every browser.
+// Stop refuses new renders, fails the queued ones with ErrStopped, waits
+// (within ctx) for running ones and closes every browser. It returns once no
+// Chromium process of the engine is left, also when ctx ends first: then the
+// renders still running fail. Stop may be called more than once, and after
+// a failed or missing Start.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
-	e.stopped = true
+	if !e.stopped {
+		e.stopped = true
+		close(e.quit)
+	}
+	if e.running > 0 && e.drained == nil {
+		e.drained = make(chan struct{})
+	}
+	drained := e.drained
 	e.mu.Unlock()
-	// Take every slot: running renders and their clean-up finish first.
+
 	var err error
-	for range cap(e.slots) {
+	if drained != nil {
 		select {
-		case e.slots <- struct{}{}:
+		case <-drained:
 		case <-ctx.Done():
 			err = fmt.Errorf("stop render engine: %w", ctx.Err())
 		}
-		if err != nil {
-			break
-		}
 	}
-	e.cleaning.Wait()
+	e.killNow()
+	e.launches.Wait()
+
 	e.mu.Lock()
-	idle, current := e.idle, e.current
+	idle := e.idle
 	e.idle, e.current = nil, nil
+	var browsers []*browser
+	for b := range e.browsers {
+		browsers = append(browsers, b)
+	}
 	e.mu.Unlock()
-	for _, t := range idle {
-		t.close()
+	var wg sync.WaitGroup
+	for _, b := range browsers {
+		wg.Go(b.close)
 	}
-	if current != nil {
-		current.close()
-	}
-	e.closing.Wait()
+	wg.Wait()
+	closeTabs(idle) // quick once their browser is gone: only the egress sessions are left
+	e.watchers.Wait()
 	return err
 }
 
 // Render runs r and returns its output. It waits for a tab while the queue
-// has room and fails at once with ErrQueueFull when it has none.
+// has room and fails at once with ErrQueueFull when it has none. Config.Timeout
+// bounds the render from the moment it has a slot; a render the browser fails
+// under (ErrBrowser) is tried once more on a fresh tab within that deadline.
+// When ctx ends first, the error wraps ctx.Err().
 func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	select {
-	case e.waiting <- struct{}{}:
+	case <-e.quit:
+		return nil, ErrStopped
+	default:
+	}
+	select {
+	case e.admitted <- struct{}{}:
 	default:
 		e.metrics.renders.WithLabelValues("queue_full").Inc()
 		return nil, ErrQueueFull
 	}
-	e.metrics.queued.Inc()
-	queuedAt := time.Now()
-	select {
-	case e.slots <- struct{}{}:
-		e.metrics.queued.Dec()
-		<-e.waiting
-	case <-ctx.Done():
-		e.metrics.queued.Dec()
-		<-e.waiting
-		return nil, ctx.Err()
+	defer func() { <-e.admitted }()
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, ErrStopped
 	}
-	e.metrics.queueWait.Observe(time.Since(queuedAt).Seconds())
+	e.running++
+	e.mu.Unlock()
+
+	if err := e.waitSlot(ctx); err != nil {
+		e.done()
+		e.metrics.renders.WithLabelValues(outcome(err)).Inc()
+		return nil, err
+	}
 
 	start := time.Now()
-	res, t, err := e.renderOnce(ctx, r)
-	if errors.Is(err, ErrBrowser) && ctx.Err() == nil {
+	deadline := start.Add(e.cfg.Timeout)
+	res, t, err := e.renderOnce(ctx, deadline, r)
+	if errors.Is(err, ErrBrowser) && ctx.Err() == nil && time.Now().Before(deadline) {
 		// The browser or the tab failed under us: once more on a fresh one.
 		slog.WarnContext(ctx, "render retried after a browser failure", "error", err)
-		e.release(t, err)
-		res, t, err = e.renderOnce(ctx, r)
+		e.release(t)
+		res, t, err = e.renderOnce(ctx, deadline, r)
 	}
 	e.metrics.duration.Observe(time.Since(start).Seconds())
 	e.metrics.renders.WithLabelValues(outcome(err)).Inc()
 	// The caller has its result; the tab is cleaned for its next render
 	// before the slot frees, so the next render finds it warm.
-	e.cleaning.Add(1)
 	go func() {
-		defer e.cleaning.Done()
-		e.release(t, err)
+		defer e.done()
+		e.release(t)
 		<-e.slots
 	}()
 	return res, err
+}
+
+// done ends a render's count in running.
+func (e *Engine) done() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running--
+	if e.running == 0 && e.drained != nil {
+		close(e.drained)
+		e.drained = nil
+	}
+}
+
+// waitSlot takes a slot, waiting while ctx lasts and the engine runs.
+func (e *Engine) waitSlot(ctx context.Context) error {
+	e.metrics.queued.Inc()
+	defer e.metrics.queued.Dec()
+	queuedAt := time.Now()
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("wait for a tab: %w", ctx.Err())
+	case <-e.quit:
+		return ErrStopped
+	}
+	select {
+	case <-e.quit: // both were ready; stopping wins
+		<-e.slots
+		return ErrStopped
+	default:
+	}
+	e.metrics.queueWait.Observe(time.Since(queuedAt).Seconds())
+	return nil
 }
 
 func outcome(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	case errors.Is(err, ErrStopped):
+		return "stopped"
 	case errors.Is(err, ErrTimeout):
 		return "timeout"
 	case errors.Is(err, ErrUnreachable), errors.Is(err, ErrBlockedURL):
@@ -197,103 +297,187 @@ func outcome(err error) string {
 	return "input"
 }
 
-// renderOnce renders on a tab and returns the tab, nil when none could be
-// had, for release.
-func (e *Engine) renderOnce(ctx context.Context, r *Request) (*Result, *tab, error) {
-	t, err := e.acquire(ctx, r.OrgID)
+// renderOnce renders on a tab before deadline and returns the tab, nil when
+// none could be had, for release. A tab that was interrupted (deadline,
+// caller, browser failure) is marked broken, so it is never reused.
+func (e *Engine) renderOnce(ctx context.Context, deadline time.Time, r *Request) (*Result, *tab, error) {
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	t, err := e.acquire(actx, r.OrgID)
+	cancel()
 	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			err = fmt.Errorf("render abandoned: %w (%v)", ctx.Err(), err)
+		case !time.Now().Before(deadline):
+			err = fmt.Errorf("%w after %v: %v", ErrTimeout, e.cfg.Timeout, err)
+		}
 		return nil, nil, err
 	}
 	// chromedp actions run on a context derived from the tab's; the caller's
 	// context still ends the render.
-	rctx, cancel := context.WithTimeout(t.ctx, e.cfg.Timeout)
-	stop := context.AfterFunc(ctx, cancel)
+	rctx, rcancel := context.WithDeadline(t.ctx, deadline)
+	stop := context.AfterFunc(ctx, rcancel)
 	res, err := e.render(rctx, t, r)
 	stop()
-	cancel()
-	return res, t, err
+	interrupted := rctx.Err()
+	rcancel()
+	if err == nil {
+		return res, t, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		t.broken = true
+		err = fmt.Errorf("render abandoned: %w (%v)", ctx.Err(), err)
+	case errors.Is(interrupted, context.DeadlineExceeded):
+		t.broken = true
+		if !errors.Is(err, ErrTimeout) {
+			err = fmt.Errorf("%w after %v: %v", ErrTimeout, e.cfg.Timeout, err)
+		}
+	case interrupted != nil || !t.b.alive():
+		// The tab's context ended: its browser died or it was closed.
+		t.broken = true
+		err = fmt.Errorf("%w: the tab went away: %v", ErrBrowser, err)
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrBrowser):
+		t.broken = true
+	}
+	return nil, t, err
 }
 
-// browser returns the browser new renders use, launching or replacing it
-// when it died or served its quota.
-func (e *Engine) browser() (*browser, error) {
+// claim returns the browser new renders use, launching one when there is
+// none or the current one died or served RecycleAfter renders, with one
+// claim on it that doneOn ends. A render claim counts toward RecycleAfter.
+func (e *Engine) claim(ctx context.Context, render bool) (*browser, error) {
+	if b, err := e.claimCurrent(render); b != nil || err != nil {
+		return b, err
+	}
 	e.startMu.Lock()
 	defer e.startMu.Unlock()
+	// Another render may have launched one while this one waited.
+	if b, err := e.claimCurrent(render); b != nil || err != nil {
+		return b, err
+	}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
 		return nil, ErrStopped
 	}
-	b := e.current
-	if b != nil && b.alive() && b.renders < e.cfg.RecycleAfter {
-		e.mu.Unlock()
-		return b, nil
+	var drop []*tab
+	if e.current != nil {
+		drop = e.retireLocked(e.current)
 	}
-	if b != nil {
-		e.retireLocked(b)
-	}
-	e.current = nil
+	e.launches.Add(1)
 	e.mu.Unlock()
+	defer e.launches.Done()
+	closeTabs(drop)
 
-	nb, err := e.startBrowser()
+	b, err := e.startBrowser(ctx)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.stopped {
-		go nb.close()
+		e.mu.Unlock()
+		b.close()
 		return nil, ErrStopped
 	}
-	e.current = nb
-	return nb, nil
+	e.browsers[b] = struct{}{}
+	e.watchers.Add(1)
+	go e.watch(b)
+	e.current = b
+	b.active++
+	if render {
+		b.renders++
+	}
+	e.mu.Unlock()
+	return b, nil
 }
 
-// retireLocked stops giving b new renders and closes it once idle.
-func (e *Engine) retireLocked(b *browser) {
+// claimCurrent claims the current browser when it can take a render; it
+// returns nil, nil when a new one is needed.
+func (e *Engine) claimCurrent(render bool) (*browser, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil, ErrStopped
+	}
+	b := e.current
+	if b == nil || !b.alive() || (render && b.renders >= e.cfg.RecycleAfter) {
+		return nil, nil
+	}
+	b.active++
+	if render {
+		b.renders++
+	}
+	return b, nil
+}
+
+// retireLocked stops giving b new renders and returns its idle tabs, for
+// the caller to close once it let go of mu. Its watcher closes b once no
+// render uses it.
+func (e *Engine) retireLocked(b *browser) []*tab {
+	if e.current == b {
+		e.current = nil
+	}
 	if b.retired {
-		return
+		return nil
 	}
 	b.retired = true
+	var drop []*tab
 	e.idle = slices.DeleteFunc(e.idle, func(t *tab) bool {
 		if t.b == b {
-			t.close()
+			drop = append(drop, t)
 			return true
 		}
 		return false
 	})
 	if b.active == 0 {
-		e.closing.Add(1)
-		go func() { defer e.closing.Done(); b.close() }()
+		b.drain()
 	}
+	return drop
+}
+
+// doneOn ends one claim on b.
+func (e *Engine) doneOn(b *browser) {
+	b.active--
+	if b.retired && b.active == 0 {
+		b.drain()
+	}
+}
+
+// watch waits until b dies, or is retired and no render uses it any more;
+// then it closes b's idle tabs and b, and forgets it.
+func (e *Engine) watch(b *browser) {
+	defer e.watchers.Done()
+	select {
+	case <-b.ctx.Done():
+		if !b.closing.Load() {
+			e.metrics.browserDeaths.Inc()
+			slog.Warn("browser exited", "pid", b.pid)
+		}
+	case <-b.drained:
+	}
+	e.mu.Lock()
+	drop := e.retireLocked(b)
+	e.mu.Unlock()
+	closeTabs(drop)
+	// A dead browser is closed at once, renders on it or not: they fail
+	// with ErrBrowser, and the closing kills whatever is left of it.
+	b.close()
+	e.mu.Lock()
+	delete(e.browsers, b)
+	e.mu.Unlock()
 }
 
 // acquire returns a tab for the organization: an idle one it used before,
 // a fresh idle one, or a new one.
 func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
-	b, err := e.browser()
+	b, err := e.claim(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	var t *tab
-	pick := func(match func(*tab) bool) bool {
-		for i, c := range e.idle {
-			if c.b == b && match(c) {
-				t = c
-				e.idle = slices.Delete(e.idle, i, i+1)
-				return true
-			}
-		}
-		return false
-	}
-	if !pick(func(c *tab) bool { return c.org == org }) {
-		pick(func(c *tab) bool { return c.org == "" })
-	}
-	b.renders++
-	b.active++
+	t := e.takeIdleLocked(b, org)
 	e.mu.Unlock()
-
 	if t == nil {
 		t, err = e.newTab(ctx, b)
 		if err != nil {
@@ -308,42 +492,56 @@ func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	return t, nil
 }
 
-// doneOn ends one render's claim on b.
-func (e *Engine) doneOn(b *browser) {
-	b.active--
-	if b.retired && b.active == 0 {
-		e.closing.Add(1)
-		go func() { defer e.closing.Done(); b.close() }()
+// takeIdleLocked removes and returns the most recently used idle tab of b
+// that served org, else a fresh one, else nil. Tabs never cross
+// organizations.
+func (e *Engine) takeIdleLocked(b *browser, org string) *tab {
+	for _, match := range []string{org, ""} {
+		for i := len(e.idle) - 1; i >= 0; i-- {
+			if t := e.idle[i]; t.b == b && t.org == match {
+				e.idle = slices.Delete(e.idle, i, i+1)
+				return t
+			}
+		}
 	}
+	return nil
 }
 
-// release returns a tab after a render: reused when healthy, closed when
-// broken, worn out or on a retired browser. A fresh tab replaces a closed
-// one so a warm tab is ready for the next organization.
-func (e *Engine) release(t *tab, renderErr error) {
+// release takes back a tab after a render: cleaned and kept when it can
+// serve again, closed when broken, worn out, or on a retired browser. The
+// idle pool keeps at most Tabs tabs, dropping the least recently used.
+func (e *Engine) release(t *tab) {
 	if t == nil {
 		return
 	}
-	healthy := !t.broken && t.b.alive() && t.uses < e.cfg.TabUses && !errors.Is(renderErr, ErrTimeout)
-	if healthy {
+	e.mu.Lock()
+	keep := !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
+	e.mu.Unlock()
+	if keep {
 		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
-		if err := t.reset(ctx); err != nil {
-			healthy = false
-		}
+		keep = t.reset(ctx) == nil
 		cancel()
 	}
+	var drop []*tab
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	b := t.b
-	e.doneOn(b)
-	if !healthy || b.retired || e.stopped {
-		t.close()
-		return
+	if keep && e.current == t.b && !e.stopped {
+		e.idle = append(e.idle, t)
+		if n := len(e.idle) - e.cfg.Tabs; n > 0 {
+			drop = append(drop, e.idle[:n]...)
+			e.idle = slices.Delete(e.idle, 0, n)
+		}
+	} else {
+		drop = append(drop, t)
 	}
-	e.idle = append(e.idle, t)
-	if len(e.idle) > e.cfg.Tabs+1 {
-		// Keep the pool bounded: drop the least recently used tab.
-		e.idle[0].close()
-		e.idle = slices.Delete(e.idle, 0, 1)
+	e.doneOn(t.b)
+	e.mu.Unlock()
+	closeTabs(drop)
+}
+
+// closeTabs closes tabs, each of which takes a round trip to the browser;
+// never call it holding mu.
+func closeTabs(tabs []*tab) {
+	for _, t := range tabs {
+		t.close()
 	}
 }

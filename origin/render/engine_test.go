@@ -14,7 +14,7 @@ import (
 )
 
 // newEngine starts an engine for one test.
-func newEngine(t *testing.T, configure ...func(*Config)) *Engine {
+func newEngine(t testing.TB, configure ...func(*Config)) *Engine {
 	t.Helper()
 	gw, err := egress.New(egress.DefaultConfig())
 	if err != nil {

@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// Processes finds the processes whose command line mentions a path under
-// dir, as every Chromium process of a profile under dir does in
-// --user-data-dir.
+// Processes finds the live processes whose command line names dir or a
+// path under it, as --user-data-dir does in every Chromium process of a
+// profile: Processes(profile) finds one browser, Processes(parent) all the
+// browsers whose profiles are under parent.
 func Processes(dir string) []int {
 	if dir == "" {
 		return nil
 	}
-	needle := []byte(filepath.Clean(dir) + string(filepath.Separator))
+	dir = filepath.Clean(dir)
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	self := os.Getpid()
@@ -26,7 +27,7 @@ func Processes(dir string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, needle) {
+		if err != nil || !namesPath(cmdline, dir) {
 			continue
 		}
 		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && zombie(stat) {
@@ -35,6 +36,29 @@ func Processes(dir string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// namesPath reports whether a command line names dir or a path under it:
+// dir appears after a separator (start, NUL, space or the '=' of a flag) and
+// before the end, a separator or a '/'. Chromium's child processes rewrite
+// their command line into one space-separated string, so arguments are not
+// always NUL-separated.
+func namesPath(cmdline []byte, dir string) bool {
+	d := []byte(dir)
+	for i := 0; i < len(cmdline); {
+		j := bytes.Index(cmdline[i:], d)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(d)
+		before := start == 0 || bytes.IndexByte([]byte{0, ' ', '='}, cmdline[start-1]) >= 0
+		after := end == len(cmdline) || bytes.IndexByte([]byte{0, ' ', filepath.Separator}, cmdline[end]) >= 0
+		if before && after {
+			return true
+		}
+		i = start + 1
+	}
+	return false
 }
 
 // zombie reports whether a /proc/<pid>/stat line is of a zombie.

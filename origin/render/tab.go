@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -31,7 +32,9 @@ type tab struct {
 	session *egress.Session
 	org     string // "" until its first render
 	uses    int
-	broken  bool
+	broken  bool // interrupted or failed: never reused
+	closed  sync.Once
+	onClose func()
 
 	emulation *emulationState          // what the emulation commands last set; nil when unknown
 	doc       atomic.Pointer[document] // what the internal host serves now
@@ -45,7 +48,7 @@ type document struct {
 	html  string
 }
 
-// newTab opens a tab on b.
+// newTab opens a tab on b, bounded by ctx.
 func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 	t := &tab{b: b, origins: map[string]bool{}, emoji: twemoji.Handler()}
 	session, err := e.cfg.Gateway.Open(egress.Policy{
@@ -57,14 +60,16 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		return nil, fmt.Errorf("%w: egress session: %v", ErrBrowser, err)
 	}
 	t.session = session
+	e.metrics.tabsOpen.Inc()
+	t.onClose = e.metrics.tabsOpen.Dec
 	t.ctx, t.cancel = chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(func(p *target.CreateBrowserContextParams) {
 		p.ProxyServer = "http://" + session.Addr()
 		p.ProxyBypassList = "<-loopback>"
 		p.DisposeOnDetach = new(true)
 	}))
-	// The tab's first Run opens it; bound that by ctx.
+	// The tab's first Run opens it; bound that by ctx. The tab's own
+	// context must not stay tied to ctx afterwards.
 	stop := context.AfterFunc(ctx, t.cancel)
-	defer stop()
 	err = chromedp.Do(t.ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return err
@@ -72,6 +77,9 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript})
 		return err
 	}))
+	if !stop() && err == nil {
+		err = fmt.Errorf("opening abandoned: %w", ctx.Err())
+	}
 	if err != nil {
 		t.close()
 		return nil, fmt.Errorf("%w: open tab: %v", ErrBrowser, err)
@@ -129,12 +137,18 @@ func (t *tab) reset(ctx context.Context) error {
 	}))
 }
 
-// close ends the tab, its browser context and its egress session.
+// close ends the tab, its browser context and its egress session. Repeated
+// calls do nothing.
 func (t *tab) close() {
-	if t.cancel != nil {
-		t.cancel()
-	}
-	if t.session != nil {
-		t.session.Close()
-	}
+	t.closed.Do(func() {
+		if t.cancel != nil {
+			t.cancel()
+		}
+		if t.session != nil {
+			t.session.Close()
+		}
+		if t.onClose != nil {
+			t.onClose()
+		}
+	})
 }

@@ -1,0 +1,90 @@
+package origin_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/apitest"
+)
+
+// rendersOK reads pictor_render_total{outcome="ok"} from /metrics.
+func (o *testOrigin) rendersOK(t *testing.T) int {
+	t.Helper()
+	body := o.get(t, "/metrics").Body
+	m := regexp.MustCompile(`(?m)^pictor_render_total\{outcome="ok"\} (\d+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// TestOneRenderPerImage fires many GETs at an image as soon as it exists:
+// they all wait for the same render, and get the same bytes.
+func TestOneRenderPerImage(t *testing.T) {
+	o := startOrigin(t)
+	before := o.rendersOK(t)
+	_, u := o.create(t, o.Owner, map[string]any{"html": redBox, "ms_delay": 300})
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 12)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := apitest.Send(o.URL, apitest.Request{Method: "GET", Path: u[len(o.URL):]})
+			if err == nil && r.Status == 200 {
+				bodies[i] = r.Body
+			}
+		}()
+	}
+	wg.Wait()
+	for i, b := range bodies {
+		if len(b) == 0 || string(b) != string(bodies[0]) {
+			t.Fatalf("GET %d got a different answer", i)
+		}
+	}
+	if got := o.rendersOK(t) - before; got != 1 {
+		t.Fatalf("%d renders for one image, want exactly 1", got)
+	}
+	// Conversions are made once too.
+	o.get(t, u+".jpg")
+	o.get(t, u+".jpg")
+	if got := o.rendersOK(t) - before; got != 1 {
+		t.Fatalf("a conversion rendered again: %d renders", got)
+	}
+}
+
+// TestQueueFullAnswers503 holds the only tab with a slow render and a zero
+// queue: the next render is refused at once with 503 and Retry-After.
+func TestQueueFullAnswers503(t *testing.T) {
+	o := startOrigin(t, func(c *origin.Config) { c.RenderTabs, c.RenderQueue = 1, 0 })
+	loaded := make(chan struct{})
+	var once sync.Once
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(loaded) })
+		select { // hold the render until the test is done with the second one
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	_, first := o.create(t, o.Owner, map[string]any{"html": `<img src="` + slow.URL + `/pixel.png">`, "max_wait_ms": 10000})
+	<-loaded // the first render holds the tab now
+
+	_, second := o.create(t, o.Owner, map[string]any{"html": redBox})
+	r := o.get(t, second)
+	apitest.WantError(t, r, http.StatusServiceUnavailable)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	close(release)
+	apitest.WantStatus(t, o.get(t, first), 200)
+	// Once the tab is free, the refused image renders: the 503 was not recorded.
+	apitest.WantSize(t, apitest.DecodeImage(t, o.get(t, second)), 800, 400)
+}
