@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Check is a performance target over the results of a run. Eval finds
+// results by name; it reports applies=false when a result it needs is
+// missing (its scenario did not run), and the check is then left out.
+type Check struct {
+	Name string
+	Eval func(find func(name string) *Result) (measured string, pass, applies bool)
+}
+
+// CheckResult is the verdict of one check.
+type CheckResult struct {
+	Name     string
+	Measured string
+	Pass     bool
+}
+
+// Checks returns the targets of issue 3: a warm render under 150 ms at
+// the median, and at least five times the throughput of a cold
+// Chromium per image.
+func Checks() []Check {
+	return []Check{
+		latencyBelow("render-card/sequential", 0.50, 150*time.Millisecond),
+		rateRatioAtLeast("render-card/pool-full", "chromium-cli", []string{"chromium-cli/sequential", "chromium-cli/parallel"}, 5),
+	}
+}
+
+// latencyBelow checks the quantile q of a result's latency is below limit.
+func latencyBelow(name string, q float64, limit time.Duration) Check {
+	pname := fmt.Sprintf("p%g", q*100)
+	return Check{
+		Name: fmt.Sprintf("%s %s < %s", name, pname, formatLatency(limit)),
+		Eval: func(find func(string) *Result) (string, bool, bool) {
+			r := find(name)
+			if r == nil {
+				return "", false, false
+			}
+			if r.Latency.Count() == 0 {
+				return "no successful requests", false, true
+			}
+			v := r.Latency.Quantile(q)
+			return fmt.Sprintf("%s %s", pname, formatLatency(v)), v < limit, true
+		},
+	}
+}
+
+// rateRatioAtLeast checks a result's rate is at least factor times the
+// best rate among the baselines that ran (what is called).
+func rateRatioAtLeast(name, what string, baselines []string, factor float64) Check {
+	return Check{
+		Name: fmt.Sprintf("%s throughput ≥ %g× %s", name, factor, what),
+		Eval: func(find func(string) *Result) (string, bool, bool) {
+			r := find(name)
+			var best *Result
+			for _, b := range baselines {
+				if br := find(b); br != nil && (best == nil || br.Rate() > best.Rate()) {
+					best = br
+				}
+			}
+			if r == nil || best == nil {
+				return "", false, false
+			}
+			if best.Rate() == 0 {
+				return fmt.Sprintf("%s had no successful requests", best.Name), false, true
+			}
+			ratio := r.Rate() / best.Rate()
+			return fmt.Sprintf("%.1f× (%s %ss/s ÷ %s %ss/s of %s)", ratio,
+				formatRate(r.Rate()), r.Unit, formatRate(best.Rate()), best.Unit, best.Name), ratio >= factor, true
+		},
+	}
+}
+
+// Evaluate runs the checks that apply to results.
+func Evaluate(checks []Check, results []*Result) []CheckResult {
+	find := func(name string) *Result {
+		for _, r := range results {
+			if r.Name == name {
+				return r
+			}
+		}
+		return nil
+	}
+	var out []CheckResult
+	for _, c := range checks {
+		if m, pass, ok := c.Eval(find); ok {
+			out = append(out, CheckResult{Name: c.Name, Measured: m, Pass: pass})
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+// Command pictor-bench runs Pictor's load benchmarks against a built
+// pictor binary and writes their report. It only parses flags and wires
+// the bench package; `make bench` runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/pictorhq/pictor/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "pictor-bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := bench.DefaultConfig()
+	fs := flag.NewFlagSet("pictor-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var scenarios string
+	var list bool
+	fs.StringVar(&cfg.Pictor, "pictor", cfg.Pictor, "pictor binary to benchmark (not built by the harness)")
+	fs.StringVar(&cfg.Chromium, "chromium", cfg.Chromium, "Chromium binary of the chromium-cli baseline")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory of report.md, latency.svg and pictor.log")
+	fs.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios to run (default all; see --list)")
+	fs.BoolVar(&list, "list", false, "list the scenarios and exit")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each measured run")
+	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured renders before the render runs")
+	fs.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "Pictor's render pool size (serve --render-tabs); the pool-full run uses twice as many clients")
+	fs.IntVar(&cfg.CLIParallel, "cli-parallel", cfg.CLIParallel, "concurrent Chromium processes in the parallel CLI run")
+	fs.DurationVar(&cfg.StartTimeout, "start-timeout", cfg.StartTimeout, "how long pictor serve may take to start")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if list {
+		for _, s := range bench.Scenarios() {
+			fmt.Fprintf(stdout, "%-14s %s\n", s.Name, s.About)
+		}
+		return nil
+	}
+	for _, s := range strings.Split(scenarios, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Scenarios = append(cfg.Scenarios, s)
+		}
+	}
+
+	var progress *bench.Progress
+	if f, ok := stderr.(*os.File); ok {
+		progress = bench.NewProgress(f, bench.IsTerminal(f))
+	} else {
+		progress = bench.NewProgress(stderr, false)
+	}
+	rep, runErr := bench.Run(ctx, cfg, progress)
+	if rep == nil {
+		return runErr
+	}
+	md := rep.Markdown()
+	fmt.Fprint(stdout, "\n"+md)
+	if err := rep.Write(cfg.OutDir); err != nil {
+		return errors.Join(runErr, err)
+	}
+	progress.Notef("report: %s, chart: %s", filepath.Join(cfg.OutDir, bench.ReportFile), filepath.Join(cfg.OutDir, bench.ChartFile))
+	if runErr != nil {
+		return runErr
+	}
+	if len(rep.Failures) > 0 {
+		return fmt.Errorf("%d scenario failure(s); see the report", len(rep.Failures))
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Config configures a benchmark run.
+type Config struct {
+	// Pictor is the pictor binary to benchmark; the harness builds nothing.
+	Pictor string
+	// Chromium is the browser the CLI baseline runs.
+	Chromium string
+	// OutDir receives report.md, latency.svg and pictor.log.
+	OutDir string
+	// Scenarios names the scenarios to run; empty runs all.
+	Scenarios []string
+	// Duration is the length of each measured run.
+	Duration time.Duration
+	// Warmup is how many renders precede the measured render runs.
+	Warmup int
+	// PoolSize is Pictor's render pool size, passed as serve's
+	// --render-tabs (the CPU count by default); the pool-full run uses
+	// twice as many clients.
+	PoolSize int
+	// CLIParallel is how many CLI screenshots run at once in the parallel
+	// baseline run.
+	CLIParallel int
+	// StartTimeout bounds how long `pictor serve` may take to come up.
+	StartTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults of `make bench`.
+func DefaultConfig() Config {
+	return Config{
+		Pictor:       "./bin/pictor",
+		Chromium:     "chromium",
+		OutDir:       "bench/out",
+		Duration:     20 * time.Second,
+		Warmup:       4,
+		PoolSize:     runtime.NumCPU(),
+		CLIParallel:  2,
+		StartTimeout: time.Minute,
+	}
+}
+
+// Validate reports the first invalid setting, naming its flag.
+func (c *Config) Validate() error {
+	switch {
+	case c.Pictor == "":
+		return errors.New("--pictor must not be empty")
+	case c.Chromium == "":
+		return errors.New("--chromium must not be empty")
+	case c.OutDir == "":
+		return errors.New("--out must not be empty")
+	case c.Duration < 100*time.Millisecond:
+		return fmt.Errorf("--duration %v: want at least 100ms", c.Duration)
+	case c.Warmup < 0:
+		return fmt.Errorf("--warmup %d: must not be negative", c.Warmup)
+	case c.PoolSize < 1 || c.PoolSize > 64:
+		return fmt.Errorf("--pool-size %d: want 1 to 64", c.PoolSize)
+	case c.CLIParallel < 1 || c.CLIParallel > 64:
+		return fmt.Errorf("--cli-parallel %d: want 1 to 64", c.CLIParallel)
+	case c.StartTimeout <= 0:
+		return fmt.Errorf("--start-timeout %v: must be positive", c.StartTimeout)
+	}
+	_, err := Select(Scenarios(), c.Scenarios)
+	return err
+}
