@@ -48,6 +48,9 @@ type Config struct {
 	RenderQueue int
 	// FontsURL is the base of the Google Fonts CSS API.
 	FontsURL string
+	// WasmCacheDir keeps the template sandbox's compiled guest across
+	// restarts; empty means <data-dir>/wasm-cache.
+	WasmCacheDir string
 	// Egress replaces the resolver and dialer of renders' outbound
 	// connections. Tests set it to stand loopback servers in for public
 	// hosts; nil fields keep the system's.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	cfg.Announce = announce
 	cfg.AllowPrivateURLs = true
 	cfg.Now = clock.Now
+	// One compiled sandbox for every origin of the run: compiling it is
+	// the slowest part of a start, especially under -race.
+	cfg.WasmCacheDir = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
 	for _, c := range configure {
 		c(&cfg)
 	}

@@ -113,7 +113,10 @@ func (o *Origin) open() error {
 		return err
 	}
 	wc := wasm.DefaultConfig()
-	wc.CompilationCacheDir = filepath.Join(o.cfg.DataDir, "wasm-cache")
+	wc.CompilationCacheDir = o.cfg.WasmCacheDir
+	if wc.CompilationCacheDir == "" {
+		wc.CompilationCacheDir = filepath.Join(o.cfg.DataDir, "wasm-cache")
+	}
 	if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
 		return fmt.Errorf("template sandbox: %w", err)
 	}

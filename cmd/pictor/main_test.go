@@ -41,7 +41,12 @@ func startServe(t *testing.T, dataDir string, environ map[string]string, extra .
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, args, env{stdout: pw, stderr: s.Logs, getenv: func(k string) string { return environ[k] }})
+		err := run(ctx, args, env{stdout: pw, stderr: s.Logs, getenv: func(k string) string {
+			if k == "PICTOR_WASM_CACHE" && environ[k] == "" {
+				return wasmCache
+			}
+			return environ[k]
+		}})
 		pw.Close()
 		done <- err
 	}()
@@ -276,7 +281,7 @@ type process struct {
 func startProcess(t *testing.T, args ...string) (*process, string) {
 	t.Helper()
 	cmd := exec.Command(buildBinary(t), args...)
-	cmd.Env = append(os.Environ(), "PICTOR_LOG_LEVEL=info")
+	cmd.Env = append(os.Environ(), "PICTOR_LOG_LEVEL=info", "PICTOR_WASM_CACHE="+wasmCache)
 	p := &process{cmd: cmd, lines: make(chan string, 64), stderr: &apitest.Buffer{}}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -365,6 +370,10 @@ func TestSeparateEdgeAndOriginProcesses(t *testing.T) {
 		t.Fatalf("store after shutdown: %v", err)
 	}
 }
+
+// wasmCache is shared by every server of the run: compiling the template
+// sandbox is the slowest part of a start.
+var wasmCache = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
 
 // binary builds the pictor binary once per test run.
 var binary = sync.OnceValues(func() (string, error) {

@@ -29,8 +29,8 @@ type tierFlags struct {
 
 // renderFlags configure the origin's Chromium pool.
 type renderFlags struct {
-	tabs, queue       int
-	fontsURL, browser string
+	tabs, queue                  int
+	fontsURL, browser, wasmCache string
 }
 
 func (r *renderFlags) register(fs *flagSet) {
@@ -39,6 +39,7 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503")
 	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
 	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
+	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {
@@ -52,6 +53,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.RenderQueue = t.render.queue
 	cfg.FontsURL = t.render.fontsURL
 	cfg.Chromium = t.render.browser
+	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.EdgeToken = t.edgeToken
 	return cfg
 }

@@ -246,6 +246,10 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	return res, err
 }
 
+// Idle reports whether no render is running or waiting, so that background
+// work (recompressing masters) can stay out of the renders' way.
+func (e *Engine) Idle() bool { return len(e.admitted) == 0 }
+
 // done ends a render's count in running.
 func (e *Engine) done() {
 	e.mu.Lock()
