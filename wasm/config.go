@@ -3,6 +3,7 @@ package wasm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -32,20 +33,36 @@ type Config struct {
 	// time (each used for exactly one evaluation); 0 instantiates on
 	// demand only.
 	PoolSize int
+	// ResetInstances: an instance that finished an evaluation is reset
+	// to the snapshot's state in the background (the memory pages it
+	// wrote copied back, its globals and clocks restored) and used
+	// again, instead of closed. It needs a pool (PoolSize > 0) and
+	// Linux's /proc/self/pagemap; without them every instance is used
+	// once.
+	ResetInstances bool
+	// ProgramCacheBytes bounds the cache of compiled programs: a
+	// template is parsed by the guest once, and later evaluations hand
+	// the guest its program, by the template's SHA-256, least recently
+	// used out first. 0 parses every time.
+	ProgramCacheBytes int
 }
 
 // DefaultConfig returns the limits Pictor runs with.
 func DefaultConfig() Config {
 	return Config{
-		MemoryLimitBytes: 64 << 20,
-		Timeout:          time.Second,
-		MaxTemplateBytes: 512 << 10,
-		MaxValuesBytes:   1 << 20,
-		MaxOutputBytes:   4 << 20,
-		MaxDepth:         64,
-		PoolSize:         4,
+		MemoryLimitBytes:  64 << 20,
+		Timeout:           time.Second,
+		MaxTemplateBytes:  512 << 10,
+		MaxValuesBytes:    1 << 20,
+		MaxOutputBytes:    4 << 20,
+		MaxDepth:          64,
+		PoolSize:          4,
+		ResetInstances:    true,
+		ProgramCacheBytes: 32 << 20,
 	}
 }
+
+var pageSizeOS = os.Getpagesize()
 
 const (
 	pageSize       = 64 << 10
@@ -71,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDepth < 1 || c.MaxDepth > 10000 {
 		errs = append(errs, fmt.Errorf("MaxDepth: %d is not between 1 and 10000", c.MaxDepth))
+	}
+	if c.ProgramCacheBytes < 0 || uint64(c.ProgramCacheBytes) >= maxMemoryBytes {
+		errs = append(errs, fmt.Errorf("ProgramCacheBytes: %d is not between 0 and 4 GiB", c.ProgramCacheBytes))
 	}
 	if c.PoolSize < 0 || c.PoolSize > 256 {
 		errs = append(errs, fmt.Errorf("PoolSize: %d is not between 0 and 256", c.PoolSize))

@@ -3,6 +3,7 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -32,10 +34,14 @@ var guestWasm []byte
 
 // Engine evaluates Handlebars templates in the WebAssembly sandbox. The
 // guest is compiled once; every evaluation runs in an instance of its
-// own, used once and closed, so nothing one evaluation leaves in memory
-// is seen by the next. Instances are initialized ahead of time by a
-// background goroutine (Config.PoolSize) because the Go runtime's
-// start-up in the guest costs far more than an evaluation.
+// own, fresh from the snapshot or reset to it (its memory, globals and
+// clocks made the snapshot's again, Config.ResetInstances), so nothing
+// one evaluation leaves in memory is seen by the next. Instances are
+// made and reset ahead of time by a background goroutine
+// (Config.PoolSize) because the Go runtime's start-up in the guest
+// costs far more than an evaluation. Each template is parsed once: the
+// guest's compiled program is cached (Config.ProgramCacheBytes) and
+// later evaluations pass it to the guest instead of the template.
 //
 // An Engine is safe for concurrent use.
 type Engine struct {
@@ -47,14 +53,25 @@ type Engine struct {
 
 	// The state every instance starts from (see snapshot).
 	image    *image
+	snapMem  []byte // the image's bytes, copied back by reset
 	memPages uint32
 	globals  []uint64
 	clocks   clocks
 
-	pool chan *instance
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	programs *programCache
+
+	// pool holds ready instances; dirty the used ones waiting for the
+	// filler to reset them; busy counts the instances evaluating. The
+	// filler makes new instances while the three add up to less than
+	// PoolSize, woken by wake when an instance is dropped.
+	pool  chan *instance
+	dirty chan *instance
+	busy  atomic.Int32
+	wake  chan struct{}
+	reuse bool // instances are reset, not closed, after an evaluation
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
 
 	// mu is held for reading by each evaluation and for writing by
 	// Close, which so waits for those under way.
@@ -62,11 +79,16 @@ type Engine struct {
 	closed bool
 }
 
-// instance is one guest instance, good for one evaluation.
+// instance is one guest instance, good for one evaluation, after
+// which it is closed or reset.
 type instance struct {
-	mod                          api.Module
-	alloc, check, render, result api.Function
-	stderr                       *boundedBuffer
+	mod                                   api.Module
+	alloc, check, render, result, program api.Function
+	globals                               []api.MutableGlobal // by index; nil for immutable ones
+	memory                                experimental.LinearMemory
+	clk                                   *clocks
+	stderr                                *boundedBuffer
+	stack                                 []uint64
 }
 
 // New compiles the guest (or loads it from Config.CompilationCacheDir)
@@ -75,7 +97,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("wasm config: %w", err)
 	}
-	e := &Engine{cfg: cfg, stop: make(chan struct{}), pool: make(chan *instance, cfg.PoolSize)}
+	e := &Engine{
+		cfg:      cfg,
+		stop:     make(chan struct{}),
+		pool:     make(chan *instance, cfg.PoolSize),
+		dirty:    make(chan *instance, cfg.PoolSize),
+		wake:     make(chan struct{}, 1),
+		programs: newProgramCache(cfg.ProgramCacheBytes),
+	}
 	var err error
 	if cfg.CompilationCacheDir != "" {
 		e.cache, err = wazero.NewCompilationCacheWithDir(cfg.CompilationCacheDir)
@@ -123,14 +152,37 @@ func (e *Engine) start(ctx context.Context) error {
 	if err := e.snapshot(ctx, mod); err != nil {
 		return err
 	}
-	// Instantiate one now, so that a broken snapshot fails New.
+	// Instantiate one now, so that a broken snapshot fails New, and
+	// see whether its memory can be reset in place.
 	inst, err := e.instantiate(ctx)
 	if err != nil {
 		return err
 	}
-	inst.close()
+	defer inst.close()
+	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 && e.canReset(inst)
 	return nil
 }
+
+// canReset checks that reset finds, and undoes, a write to an
+// instance's memory (it relies on the kernel's pagemap).
+func (e *Engine) canReset(inst *instance) bool {
+	scratch := e.resetScratch()
+	if n, err := e.image.restore(inst.memory, e.snapMem, scratch); err != nil || n != 0 {
+		return false
+	}
+	mem := inst.mod.Memory()
+	at := mem.Size() / 2
+	b, _ := mem.ReadByte(at)
+	if !mem.WriteByte(at, ^b) {
+		return false
+	}
+	n, err := e.image.restore(inst.memory, e.snapMem, scratch)
+	got, _ := mem.ReadByte(at)
+	return err == nil && n == 1 && got == b
+}
+
+// resetScratch is the space reset needs to read the pagemap.
+func (e *Engine) resetScratch() []byte { return make([]byte, 8*len(e.snapMem)/pageSizeOS) }
 
 // snapshot initializes one instance the ordinary way (data segments,
 // then the Go runtime's _initialize) and keeps its memory, globals and
@@ -154,6 +206,7 @@ func (e *Engine) snapshot(ctx context.Context, prepared *wasmbin.Module) error {
 	if e.image, err = newImage(snap); err != nil {
 		return fmt.Errorf("%w: memory image: %w", ErrGuest, err)
 	}
+	e.snapMem = bytes.Clone(snap)
 	e.memPages = mem.Size() / pageSize
 	e.globals = make([]uint64, prepared.Globals)
 	for i := range e.globals {
@@ -244,7 +297,12 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 	clk := &clocks{}
 	clk.wall.Store(e.clocks.wall.Load())
 	clk.mono.Store(e.clocks.mono.Load())
-	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, e.image), e.compiled, e.instanceConfig(stderr, clk))
+	var memory experimental.LinearMemory
+	alloc := experimental.MemoryAllocatorFunc(func(cap, max uint64) experimental.LinearMemory {
+		memory = e.image.Allocate(cap, max)
+		return memory
+	})
+	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), e.compiled, e.instanceConfig(stderr, clk))
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
 	}
@@ -255,20 +313,26 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("%w: grow memory to the snapshot's", ErrGuest)
 		}
 	}
+	inst := &instance{
+		mod:     mod,
+		alloc:   mod.ExportedFunction(abi.ExportAlloc),
+		check:   mod.ExportedFunction(abi.ExportCheck),
+		render:  mod.ExportedFunction(abi.ExportRender),
+		result:  mod.ExportedFunction(abi.ExportResult),
+		program: mod.ExportedFunction(abi.ExportProgram),
+		globals: make([]api.MutableGlobal, len(e.globals)),
+		memory:  memory,
+		clk:     clk,
+		stderr:  stderr,
+		stack:   make([]uint64, 5),
+	}
 	for i, v := range e.globals {
 		if g, ok := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i)).(api.MutableGlobal); ok {
 			g.Set(v)
+			inst.globals[i] = g
 		}
 	}
-	inst := &instance{
-		mod:    mod,
-		alloc:  mod.ExportedFunction(abi.ExportAlloc),
-		check:  mod.ExportedFunction(abi.ExportCheck),
-		render: mod.ExportedFunction(abi.ExportRender),
-		result: mod.ExportedFunction(abi.ExportResult),
-		stderr: stderr,
-	}
-	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil {
+	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil || inst.program == nil {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("%w: the guest lacks the exports of package abi", ErrGuest)
 	}
@@ -277,43 +341,121 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 
 func (i *instance) close() { i.mod.Close(context.Background()) }
 
-// fill keeps the pool full until Close.
+// errGrown: an instance whose memory grew cannot be reset (a memory
+// does not shrink), only closed.
+var errGrown = errors.New("the instance's memory grew")
+
+// reset puts an instance that finished an evaluation back in the
+// snapshot's state: the pages of memory it wrote copied back from the
+// image (all others still read as the image), its globals and clocks
+// the snapshot's, its stderr empty. It fails, and the instance must be
+// closed, when the instance was closed (a trap, a deadline) or its
+// memory grew. scratch is resetScratch's.
+func (e *Engine) reset(inst *instance, scratch []byte) error {
+	if inst.mod.IsClosed() {
+		return sys.NewExitError(0)
+	}
+	if inst.mod.Memory().Size() != e.memPages*pageSize {
+		return errGrown
+	}
+	if _, err := e.image.restore(inst.memory, e.snapMem, scratch); err != nil {
+		return err
+	}
+	for i, g := range inst.globals {
+		if g != nil {
+			g.Set(e.globals[i])
+		}
+	}
+	inst.clk.wall.Store(e.clocks.wall.Load())
+	inst.clk.mono.Store(e.clocks.mono.Load())
+	inst.stderr.reset()
+	return nil
+}
+
+// fill keeps the pool full until Close: it resets the instances that
+// come back from evaluations, and makes new ones while ready, dirty
+// and busy ones number less than PoolSize.
 func (e *Engine) fill() {
 	defer e.wg.Done()
+	scratch := e.resetScratch()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		inst, err := e.instantiate(ctx)
-		cancel()
-		if err != nil {
-			slog.Error("wasm pool instantiate", "err", err)
-			select {
-			case <-time.After(time.Second):
-				continue
-			case <-e.stop:
-				return
-			}
-		}
 		select {
-		case e.pool <- inst:
 		case <-e.stop:
-			inst.close()
 			return
+		case inst := <-e.dirty:
+			if err := e.reset(inst, scratch); err != nil {
+				inst.close()
+				continue
+			}
+			select {
+			case e.pool <- inst:
+			default:
+				inst.close()
+			}
+		case <-e.wake:
+		}
+		for len(e.pool)+len(e.dirty)+int(e.busy.Load()) < cap(e.pool) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			inst, err := e.instantiate(ctx)
+			cancel()
+			if err != nil {
+				slog.Error("wasm pool instantiate", "err", err)
+				select {
+				case <-time.After(time.Second):
+					continue
+				case <-e.stop:
+					return
+				}
+			}
+			select {
+			case e.pool <- inst:
+			default:
+				inst.close()
+			}
 		}
 	}
 }
 
 // acquire takes a ready instance, or makes one when the pool is empty.
+// The instance goes back with release.
 func (e *Engine) acquire(ctx context.Context) (*instance, error) {
+	e.busy.Add(1)
 	select {
 	case inst := <-e.pool:
 		return inst, nil
 	default:
-		return e.instantiate(ctx)
+	}
+	inst, err := e.instantiate(ctx)
+	if err != nil {
+		e.release(nil, false)
+	}
+	return inst, err
+}
+
+// release hands an instance back after an evaluation: to the filler to
+// be reset when it may be (its calls all returned), closed otherwise.
+func (e *Engine) release(inst *instance, reusable bool) {
+	if inst != nil && reusable && e.reuse {
+		select {
+		case e.dirty <- inst:
+			e.busy.Add(-1)
+			return
+		default:
+		}
+	}
+	if inst != nil {
+		inst.close()
+	}
+	e.busy.Add(-1)
+	select {
+	case e.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Check parses template in the sandbox: nil, a *SyntaxError,
-// ErrTooDeep or ErrTemplateTooLarge.
+// ErrTooDeep or ErrTemplateTooLarge. A template whose program is cached
+// parsed before, and is not parsed again.
 func (e *Engine) Check(ctx context.Context, template string) error {
 	if len(template) > e.cfg.MaxTemplateBytes {
 		return fmt.Errorf("%w: %d bytes, more than %d", ErrTemplateTooLarge, len(template), e.cfg.MaxTemplateBytes)
@@ -338,71 +480,122 @@ func (e *Engine) Render(ctx context.Context, template string, values []byte) (st
 // apart from the caller's.
 var errEvalTimeout = errors.New("evaluation deadline")
 
+// errBadProgram: the guest rejected a cached program (abi.StatusProgram).
+var errBadProgram = errors.New("cached program rejected")
+
 func (e *Engine) eval(parent context.Context, template string, values []byte, checkOnly bool) (string, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
 		return "", ErrClosed
 	}
+	if e.cfg.ProgramCacheBytes == 0 {
+		out, _, err := e.run(parent, template, values, checkOnly, 0)
+		return out, err
+	}
+	key := sha256.Sum256(unsafe.Slice(unsafe.StringData(template), len(template)))
+	if prog, ok := e.programs.get(key); ok {
+		if checkOnly {
+			return "", nil // it parsed when it was cached
+		}
+		out, _, err := e.run(parent, unsafe.String(unsafe.SliceData(prog), len(prog)), values, false, abi.FlagProgram)
+		if !errors.Is(err, errBadProgram) {
+			return out, err
+		}
+		// Never so unless the cache was corrupted: parse it again.
+		e.programs.remove(key)
+		slog.ErrorContext(parent, "wasm cached program rejected", "err", err)
+	}
+	out, prog, err := e.run(parent, template, values, checkOnly, abi.FlagEmitProgram)
+	if prog != nil {
+		e.programs.add(key, prog)
+	}
+	return out, err
+}
+
+// maxProgramBytes bounds a program the host accepts from the guest for
+// its cache, as a multiple of the template's length (an encoded
+// program is about as long as its template).
+func maxProgramBytes(templateLen int) int { return 4*templateLen + 256 }
+
+// run is one evaluation in one instance: src is the template, or its
+// program with abi.FlagProgram. With abi.FlagEmitProgram, it also
+// returns the template's program when it parsed.
+func (e *Engine) run(parent context.Context, src string, values []byte, checkOnly bool, flags uint32) (_ string, program []byte, _ error) {
 	inst, err := e.acquire(parent)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	defer inst.close()
+	reusable := false
+	defer func() { e.release(inst, reusable) }()
 	ctx, cancel := context.WithTimeoutCause(parent, e.cfg.Timeout, errEvalTimeout)
 	defer cancel()
 
-	stack := make([]uint64, 4)
-	stack[0] = uint64(len(template) + len(values))
+	stack := inst.stack
+	stack[0] = uint64(len(src) + len(values))
 	if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
-		return "", e.classify(parent, ctx, inst, err)
+		return "", nil, e.classify(parent, ctx, inst, err)
 	}
 	addr := uint32(stack[0])
 	mem := inst.mod.Memory()
-	if !mem.WriteString(addr, template) || !mem.Write(addr+uint32(len(template)), values) {
-		return "", fmt.Errorf("%w: input buffer out of range", ErrGuest)
+	if !mem.WriteString(addr, src) || !mem.Write(addr+uint32(len(src)), values) {
+		return "", nil, fmt.Errorf("%w: input buffer out of range", ErrGuest)
 	}
 	var fn api.Function
 	if checkOnly {
 		fn = inst.check
-		stack[0], stack[1] = uint64(len(template)), uint64(e.cfg.MaxDepth)
+		stack[0], stack[1], stack[2] = uint64(len(src)), uint64(e.cfg.MaxDepth), uint64(flags)
 	} else {
 		fn = inst.render
-		stack[0], stack[1], stack[2], stack[3] = uint64(len(template)), uint64(len(values)), uint64(e.cfg.MaxDepth), uint64(e.cfg.MaxOutputBytes)
+		stack[0], stack[1], stack[2], stack[3], stack[4] = uint64(len(src)), uint64(len(values)), uint64(e.cfg.MaxDepth), uint64(e.cfg.MaxOutputBytes), uint64(flags)
 	}
 	if err := fn.CallWithStack(ctx, stack); err != nil {
-		return "", e.classify(parent, ctx, inst, err)
+		return "", nil, e.classify(parent, ctx, inst, err)
 	}
 	status := abi.Status(stack[0])
 	if err := inst.result.CallWithStack(ctx, stack); err != nil {
-		return "", e.classify(parent, ctx, inst, err)
+		return "", nil, e.classify(parent, ctx, inst, err)
 	}
 	res, ok := mem.Read(uint32(stack[0]>>32), uint32(stack[0]))
 	if !ok {
-		return "", fmt.Errorf("%w: result out of range", ErrGuest)
+		return "", nil, fmt.Errorf("%w: result out of range", ErrGuest)
 	}
+	if flags&abi.FlagEmitProgram != 0 {
+		if err := inst.program.CallWithStack(ctx, stack); err != nil {
+			return "", nil, e.classify(parent, ctx, inst, err)
+		}
+		if n := uint32(stack[0]); n > 0 && int(n) <= maxProgramBytes(len(src)) {
+			if p, ok := mem.Read(uint32(stack[0]>>32), n); ok {
+				program = bytes.Clone(p)
+			}
+		}
+	}
+	// Every call returned: the instance may be reset and used again.
+	reusable = true
 	switch status {
 	case abi.StatusOK:
-		return string(res), nil
+		return string(res), program, nil
 	case abi.StatusSyntax:
 		if len(res) < abi.SyntaxHeader {
-			return "", fmt.Errorf("%w: short syntax error result", ErrGuest)
+			return "", nil, fmt.Errorf("%w: short syntax error result", ErrGuest)
 		}
-		return "", &SyntaxError{
+		return "", nil, &SyntaxError{
 			Line:    int(binary.LittleEndian.Uint32(res)),
 			Column:  int(binary.LittleEndian.Uint32(res[4:])),
 			Message: string(res[abi.SyntaxHeader:]),
 		}
 	case abi.StatusTooDeep:
-		return "", fmt.Errorf("%w: %s", ErrTooDeep, res)
+		return "", nil, fmt.Errorf("%w: %s", ErrTooDeep, res)
 	case abi.StatusOutputLarge:
-		return "", fmt.Errorf("%w: %s", ErrOutputTooLarge, res)
+		return "", program, fmt.Errorf("%w: %s", ErrOutputTooLarge, res)
 	case abi.StatusValues:
-		return "", fmt.Errorf("%w: %s", ErrValues, res)
+		return "", program, fmt.Errorf("%w: %s", ErrValues, res)
 	case abi.StatusRender:
-		return "", fmt.Errorf("%w: %s", ErrRender, res)
+		return "", program, fmt.Errorf("%w: %s", ErrRender, res)
+	case abi.StatusProgram:
+		return "", nil, fmt.Errorf("%w: %w: %s", ErrGuest, errBadProgram, res)
 	}
-	return "", fmt.Errorf("%w: status %d: %s", ErrGuest, status, res)
+	return "", nil, fmt.Errorf("%w: status %d: %s", ErrGuest, status, res)
 }
 
 // classify maps a failed call: the caller's context first, then the
@@ -446,14 +639,16 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		close(e.stop)
 		e.wg.Wait()
-		for {
-			select {
-			case inst := <-e.pool:
-				inst.close()
-				continue
-			default:
+		for _, ch := range []chan *instance{e.pool, e.dirty} {
+		drain:
+			for {
+				select {
+				case inst := <-ch:
+					inst.close()
+				default:
+					break drain
+				}
 			}
-			break
 		}
 		err = errors.Join(e.rt.Close(ctx), e.cache.Close(ctx), e.image.close())
 	})
@@ -474,6 +669,12 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		b.buf = append(b.buf, p[:min(n, len(p))]...)
 	}
 	return len(p), nil
+}
+
+func (b *boundedBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = b.buf[:0]
 }
 
 func (b *boundedBuffer) String() string {

@@ -1,6 +1,13 @@
 package wasm
 
-import "github.com/tetratelabs/wazero/experimental"
+import (
+	"errors"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// errNoRestore: this memory cannot be made the image again in place.
+var errNoRestore = errors.New("memory cannot be restored in place")
 
 var _ experimental.MemoryAllocator = (*image)(nil)
 

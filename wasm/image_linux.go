@@ -1,6 +1,8 @@
 package wasm
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -17,6 +19,7 @@ import (
 type image struct {
 	fd   int
 	size int
+	pm   *pagemap // nil when /proc/self/pagemap cannot be read: no restore
 }
 
 // sysMemfdCreate is memfd_create's number (package syscall predates it).
@@ -35,7 +38,22 @@ func newImage(snapshot []byte) (*image, error) {
 		}
 		b = b[n:]
 	}
-	return &image{fd: fd, size: len(snapshot)}, nil
+	im := &image{fd: fd, size: len(snapshot)}
+	if pm, err := openPagemap(); err == nil {
+		im.pm = pm
+	}
+	return im, nil
+}
+
+// restore makes an instance's memory the image again (see
+// pagemap.restore); it fails for a memory that is not a mapping of the
+// image, or when the pagemap cannot be read.
+func (im *image) restore(lm experimental.LinearMemory, snapshot, scratch []byte) (int, error) {
+	m, ok := lm.(*mappedMemory)
+	if !ok || im.pm == nil || m.buf == nil {
+		return 0, errNoRestore
+	}
+	return im.pm.restore(m, snapshot, scratch)
 }
 
 // memfd returns an anonymous file: a memfd, or an unlinked temporary
@@ -92,9 +110,66 @@ func (im *image) copyMemory(max uint64) experimental.LinearMemory {
 	return &slicedMemory{buf: buf, max: max}
 }
 
-func (im *image) close() error { return syscall.Close(im.fd) }
+func (im *image) close() error {
+	err := syscall.Close(im.fd)
+	if im.pm != nil {
+		err = errors.Join(err, im.pm.close())
+	}
+	return err
+}
 
 type mappedMemory struct{ buf []byte }
+
+// Bits of a /proc/self/pagemap entry (Documentation/admin-guide/mm/pagemap.rst).
+const (
+	pagemapPresent = 1 << 63
+	pagemapSwapped = 1 << 62
+	pagemapFile    = 1 << 61 // a page of the file (or shared anonymous)
+)
+
+// pagemap is /proc/self/pagemap, opened once by newResetter.
+type pagemap struct{ f *os.File }
+
+func openPagemap() (*pagemap, error) {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return nil, err
+	}
+	return &pagemap{f: f}, nil
+}
+
+func (p *pagemap) close() error { return p.f.Close() }
+
+// restore makes the first len(snapshot) bytes of m equal to snapshot
+// again, copying back only the pages an evaluation wrote: those that
+// are no longer the image's (copied on write, so anonymous, present or
+// swapped out). A page still mapped from the image, or never touched,
+// reads as the image, which nothing writes. It returns how many pages
+// it copied. entries is scratch space.
+func (p *pagemap) restore(m *mappedMemory, snapshot []byte, entries []byte) (int, error) {
+	ps := os.Getpagesize()
+	if len(snapshot) > len(m.buf) || len(snapshot)%ps != 0 {
+		return 0, fmt.Errorf("snapshot of %d bytes, memory of %d", len(snapshot), len(m.buf))
+	}
+	pages := len(snapshot) / ps
+	if len(entries) < 8*pages {
+		return 0, fmt.Errorf("pagemap scratch too small")
+	}
+	entries = entries[:8*pages]
+	off := int64(uintptr(unsafe.Pointer(&m.buf[0]))/uintptr(ps)) * 8
+	if n, err := p.f.ReadAt(entries, off); err != nil || n != len(entries) {
+		return 0, fmt.Errorf("read pagemap: %d bytes, %v", n, err)
+	}
+	copied := 0
+	for i := range pages {
+		e := binary.LittleEndian.Uint64(entries[8*i:])
+		if e&pagemapSwapped != 0 || (e&pagemapPresent != 0 && e&pagemapFile == 0) {
+			copy(m.buf[i*ps:(i+1)*ps], snapshot[i*ps:(i+1)*ps])
+			copied++
+		}
+	}
+	return copied, nil
+}
 
 func (m *mappedMemory) Reallocate(size uint64) []byte {
 	if size > uint64(len(m.buf)) {

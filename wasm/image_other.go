@@ -18,3 +18,8 @@ func (im *image) Allocate(_, max uint64) experimental.LinearMemory {
 }
 
 func (im *image) close() error { return nil }
+
+// restore is not implemented here: instances are used once.
+func (im *image) restore(experimental.LinearMemory, []byte, []byte) (int, error) {
+	return 0, errNoRestore
+}

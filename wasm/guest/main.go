@@ -21,8 +21,9 @@ import (
 func main() {}
 
 var (
-	input  []byte // written by the host
-	result []byte // read by the host
+	input   []byte // written by the host
+	result  []byte // read by the host
+	program []byte // read by the host (abi.FlagEmitProgram)
 )
 
 //go:wasmexport pictor_alloc
@@ -42,23 +43,31 @@ func resultAddr() uint64 {
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(result))))<<32 | uint64(len(result))
 }
 
+//go:wasmexport pictor_program
+func programAddr() uint64 {
+	if len(program) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(program))))<<32 | uint64(len(program))
+}
+
 //go:wasmexport pictor_check
-func check(templateLen, maxDepth uint32) (status abi.Status) {
+func check(templateLen, maxDepth, flags uint32) (status abi.Status) {
 	defer recoverInternal(&status)
 	if int(templateLen) > len(input) {
 		return fail(abi.StatusInternal, errors.New("template length out of range"))
 	}
-	_, err := hbs.Parse(string(input[:templateLen]), int(maxDepth))
+	_, err := load(input[:templateLen], maxDepth, flags)
 	return done(err)
 }
 
 //go:wasmexport pictor_render
-func render(templateLen, valuesLen, maxDepth, maxOutput uint32) (status abi.Status) {
+func render(templateLen, valuesLen, maxDepth, maxOutput, flags uint32) (status abi.Status) {
 	defer recoverInternal(&status)
 	if uint64(templateLen)+uint64(valuesLen) > uint64(len(input)) {
 		return fail(abi.StatusInternal, errors.New("lengths out of range"))
 	}
-	tpl, err := hbs.Parse(string(input[:templateLen]), int(maxDepth))
+	tpl, err := load(input[:templateLen], maxDepth, flags)
 	if err != nil {
 		return done(err)
 	}
@@ -73,6 +82,19 @@ func render(templateLen, valuesLen, maxDepth, maxOutput uint32) (status abi.Stat
 	}
 	result = unsafe.Slice(unsafe.StringData(out), len(out))
 	return abi.StatusOK
+}
+
+// load parses a template, or decodes its program (abi.FlagProgram),
+// and encodes the program for the host when asked to.
+func load(src []byte, maxDepth, flags uint32) (*hbs.Template, error) {
+	if flags&abi.FlagProgram != 0 {
+		return hbs.DecodeProgram(src, int(maxDepth))
+	}
+	tpl, err := hbs.Parse(string(src), int(maxDepth))
+	if err == nil && flags&abi.FlagEmitProgram != 0 {
+		program = tpl.Encode(make([]byte, 0, len(src)))
+	}
+	return tpl, err
 }
 
 func done(err error) abi.Status {
@@ -95,6 +117,8 @@ func done(err error) abi.Status {
 		return fail(abi.StatusValues, err)
 	case errors.As(err, &re):
 		return fail(abi.StatusRender, err)
+	case errors.Is(err, hbs.ErrProgram):
+		return fail(abi.StatusProgram, err)
 	}
 	return fail(abi.StatusInternal, err)
 }

@@ -3,19 +3,33 @@
 // status codes they return.
 //
 // Protocol, one evaluation per instance: the host calls Alloc(n) and
-// writes the template followed by the values at the returned address,
-// then Check or Render with the lengths and limits. The guest answers a
-// Status and leaves its result at Result (address<<32 | length): the
+// writes the template (or the template's compiled program, with
+// FlagProgram) followed by the values at the returned address, then
+// Check or Render with the lengths, limits and flags. The guest answers
+// a Status and leaves its result at Result (address<<32 | length): the
 // output for StatusOK, for StatusSyntax a SyntaxResult, for the other
-// errors a message.
+// errors a message. With FlagEmitProgram, once the template parsed, the
+// guest also leaves its compiled program at Program (a length of 0 when
+// it did not parse); the host caches it and passes it back, with
+// FlagProgram, instead of the template, and the guest decodes it as
+// untrusted input (StatusProgram when it is not a valid program).
 package abi
 
 // The guest's exports.
 const (
-	ExportAlloc  = "pictor_alloc"  // (n u32) -> addr u32
-	ExportCheck  = "pictor_check"  // (templateLen, maxDepth u32) -> Status
-	ExportRender = "pictor_render" // (templateLen, valuesLen, maxDepth, maxOutput u32) -> Status
-	ExportResult = "pictor_result" // () -> addr<<32 | len u64
+	ExportAlloc   = "pictor_alloc"   // (n u32) -> addr u32
+	ExportCheck   = "pictor_check"   // (templateLen, maxDepth, flags u32) -> Status
+	ExportRender  = "pictor_render"  // (templateLen, valuesLen, maxDepth, maxOutput, flags u32) -> Status
+	ExportResult  = "pictor_result"  // () -> addr<<32 | len u64
+	ExportProgram = "pictor_program" // () -> addr<<32 | len u64
+)
+
+// Flags of Check and Render.
+const (
+	// FlagProgram: the input is a compiled program, not a template.
+	FlagProgram uint32 = 1 << iota
+	// FlagEmitProgram: leave the parsed template's program at Program.
+	FlagEmitProgram
 )
 
 // Status is what Check and Render return.
@@ -29,6 +43,7 @@ const (
 	StatusValues      Status = 4
 	StatusRender      Status = 5 // handlebars.js would throw: a missing helper or partial...
 	StatusInternal    Status = 6 // a bug in the guest (a recovered panic)
+	StatusProgram     Status = 7 // the compiled program passed with FlagProgram is invalid
 )
 
 // A syntax error's result: line and column as little-endian uint32s,
