@@ -20,13 +20,41 @@ type CheckResult struct {
 	Pass     bool
 }
 
-// Checks returns the targets of issue 3: a warm render under 150 ms at
-// the median, and at least five times the throughput of a cold
-// Chromium per image.
+// Checks returns the targets: of issue 3, a warm render under 150 ms at
+// the median and at least five times the throughput of a cold Chromium
+// per image; of the edge, a hot image served at least as fast as nginx
+// serves the file (throughput and p99), half of nginx's throughput over
+// 10,000 images drawn by Zipf, and a GET-time resize within 1.5× of a
+// vipsthumbnail process.
 func Checks() []Check {
 	return []Check{
 		latencyBelow("render-card/sequential", 0.50, 150*time.Millisecond),
 		rateRatioAtLeast("render-card/pool-full", "chromium-cli", []string{"chromium-cli/sequential", "chromium-cli/parallel"}, 5),
+		rateRatioCheck("hot-image/pictor", "nginx", []string{"hot-image/nginx"}, 1, "%.2f"),
+		quantileRatioAtMost("hot-image/pictor", "hot-image/nginx", 0.99, 1),
+		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.5, "%.2f"),
+		quantileRatioAtMost("resize/pictor", "resize/vipsthumbnail", 0.50, 1.5),
+	}
+}
+
+// quantileRatioAtMost checks the quantile q of a result's latency is at
+// most factor times the baseline's.
+func quantileRatioAtMost(name, baseline string, q, factor float64) Check {
+	pname := fmt.Sprintf("p%g", q*100)
+	return Check{
+		Name: fmt.Sprintf("%s %s ≤ %g× %s's", name, pname, factor, baseline),
+		Eval: func(find func(string) *Result) (string, bool, bool) {
+			r, b := find(name), find(baseline)
+			if r == nil || b == nil {
+				return "", false, false
+			}
+			if r.Latency.Count() == 0 || b.Latency.Count() == 0 {
+				return "no successful requests to compare", false, true
+			}
+			v, bv := r.Latency.Quantile(q), b.Latency.Quantile(q)
+			ratio := v.Seconds() / bv.Seconds()
+			return fmt.Sprintf("%.2f× (%s %s ÷ %s)", ratio, pname, formatLatency(v), formatLatency(bv)), ratio <= factor, true
+		},
 	}
 }
 
@@ -52,6 +80,11 @@ func latencyBelow(name string, q float64, limit time.Duration) Check {
 // rateRatioAtLeast checks a result's rate is at least factor times the
 // best rate among the baselines that ran (what is called).
 func rateRatioAtLeast(name, what string, baselines []string, factor float64) Check {
+	return rateRatioCheck(name, what, baselines, factor, "%.1f")
+}
+
+// rateRatioCheck is rateRatioAtLeast with the ratio printed in format.
+func rateRatioCheck(name, what string, baselines []string, factor float64, format string) Check {
 	return Check{
 		Name: fmt.Sprintf("%s throughput ≥ %g× %s", name, factor, what),
 		Eval: func(find func(string) *Result) (string, bool, bool) {
@@ -69,7 +102,7 @@ func rateRatioAtLeast(name, what string, baselines []string, factor float64) Che
 				return fmt.Sprintf("%s had no successful requests", best.Name), false, true
 			}
 			ratio := r.Rate() / best.Rate()
-			return fmt.Sprintf("%.1f× (%s %ss/s ÷ %s %ss/s of %s)", ratio,
+			return fmt.Sprintf(format+"× (%s %ss/s ÷ %s %ss/s of %s)", ratio,
 				formatRate(r.Rate()), r.Unit, formatRate(best.Rate()), best.Unit, best.Name), ratio >= factor, true
 		},
 	}

@@ -30,6 +30,12 @@ type Config struct {
 	CLIParallel int
 	// StartTimeout bounds how long `pictor serve` may take to come up.
 	StartTimeout time.Duration
+	// EdgeClients is how many keep-alive connections the edge scenarios
+	// (hot-image, zipf-10k) keep busy, on Pictor and nginx alike.
+	EdgeClients int
+	// Rounds is how many interleaved rounds a comparison with a baseline
+	// is split into (Duration in total per side).
+	Rounds int
 }
 
 // DefaultConfig returns the defaults of `make bench`.
@@ -43,6 +49,8 @@ func DefaultConfig() Config {
 		PoolSize:     runtime.NumCPU(),
 		CLIParallel:  2,
 		StartTimeout: time.Minute,
+		EdgeClients:  32,
+		Rounds:       4,
 	}
 }
 
@@ -63,6 +71,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--pool-size %d: want 1 to 64", c.PoolSize)
 	case c.CLIParallel < 1 || c.CLIParallel > 64:
 		return fmt.Errorf("--cli-parallel %d: want 1 to 64", c.CLIParallel)
+	case c.EdgeClients < 1 || c.EdgeClients > 4096:
+		return fmt.Errorf("--edge-clients %d: want 1 to 4096", c.EdgeClients)
+	case c.Rounds < 1 || c.Rounds > 100:
+		return fmt.Errorf("--rounds %d: want 1 to 100", c.Rounds)
 	case c.StartTimeout <= 0:
 		return fmt.Errorf("--start-timeout %v: must be positive", c.StartTimeout)
 	}

@@ -167,6 +167,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no pool", func(c *Config) { c.PoolSize = 0 }, "--pool-size"},
 		{"no CLI parallelism", func(c *Config) { c.CLIParallel = 0 }, "--cli-parallel"},
 		{"unknown scenario", func(c *Config) { c.Scenarios = []string{"nginx"} }, "--scenarios"},
+		{"no edge clients", func(c *Config) { c.EdgeClients = 0 }, "--edge-clients"},
+		{"no rounds", func(c *Config) { c.Rounds = 0 }, "--rounds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

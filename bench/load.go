@@ -30,6 +30,9 @@ type Result struct {
 	// CPU is the CPU time the system under test used during the run (all
 	// processes of the server, or of the tool compared); 0 when unknown.
 	CPU time.Duration
+	// Note is what else the scenario observed, for the report's notes
+	// (rates per round, cache hits); "" for nothing.
+	Note string
 }
 
 // CPUPerRequest returns CPU per successful request; 0 when unknown.

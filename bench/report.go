@@ -87,6 +87,11 @@ func (r *Report) Markdown() string {
 	if len(r.Results) > 0 {
 		fmt.Fprintf(&b, "\nreq/s counts successful requests per second of wall time; latencies are of successful requests. Chart: [%s](%s).\n", ChartFile, ChartFile)
 	}
+	if cmp := ComparisonTable(Comparisons(), r.Results); cmp != "" {
+		b.WriteString("\nPictor against its baseline, run interleaved in rounds on the same machine: " +
+			"Pictor's figure divided by the baseline's (req/s above 1× and latencies below 1× favor Pictor).\n\n")
+		b.WriteString(cmp)
+	}
 	if cpu := CPUTable(r.Results); cpu != "" {
 		b.WriteString("\nCPU time of the system under test (`pictor serve` with its Chromium; each CLI Chromium with its helpers) " +
 			"per successful request, and how many cores it kept busy on average. N cores cap a run at N ÷ (CPU per request) requests per second.\n\n")
@@ -107,6 +112,15 @@ func (r *Report) Markdown() string {
 		for _, s := range r.Meta.Scenarios {
 			fmt.Fprintf(&b, "- **%s**: %s\n", s.Name, s.About)
 		}
+	}
+	var notes []string
+	for _, res := range r.Results {
+		if res.Note != "" {
+			notes = append(notes, fmt.Sprintf("- %s: %s\n", cell(res.Name), oneLine(res.Note)))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n## Notes\n\n" + strings.Join(notes, ""))
 	}
 	var errs []string
 	for _, res := range r.Results {

@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
 		}
 		env := &Env{Config: &cfg, Progress: progress}
 		if s.NeedsPictor {
-			if env.Pictor, err = srv.ensure(ctx); err != nil {
+			if env.Pictor, err = srv.ensure(ctx, s.ServeFlags); err != nil {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: not run: %v", s.Name, err))
 				continue
 			}
@@ -97,21 +97,31 @@ func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
 }
 
 // server starts `pictor serve` when a scenario first needs it and stops
-// it when asked; a failed start is not retried.
+// it when asked, or when a scenario needs other serve flags; a failed
+// start is not retried with the same flags.
 type server struct {
 	cfg      *Config
 	progress *Progress
 	rep      *Report
 	log      *os.File
 	running  *Pictor
+	flags    []string // the scenario flags running (or failing) has
 	startErr error
 }
 
-func (s *server) ensure(ctx context.Context) (*Pictor, error) {
-	if s.running != nil || s.startErr != nil {
+func (s *server) ensure(ctx context.Context, flags []string) (*Pictor, error) {
+	if (s.running != nil || s.startErr != nil) && slices.Equal(s.flags, flags) {
 		return s.running, s.startErr
 	}
-	var extra []string
+	s.stop()
+	s.flags, s.startErr = flags, nil
+	for _, f := range flags {
+		if name, ok := strings.CutPrefix(f, "--"); ok && !ServeHasFlag(ctx, s.cfg.Pictor, name) {
+			s.startErr = fmt.Errorf("%s serve has no %s", s.cfg.Pictor, f)
+			return nil, s.startErr
+		}
+	}
+	extra := slices.Clone(flags)
 	if ServeHasFlag(ctx, s.cfg.Pictor, "render-tabs") {
 		extra = append(extra, "--render-tabs", strconv.Itoa(s.cfg.PoolSize))
 	} else if s.cfg.PoolSize != runtime.NumCPU() {

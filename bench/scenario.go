@@ -18,6 +18,10 @@ type Scenario struct {
 	About string
 	// NeedsPictor starts `pictor serve` before Run, in Env.Pictor.
 	NeedsPictor bool
+	// ServeFlags are extra flags of the `pictor serve` it needs (a small
+	// memory cache, say); scenarios with the same flags share a server,
+	// others get a fresh one.
+	ServeFlags []string
 	// Run measures.
 	Run func(ctx context.Context, env *Env) ([]*Result, error)
 }
@@ -33,9 +37,11 @@ type Env struct {
 	Progress *Progress
 }
 
-// Scenarios returns every scenario, in the order they run by default.
+// Scenarios returns every scenario, in the order they run by default:
+// those sharing the default server first, the baseline needing no server
+// last, so that it runs on a quiet machine.
 func Scenarios() []Scenario {
-	return []Scenario{renderCardScenario(), chromiumCLIScenario()}
+	return []Scenario{renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), chromiumCLIScenario()}
 }
 
 // Select returns the scenarios named, in the order named; no names

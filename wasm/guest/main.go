@@ -20,10 +20,14 @@ import (
 // main is not run: a reactor's runtime starts in _initialize.
 func main() {}
 
+// inputBuffer is where the host writes inputs up to its size (see
+// abi.ExportInput).
+var inputBuffer = make([]byte, 64<<10)
+
 var (
-	input   []byte // written by the host
-	result  []byte // read by the host
-	program []byte // read by the host (abi.FlagEmitProgram)
+	input   = inputBuffer // written by the host
+	result  []byte        // read by the host
+	program []byte        // read by the host (abi.FlagEmitProgram)
 )
 
 //go:wasmexport pictor_alloc
@@ -41,6 +45,11 @@ func resultAddr() uint64 {
 		return 0
 	}
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(result))))<<32 | uint64(len(result))
+}
+
+//go:wasmexport pictor_input
+func inputAddr() uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(inputBuffer))))<<32 | uint64(len(inputBuffer))
 }
 
 //go:wasmexport pictor_program
@@ -71,7 +80,11 @@ func render(templateLen, valuesLen, maxDepth, maxOutput, flags uint32) (status a
 	if err != nil {
 		return done(err)
 	}
-	values, err := hbs.ParseValues(input[templateLen:templateLen+valuesLen], int(maxDepth))
+	parseValues := hbs.ParseValues
+	if flags&abi.FlagBinaryValues != 0 {
+		parseValues = hbs.DecodeValues
+	}
+	values, err := parseValues(input[templateLen:templateLen+valuesLen], int(maxDepth))
 	if err != nil {
 		return done(err)
 	}

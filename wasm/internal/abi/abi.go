@@ -22,6 +22,10 @@ const (
 	ExportRender  = "pictor_render"  // (templateLen, valuesLen, maxDepth, maxOutput, flags u32) -> Status
 	ExportResult  = "pictor_result"  // () -> addr<<32 | len u64
 	ExportProgram = "pictor_program" // () -> addr<<32 | len u64
+	// ExportInput is the guest's input buffer, allocated when it starts
+	// (so in the snapshot): the host writes an input that fits there
+	// without calling Alloc.
+	ExportInput = "pictor_input" // () -> addr<<32 | cap u64
 )
 
 // Flags of Check and Render.
@@ -30,6 +34,9 @@ const (
 	FlagProgram uint32 = 1 << iota
 	// FlagEmitProgram: leave the parsed template's program at Program.
 	FlagEmitProgram
+	// FlagBinaryValues: the values are in hbs.EncodeValues's binary
+	// form, not JSON.
+	FlagBinaryValues
 )
 
 // Status is what Check and Render return.

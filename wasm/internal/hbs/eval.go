@@ -23,7 +23,7 @@ func (t *Template) Render(root Value, maxOutput int) (out string, err error) {
 			out, err = "", a.err
 		}
 	}()
-	r := &renderer{max: maxOutput, useDepths: t.useDepths}
+	r := &renderer{max: maxOutput, useDepths: t.useDepths, out: make([]byte, 0, min(t.sizeHint, maxOutput))}
 	data := &frame{root: root, set: hasRoot}
 	r.program(t.prog, root, data, nil, &scope{depths: &depth{v: root}})
 	return string(r.out), nil
@@ -64,7 +64,7 @@ func (r *renderer) writeValue(v Value, escaped bool) {
 	case Undefined, Null:
 		return
 	case String:
-		if escaped {
+		if escaped && v.num != plainString {
 			r.escape(v.str)
 		} else {
 			r.write(v.str)

@@ -2,7 +2,9 @@ package hbs
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -107,6 +109,140 @@ func FuzzParseValues(f *testing.F) {
 		}
 		if v.Kind() != Object {
 			t.Fatalf("ParseValues(%q) is a %v, not an object", data, v.Kind())
+		}
+		_ = v.toString()
+	})
+}
+
+// programTemplates are templates for the program round trip tests.
+var programTemplates = []string{
+	"", "plain", "{{a}}", "{{{a}}}{{&b}}", "{{#each a as |x i|}}{{x}}{{i}}{{@index}}{{../b}}{{else}}none{{/each}}",
+	"{{#if a}}x{{else if b}}y{{else}}z{{/if}}", "{{lookup a (lookup b 1) k=\"v\" n=1.5 t=true u=null}}",
+	"{{! c }}{{!-- d --}}", "{{> p x=1}}{{> (name) a}}", "{{{{raw}}}}{{x}}{{{{/raw}}}}", "  {{~#with a~}}\n  {{b.[c d]}}\n{{~/with}}",
+	"{{@root.a}}{{this.b}}{{./c}}{{^a}}inv{{/a}}", "{{\"str\" 1 false}}{{123}}",
+}
+
+// TestProgramRoundTrip: a decoded program renders as the parsed
+// template, and encodes to the same bytes.
+func TestProgramRoundTrip(t *testing.T) {
+	values, err := ParseValues([]byte(`{"a":[1,{"b":2}],"b":"x<y","c":{"d":true}}`), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range programTemplates {
+		t.Run(src, func(t *testing.T) {
+			tpl, err := Parse(src, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc := tpl.Encode(nil)
+			dec, err := DecodeProgram(enc, 64)
+			if err != nil {
+				t.Fatalf("DecodeProgram: %v", err)
+			}
+			if again := dec.Encode(nil); string(again) != string(enc) {
+				t.Fatalf("re-encoded program differs:\n%q\n%q", enc, again)
+			}
+			want, werr := tpl.Render(values, 1<<20)
+			got, gerr := dec.Render(values, 1<<20)
+			if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+				t.Fatalf("decoded program renders %q, %v; parsed %q, %v", got, gerr, want, werr)
+			}
+			// Every truncation is rejected.
+			for i := range enc {
+				if _, err := DecodeProgram(enc[:i], 64); !errors.Is(err, ErrProgram) {
+					t.Fatalf("DecodeProgram of %d of %d bytes = %v, want ErrProgram", i, len(enc), err)
+				}
+			}
+		})
+	}
+}
+
+// TestProgramDepth: a program nested deeper than the limit is rejected.
+func TestProgramDepth(t *testing.T) {
+	src := strings.Repeat("{{#if a}}", 10) + strings.Repeat("{{/if}}", 10)
+	tpl, err := Parse(src, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := tpl.Encode(nil)
+	if _, err := DecodeProgram(enc, 10); err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	if _, err := DecodeProgram(enc, 8); !errors.Is(err, ErrProgram) {
+		t.Fatalf("past the limit: %v, want ErrProgram", err)
+	}
+}
+
+// FuzzDecodeProgram: any bytes decode to a program that renders, or
+// fail with ErrProgram; never a panic.
+func FuzzDecodeProgram(f *testing.F) {
+	for _, src := range programTemplates {
+		tpl, err := Parse(src, 64)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(tpl.Encode(nil))
+	}
+	values, _ := ParseValues([]byte(`{"a":[1,{"b":2}],"b":"x"}`), 64)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tpl, err := DecodeProgram(b, 16)
+		if err != nil {
+			if !errors.Is(err, ErrProgram) {
+				t.Fatalf("DecodeProgram = %v", err)
+			}
+			return
+		}
+		_, err = tpl.Render(values, 1<<16)
+		var re *RenderError
+		if err != nil && !errors.As(err, &re) && !errors.Is(err, ErrOutputTooLarge) {
+			t.Fatalf("Render = %v", err)
+		}
+	})
+}
+
+// TestValuesBinary: values through EncodeValues and DecodeValues render
+// as the JSON ones.
+func TestValuesBinary(t *testing.T) {
+	tpl, err := Parse(`{{#each this}}{{@key}}={{this}};{{/each}}{{b}}{{{b}}}{{a.length}}{{c.[1]}}`, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, js := range []string{`{}`, `{"a":[1,2.5,-0,true,null,"é"],"b":"<&>\"'=` + "`" + `","c":{"2":"x","1":"y","z":{}},"a":[3]}`,
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13}`} {
+		v, err := ParseValues([]byte(js), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := EncodeValues(nil, v)
+		dv, err := DecodeValues(enc, 64)
+		if err != nil {
+			t.Fatalf("DecodeValues(%s): %v", js, err)
+		}
+		want, _ := tpl.Render(v, 1<<20)
+		got, _ := tpl.Render(dv, 1<<20)
+		if got != want {
+			t.Fatalf("%s: binary values render %q, JSON %q", js, got, want)
+		}
+		for i := range enc {
+			if _, err := DecodeValues(enc[:i], 64); !errors.Is(err, ErrValues) {
+				t.Fatalf("DecodeValues of %d of %d bytes = %v, want ErrValues", i, len(enc), err)
+			}
+		}
+	}
+}
+
+// FuzzDecodeValues: any bytes are values, ErrValues or ErrTooDeep.
+func FuzzDecodeValues(f *testing.F) {
+	v, _ := ParseValues([]byte(`{"a":[1,{"b":2}],"b":"x<"}`), 64)
+	f.Add(EncodeValues(nil, v))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := DecodeValues(b, 16)
+		if err != nil {
+			if !errors.Is(err, ErrValues) && !errors.Is(err, ErrTooDeep) {
+				t.Fatalf("DecodeValues = %v", err)
+			}
+			return
 		}
 		_ = v.toString()
 	})

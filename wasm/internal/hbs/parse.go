@@ -16,6 +16,7 @@ import (
 type Template struct {
 	prog      *ast.Program
 	useDepths bool
+	sizeHint  int // the output buffer's initial capacity
 }
 
 // Parse parses src. A template nested deeper than maxDepth (blocks,
@@ -32,7 +33,7 @@ func Parse(src string, maxDepth int) (*Template, error) {
 	if err != nil {
 		return nil, locate(src, err)
 	}
-	return &Template{prog: prog, useDepths: usesDepths(prog)}, nil
+	return &Template{prog: prog, useDepths: usesDepths(prog), sizeHint: 2*len(src) + 1024}, nil
 }
 
 // usesDepths reports whether a template has ../ paths: handlebars.js

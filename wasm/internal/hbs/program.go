@@ -18,9 +18,13 @@ import (
 // DecodeProgram checks every length, count, tag and the nesting, and
 // rejects what Encode could not have produced with ErrProgram.
 //
-// Layout: the magic, then the root program. A node is a tag byte and
-// its fields; counts and lengths are uvarints, strings are a length and
-// bytes, numbers IEEE 754 bits little-endian.
+// Layout: the magic, a flag byte (1: the template has ../ paths), the
+// numbers of programs, contents, mustaches, blocks, expressions, paths,
+// node slots (statements and parameters) and strings of block
+// parameters and path parts (so that decoding allocates each kind
+// once), then the root program. A node is a tag byte and its fields;
+// counts and lengths are uvarints, strings are a length and bytes,
+// numbers IEEE 754 bits little-endian.
 const programMagic = "hbs\x01"
 
 // ErrProgram reports a program DecodeProgram rejects.
@@ -48,7 +52,69 @@ const maxPathDepth = 1 << 20
 // Encode appends t's program to b.
 func (t *Template) Encode(b []byte) []byte {
 	b = append(b, programMagic...)
+	b = append(b, boolByte(t.useDepths))
+	var c slabCounts
+	c.walk(t.prog)
+	for _, n := range c {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
 	return encodeProgram(b, t.prog)
+}
+
+// slabCounts: programs, contents, mustaches, blocks, expressions,
+// paths, node slots, strings.
+type slabCounts [8]int
+
+func (c *slabCounts) walk(n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Program:
+		if n == nil {
+			return
+		}
+		c[0]++
+		c[6] += len(n.Body)
+		c[7] += len(n.BlockParams)
+		for _, s := range n.Body {
+			c.walk(s)
+		}
+	case *ast.ContentStatement:
+		c[1]++
+	case *ast.MustacheStatement:
+		c[2]++
+		c.walk(n.Expression)
+	case *ast.BlockStatement:
+		c[3]++
+		c.walk(n.Expression)
+		c.walk(n.Program)
+		c.walk(n.Inverse)
+	case *ast.PartialStatement:
+		c.walk(n.Name)
+		c[6] += len(n.Params)
+		for _, p := range n.Params {
+			c.walk(p)
+		}
+		c.walk(n.Hash)
+	case *ast.Expression:
+		c[4]++
+		c.walk(n.Path)
+		c[6] += len(n.Params)
+		for _, p := range n.Params {
+			c.walk(p)
+		}
+		c.walk(n.Hash)
+	case *ast.SubExpression:
+		c.walk(n.Expression)
+	case *ast.Hash:
+		if n == nil {
+			return
+		}
+		for _, p := range n.Pairs {
+			c.walk(p.Val)
+		}
+	case *ast.PathExpression:
+		c[5]++
+		c[7] += len(n.Parts)
+	}
 }
 
 func encodeString(b []byte, s string) []byte {
@@ -157,6 +223,28 @@ func DecodeProgram(b []byte, maxDepth int) (t *Template, err error) {
 		return nil, fmt.Errorf("%w: bad magic", ErrProgram)
 	}
 	d := &progDecoder{b: b, pos: len(programMagic), maxDepth: maxDepth + 1}
+	useDepths := d.flag()
+	var c slabCounts
+	total := 0
+	for i := range c {
+		c[i] = d.count()
+		total += c[i]
+	}
+	// Every item counted takes at least a byte of its own.
+	if d.err == nil && total > len(b)-d.pos {
+		d.fail("%d items counted in %d bytes", total, len(b)-d.pos)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	d.programs = make([]ast.Program, c[0])
+	d.contents = make([]ast.ContentStatement, c[1])
+	d.mustaches = make([]ast.MustacheStatement, c[2])
+	d.blocks = make([]ast.BlockStatement, c[3])
+	d.exprs = make([]ast.Expression, c[4])
+	d.paths = make([]ast.PathExpression, c[5])
+	d.nodes = make([]ast.Node, c[6])
+	d.strs = make([]string, c[7])
 	prog, ok := d.program(0)
 	switch {
 	case d.err != nil:
@@ -166,7 +254,7 @@ func DecodeProgram(b []byte, maxDepth int) (t *Template, err error) {
 	case d.pos != len(b):
 		return nil, fmt.Errorf("%w: %d bytes after the program", ErrProgram, len(b)-d.pos)
 	}
-	return &Template{prog: prog, useDepths: usesDepths(prog)}, nil
+	return &Template{prog: prog, useDepths: useDepths, sizeHint: 2*len(b) + 1024}, nil
 }
 
 type progDecoder struct {
@@ -174,6 +262,39 @@ type progDecoder struct {
 	pos      int
 	maxDepth int
 	err      error
+
+	// Slabs the nodes are taken from, sized by the header.
+	programs  []ast.Program
+	contents  []ast.ContentStatement
+	mustaches []ast.MustacheStatement
+	blocks    []ast.BlockStatement
+	exprs     []ast.Expression
+	paths     []ast.PathExpression
+	nodes     []ast.Node
+	strs      []string
+}
+
+// take returns a pointer to the next element of *slab, or to a spare
+// one (and fails) when the header counted too few.
+func take[T any](d *progDecoder, slab *[]T) *T {
+	if len(*slab) == 0 {
+		d.fail("more nodes than counted")
+		return new(T)
+	}
+	p := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return p
+}
+
+// takeN returns the next n elements of *slab.
+func takeN[T any](d *progDecoder, slab *[]T, n int) []T {
+	if n > len(*slab) {
+		d.fail("more nodes than counted")
+		return make([]T, n)
+	}
+	s := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return s
 }
 
 func (d *progDecoder) fail(format string, args ...any) {
@@ -183,10 +304,7 @@ func (d *progDecoder) fail(format string, args ...any) {
 }
 
 func (d *progDecoder) byte() byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.pos >= len(d.b) {
+	if d.pos >= len(d.b) || d.err != nil {
 		d.fail("truncated")
 		return 0
 	}
@@ -196,7 +314,17 @@ func (d *progDecoder) byte() byte {
 }
 
 func (d *progDecoder) uvarint() uint64 {
-	if d.err != nil {
+	if d.pos < len(d.b) && d.b[d.pos] < 0x80 && d.err == nil {
+		c := d.b[d.pos]
+		d.pos++
+		return uint64(c)
+	}
+	return d.uvarintSlow()
+}
+
+func (d *progDecoder) uvarintSlow() uint64 {
+	if d.err != nil || d.pos >= len(d.b) {
+		d.fail("bad varint")
 		return 0
 	}
 	v, n := binary.Uvarint(d.b[d.pos:])
@@ -262,21 +390,19 @@ func (d *progDecoder) program(depth int) (*ast.Program, bool) {
 		d.fail("programs nest deeper than %d", d.maxDepth)
 		return nil, false
 	}
-	p := &ast.Program{}
+	p := take(d, &d.programs)
 	if n := d.count(); n > 0 {
-		p.BlockParams = make([]string, n)
+		p.BlockParams = takeN(d, &d.strs, n)
 		for i := range p.BlockParams {
 			p.BlockParams[i] = d.string()
 		}
 	}
-	n := d.count()
-	p.Body = make([]ast.Node, 0, n)
-	for range n {
-		s := d.statement(depth + 1)
+	p.Body = takeN(d, &d.nodes, d.count())
+	for i := range p.Body {
+		p.Body[i] = d.statement(depth + 1)
 		if d.err != nil {
 			return nil, false
 		}
-		p.Body = append(p.Body, s)
 	}
 	return p, d.err == nil
 }
@@ -284,15 +410,19 @@ func (d *progDecoder) program(depth int) (*ast.Program, bool) {
 func (d *progDecoder) statement(depth int) ast.Node {
 	switch tag := d.byte(); tag {
 	case tagContent:
-		return &ast.ContentStatement{Value: d.string()}
+		c := take(d, &d.contents)
+		c.Value = d.string()
+		return c
 	case tagComment:
 		return &ast.CommentStatement{}
 	case tagMustache:
-		m := &ast.MustacheStatement{Unescaped: d.flag()}
+		m := take(d, &d.mustaches)
+		m.Unescaped = d.flag()
 		m.Expression = d.expression(depth)
 		return m
 	case tagBlock:
-		bs := &ast.BlockStatement{Expression: d.expression(depth)}
+		bs := take(d, &d.blocks)
+		bs.Expression = d.expression(depth)
 		bs.Program, _ = d.program(depth)
 		bs.Inverse, _ = d.program(depth)
 		return bs
@@ -315,7 +445,7 @@ func (d *progDecoder) statement(depth int) ast.Node {
 }
 
 func (d *progDecoder) expression(depth int) *ast.Expression {
-	e := &ast.Expression{}
+	e := take(d, &d.exprs)
 	switch tag := d.byte(); tag {
 	case tagPath:
 		e.Path = d.path()
@@ -343,13 +473,12 @@ func (d *progDecoder) params(depth int) []ast.Node {
 	if n == 0 {
 		return nil
 	}
-	ps := make([]ast.Node, 0, n)
-	for range n {
-		v := d.value(depth)
+	ps := takeN(d, &d.nodes, n)
+	for i := range ps {
+		ps[i] = d.value(depth)
 		if d.err != nil {
 			return nil
 		}
-		ps = append(ps, v)
 	}
 	return ps
 }
@@ -401,7 +530,8 @@ func (d *progDecoder) path() *ast.PathExpression {
 	if flags > 3 {
 		d.fail("bad path flags")
 	}
-	p := &ast.PathExpression{Data: flags&1 != 0, Scoped: flags&2 != 0}
+	p := take(d, &d.paths)
+	p.Data, p.Scoped = flags&1 != 0, flags&2 != 0
 	depth := d.uvarint()
 	if depth > maxPathDepth {
 		d.fail("path depth %d", depth)
@@ -409,7 +539,7 @@ func (d *progDecoder) path() *ast.PathExpression {
 	p.Depth = int(depth)
 	p.Original = d.string()
 	if n := d.count(); n > 0 {
-		p.Parts = make([]string, n)
+		p.Parts = takeN(d, &d.strs, n)
 		for i := range p.Parts {
 			p.Parts[i] = d.string()
 		}

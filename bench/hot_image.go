@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The hot image: a 600×315 tile (half a social card) as JPEG, the size of
+// a typical thumbnail or avatar an edge serves most.
+const (
+	hotWidth, hotHeight = 600, 315
+	// hotWarmup is how many unmeasured GETs precede the runs on each
+	// server: the edge's L1 admits asynchronously, nginx opens its file
+	// cache.
+	hotWarmup = 2000
+)
+
+func hotImageScenario() Scenario {
+	return Scenario{
+		Name: "hot-image",
+		About: fmt.Sprintf("one %d×%d JPEG hot in the edge's L1 (GET /v1/image/<id>.jpg) versus Debian's nginx serving the same bytes "+
+			"from a file (sendfile, keep-alive, open-file cache, no access log); --edge-clients keep-alive connections, "+
+			"interleaved in --rounds rounds", hotWidth, hotHeight),
+		NeedsPictor: true,
+		Run:         runHotImage,
+	}
+}
+
+func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
+	cfg := env.Config
+	nginxBin, err := ensureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
+	if err != nil {
+		return nil, err
+	}
+	edgeAddr, err := hostPort(env.Pictor.URL)
+	if err != nil {
+		return nil, err
+	}
+	id, err := createImage(ctx, env.Pictor, map[string]any{"html": TileHTML(1, hotWidth, hotHeight, rand.Text()[:8]), "device_scale": 1})
+	if err != nil {
+		return nil, fmt.Errorf("create the hot image: %w", err)
+	}
+	target := "/v1/image/" + id + ".jpg"
+	body, ct, err := fetch(ctx, env.Pictor, target)
+	if err != nil {
+		return nil, err
+	}
+	if ct != "image/jpeg" {
+		return nil, fmt.Errorf("GET %s: Content-Type %q, want image/jpeg", target, ct)
+	}
+	root := filepath.Join(env.WorkDir, "www")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, "hot.jpg"), body, 0o644); err != nil {
+		return nil, err
+	}
+	if err := makeReadable(root); err != nil {
+		return nil, err
+	}
+	nginx, err := startNginx(ctx, env, nginxBin, root)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, nginx.Stop()) }()
+
+	var pictorSet, nginxSet fileSet
+	pictorSet.contentType, nginxSet.contentType = []byte(ct), []byte(ct)
+	pictorSet.add(target, body)
+	nginxSet.add("/hot.jpg", body)
+	if err := checkAll(nginx.Addr, &nginxSet); err != nil {
+		return nil, fmt.Errorf("nginx: %w", err)
+	}
+	hot := func(int) int { return 0 }
+	pictorRun := newGetRun(edgeAddr, cfg.EdgeClients, &pictorSet, hot)
+	defer pictorRun.close()
+	nginxRun := newGetRun(nginx.Addr, cfg.EdgeClients, &nginxSet, hot)
+	defer nginxRun.close()
+	for _, w := range []struct {
+		name string
+		run  *getRun
+	}{{"hot-image/pictor-warm-up", pictorRun}, {"hot-image/nginx-warm-up", nginxRun}} {
+		r, err := Drive(ctx, w.name, "request", Load{Clients: cfg.EdgeClients, Requests: hotWarmup}, env.Progress, w.run.op)
+		if err != nil {
+			return nil, err
+		}
+		if r.Errors > 0 {
+			return nil, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
+		}
+	}
+
+	before, err := scrapeEdge(ctx, env.Pictor)
+	if err != nil {
+		return nil, err
+	}
+	results, err = interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
+		{name: "hot-image/pictor", op: pictorRun.op, cpu: env.Pictor.CPU},
+		{name: "hot-image/nginx", op: nginxRun.op, cpu: nginx.CPU},
+	})
+	if err != nil {
+		return results, err
+	}
+	after, err := scrapeEdge(ctx, env.Pictor)
+	if err != nil {
+		return results, err
+	}
+	results[0].Note = joinNote(fmt.Sprintf("%d-byte JPEG; %v; connections opened %d", len(body), after.sub(before), pictorRun.dials.Load()), results[0].Note)
+	results[1].Note = joinNote(fmt.Sprintf("%s; connections opened %d", firstLineOut(ctx, nginxBin, "-v"), nginxRun.dials.Load()), results[1].Note)
+	return results, nil
+}
+
+// startNginx starts nginx on root, with its files in the work directory.
+func startNginx(ctx context.Context, env *Env, bin, root string) (*Nginx, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(env.WorkDir, "nginx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	env.Progress.Notef("starting %s on %s", bin, addr)
+	return StartNginx(ctx, bin, NginxConfig{Dir: dir, Root: root, Addr: addr}, 30*time.Second)
+}
