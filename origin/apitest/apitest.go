@@ -3,6 +3,7 @@ package apitest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -258,6 +259,30 @@ func WantSize(t testing.TB, img image.Image, w, h int) {
 func WantPixel(t testing.TB, img image.Image, x, y int, want color.NRGBA, tol int) {
 	t.Helper()
 	if got := Pixel(img, x, y); !Near(got, want, tol) {
-		t.Fatalf("pixel (%d,%d) = %v, want %v (±%d)", x, y, got, want, tol)
+		t.Fatalf("pixel (%d,%d) = %v, want %v (±%d); image %v, column %d from the top: %s",
+			x, y, got, want, tol, img.Bounds(), x, columnRuns(img, x))
 	}
+}
+
+// columnRuns describes column x of img as runs of one colour, top to
+// bottom, so that a failed pixel check shows the layout it met.
+func columnRuns(img image.Image, x int) string {
+	b := img.Bounds()
+	if x < b.Min.X || x >= b.Max.X {
+		return "outside the image"
+	}
+	var out strings.Builder
+	start := b.Min.Y
+	for y := b.Min.Y + 1; y <= b.Max.Y; y++ {
+		if y < b.Max.Y && Near(Pixel(img, x, y), Pixel(img, x, start), 8) {
+			continue
+		}
+		if out.Len() > 400 {
+			out.WriteString(" ...")
+			break
+		}
+		fmt.Fprintf(&out, " %d-%d:%v", start, y-1, Pixel(img, x, start))
+		start = y
+	}
+	return out.String()
 }
