@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -94,6 +93,7 @@ type instance struct {
 	clk                                   *clocks
 	stderr                                *boundedBuffer
 	stack                                 []uint64
+	resets                                int // times reset put it back in the snapshot's state
 }
 
 // New compiles the guest (or loads it from Config.CompilationCacheDir)
@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithCloseOnContextDone(os.Getenv("PICTOR_NOCLOSE") == "").
+		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(uint32(cfg.MemoryLimitBytes/pageSize)))
 	if err := e.start(ctx); err != nil {
 		e.rt.Close(ctx)
@@ -164,6 +164,7 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	defer inst.close()
+	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 && e.canReset(inst)
 	input := inst.mod.ExportedFunction(abi.ExportInput)
 	if input == nil {
 		return fmt.Errorf("%w: the guest lacks %s", ErrGuest, abi.ExportInput)
@@ -173,7 +174,6 @@ func (e *Engine) start(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: %w", ErrGuest, abi.ExportInput, err)
 	}
 	e.inAddr, e.inCap = uint32(res[0]>>32), uint32(res[0])
-	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 && e.canReset(inst)
 	return nil
 }
 
@@ -383,6 +383,7 @@ func (e *Engine) reset(inst *instance, scratch []byte) error {
 	inst.clk.wall.Store(e.clocks.wall.Load())
 	inst.clk.mono.Store(e.clocks.mono.Load())
 	inst.stderr.reset()
+	inst.resets++
 	return nil
 }
 
@@ -393,21 +394,6 @@ func (e *Engine) fill() {
 	defer e.wg.Done()
 	scratch := e.resetScratch()
 	for {
-		select {
-		case <-e.stop:
-			return
-		case inst := <-e.dirty:
-			if err := e.reset(inst, scratch); err != nil {
-				inst.close()
-				continue
-			}
-			select {
-			case e.pool <- inst:
-			default:
-				inst.close()
-			}
-		case <-e.wake:
-		}
 		for len(e.pool)+len(e.dirty)+int(e.busy.Load()) < cap(e.pool) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			inst, err := e.instantiate(ctx)
@@ -427,6 +413,21 @@ func (e *Engine) fill() {
 				inst.close()
 			}
 		}
+		select {
+		case <-e.stop:
+			return
+		case inst := <-e.dirty:
+			if err := e.reset(inst, scratch); err != nil {
+				inst.close() // another is made above
+				continue
+			}
+			select {
+			case e.pool <- inst:
+			default:
+				inst.close()
+			}
+		case <-e.wake:
+		}
 	}
 }
 
@@ -434,10 +435,17 @@ func (e *Engine) fill() {
 // The instance goes back with release.
 func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	e.busy.Add(1)
-	select {
-	case inst := <-e.pool:
-		return inst, nil
-	default:
+	for {
+		select {
+		case inst := <-e.pool:
+			if inst.mod.IsClosed() {
+				inst.close()
+				continue
+			}
+			return inst, nil
+		default:
+		}
+		break
 	}
 	inst, err := e.instantiate(ctx)
 	if err != nil {
@@ -622,8 +630,10 @@ func (e *Engine) run(parent context.Context, src string, values []byte, checkOnl
 			}
 		}
 	}
-	// Every call returned: the instance may be reset and used again.
-	reusable = true
+	// Every call returned before the deadline (wazero may close the
+	// instance when it passed during a call): the instance may be reset
+	// and used again.
+	reusable = ctx.Err() == nil
 	switch status {
 	case abi.StatusOK:
 		return string(res), program, nil
