@@ -25,16 +25,17 @@ type CheckResult struct {
 // per image; of the edge, a hot image served at least as fast as nginx
 // serves the file (throughput and p99), half of nginx's throughput over
 // 10,000 images drawn by Zipf, and a GET-time resize within 1.5× of a
-// vipsthumbnail process.
+// vipsthumbnail process; and of the whole service under a soak of
+// renders, memory under 1.5 GiB and flat.
 func Checks() []Check {
-	return []Check{
+	return append([]Check{
 		latencyBelow("render-card/sequential", 0.50, 150*time.Millisecond),
 		rateRatioAtLeast("render-card/pool-full", "chromium-cli", []string{"chromium-cli/sequential", "chromium-cli/parallel"}, 5),
 		rateRatioCheck("hot-image/pictor", "nginx", []string{"hot-image/nginx"}, 1, "%.2f"),
 		quantileRatioAtMost("hot-image/pictor", "hot-image/nginx", 0.99, 1),
 		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.5, "%.2f"),
 		quantileRatioAtMost("resize/pictor", "resize/vipsthumbnail", 0.50, 1.5),
-	}
+	}, soakChecks()...)
 }
 
 // quantileRatioAtMost checks the quantile q of a result's latency is at

@@ -36,6 +36,9 @@ type Config struct {
 	// Rounds is how many interleaved rounds a comparison with a baseline
 	// is split into (Duration in total per side).
 	Rounds int
+	// SoakRenders is how many renders the soak runs while it watches the
+	// server's memory.
+	SoakRenders int
 }
 
 // DefaultConfig returns the defaults of `make bench`.
@@ -51,6 +54,7 @@ func DefaultConfig() Config {
 		StartTimeout: time.Minute,
 		EdgeClients:  32,
 		Rounds:       4,
+		SoakRenders:  1000,
 	}
 }
 
@@ -75,6 +79,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--edge-clients %d: want 1 to 4096", c.EdgeClients)
 	case c.Rounds < 1 || c.Rounds > 100:
 		return fmt.Errorf("--rounds %d: want 1 to 100", c.Rounds)
+	case c.SoakRenders < 10 || c.SoakRenders > 1_000_000:
+		return fmt.Errorf("--soak-renders %d: want 10 to 1000000", c.SoakRenders)
 	case c.StartTimeout <= 0:
 		return fmt.Errorf("--start-timeout %v: must be positive", c.StartTimeout)
 	}

@@ -33,6 +33,9 @@ type Result struct {
 	// Note is what else the scenario observed, for the report's notes
 	// (rates per round, cache hits); "" for nothing.
 	Note string
+	// Memory holds the server's memory sampled during the run, oldest
+	// first (the soak); nil when not watched.
+	Memory []MemorySample
 }
 
 // CPUPerRequest returns CPU per successful request; 0 when unknown.

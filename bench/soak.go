@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MemorySample is the server's memory after Renders renders.
+type MemorySample struct {
+	Renders int
+	Memory
+}
+
+// soakSampleEvery is how often the soak reads the server's memory. The
+// reading is a measurement, not a synchronization: nothing waits on it.
+const soakSampleEvery = 500 * time.Millisecond
+
+// Memory targets of the soak.
+const (
+	// soakPeakLimit is the most the whole service, Chromium included, may
+	// hold at any time.
+	soakPeakLimit = 1536 << 20
+	// soakFlatFactor bounds growth: the mean PSS over the last fifth of
+	// the renders may exceed the mean over the second fifth (after the
+	// pool's tabs and caches warmed up) by this factor at most.
+	soakFlatFactor = 1.15
+)
+
+func soakScenario() Scenario {
+	return Scenario{
+		Name: "soak",
+		About: "renders of distinct 1200×630 cards (--soak-renders, 1,000 by default) with the pool full on a fresh server: " +
+			"memory (PSS) of the whole service, Chromium included, sampled every 0.5 s; peak under 1.5 GiB and flat",
+		NeedsPictor: true,
+		// A server of its own, so the memory is this run's alone.
+		ServeFlags: []string{"--log-level", "warn"},
+		Run:        runSoak,
+	}
+}
+
+func runSoak(ctx context.Context, env *Env) ([]*Result, error) {
+	cfg := env.Config
+	runID := rand.Text()[:8]
+	var (
+		seq     atomic.Int64
+		renders atomic.Int64
+		mu      sync.Mutex
+		samples []MemorySample
+	)
+	pid := env.Pictor.cmd.Process.Pid
+	sample := func() {
+		m := ProcessTreeMemory(pid)
+		mu.Lock()
+		samples = append(samples, MemorySample{Renders: int(renders.Load()), Memory: m})
+		mu.Unlock()
+	}
+	sample()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(soakSampleEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				sample()
+			case <-stop:
+				return
+			}
+		}
+	})
+	op := func(ctx context.Context, _ int) (time.Duration, error) {
+		n := int(seq.Add(1))
+		lat, err := renderCard(ctx, env.Pictor, CardHTML(n, fmt.Sprintf("soak-%s-%06d", runID, n)))
+		if err == nil {
+			renders.Add(1)
+		}
+		return lat, err
+	}
+	cpu := env.Pictor.CPU()
+	r, err := Drive(ctx, "soak/pool-full", "render", Load{Clients: cfg.PoolSize, Requests: cfg.SoakRenders}, env.Progress, op)
+	close(stop)
+	wg.Wait()
+	sample()
+	if r == nil {
+		return nil, err
+	}
+	r.CPU = env.Pictor.CPU() - cpu
+	r.Memory = samples
+	r.Note = soakNote(samples)
+	return []*Result{r}, err
+}
+
+// soakWindows returns the mean PSS of the samples taken during the second
+// fifth of the renders (warm) and during the last fifth (end), and the
+// highest PSS of all; ok is false when a window has no sample.
+func soakWindows(samples []MemorySample) (warm, end, peak int64, ok bool) {
+	if len(samples) == 0 {
+		return 0, 0, 0, false
+	}
+	total := samples[len(samples)-1].Renders
+	var warmSum, endSum, warmN, endN int64
+	for _, s := range samples {
+		peak = max(peak, s.PSS)
+		switch {
+		case s.Renders >= total/5 && s.Renders < 2*total/5:
+			warmSum += s.PSS
+			warmN++
+		case s.Renders >= 4*total/5:
+			endSum += s.PSS
+			endN++
+		}
+	}
+	if warmN == 0 || endN == 0 {
+		return 0, 0, peak, false
+	}
+	return warmSum / warmN, endSum / endN, peak, true
+}
+
+// soakNote describes the memory over the run for the report.
+func soakNote(samples []MemorySample) string {
+	if len(samples) == 0 {
+		return "no memory sample"
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	var peakRSS int64
+	var procs int
+	for _, s := range samples {
+		peakRSS = max(peakRSS, s.RSS)
+		procs = max(procs, s.Processes)
+	}
+	warm, end, peak, ok := soakWindows(samples)
+	note := fmt.Sprintf("memory (PSS) %s at start, %s after %d renders, peak %s (RSS summed over up to %d processes peaked at %s)",
+		formatMiB(first.PSS), formatMiB(last.PSS), last.Renders, formatMiB(peak), procs, formatMiB(peakRSS))
+	if ok {
+		note += fmt.Sprintf("; mean over the 2nd fifth of the renders %s, over the last fifth %s", formatMiB(warm), formatMiB(end))
+	}
+	return note
+}
+
+func formatMiB(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// soakChecks are the memory targets: a peak under 1.5 GiB, and flat.
+func soakChecks() []Check {
+	return []Check{
+		{
+			Name: fmt.Sprintf("soak/pool-full peak memory (PSS) < %s", formatMiB(soakPeakLimit)),
+			Eval: func(find func(string) *Result) (string, bool, bool) {
+				r := find("soak/pool-full")
+				if r == nil {
+					return "", false, false
+				}
+				_, _, peak, _ := soakWindows(r.Memory)
+				return "peak " + formatMiB(peak), peak > 0 && peak < soakPeakLimit, true
+			},
+		},
+		{
+			Name: fmt.Sprintf("soak/pool-full memory flat (last fifth ≤ %g× second fifth)", soakFlatFactor),
+			Eval: func(find func(string) *Result) (string, bool, bool) {
+				r := find("soak/pool-full")
+				if r == nil {
+					return "", false, false
+				}
+				warm, end, _, ok := soakWindows(r.Memory)
+				if !ok {
+					return "too few samples", false, true
+				}
+				ratio := float64(end) / float64(warm)
+				return fmt.Sprintf("%.2f× (%s ÷ %s)", ratio, formatMiB(end), formatMiB(warm)), ratio <= soakFlatFactor, true
+			},
+		},
+	}
+}

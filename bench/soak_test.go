@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// soakSeries returns samples every 10 renders up to 1,000, with PSS from
+// pss(renders).
+func soakSeries(pss func(renders int) int64) []MemorySample {
+	var out []MemorySample
+	for n := 0; n <= 1000; n += 10 {
+		out = append(out, MemorySample{Renders: n, Memory: Memory{PSS: pss(n), RSS: 2 * pss(n), Processes: 9}})
+	}
+	return out
+}
+
+func TestSoakChecks(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name       string
+		pss        func(int) int64
+		peak, flat bool
+	}{
+		{"flat and small", func(n int) int64 { return 600*mib + int64(n%30)*mib }, true, true},
+		{"leaking", func(n int) int64 { return 500*mib + int64(n)*mib/2 }, true, false},
+		{"too big", func(int) int64 { return 1600 * mib }, false, true},
+		{"one spike over the limit", func(n int) int64 {
+			if n == 500 {
+				return 1700 * mib
+			}
+			return 700 * mib
+		}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := []*Result{{Name: "soak/pool-full", Memory: soakSeries(tc.pss)}}
+			got := Evaluate(soakChecks(), res)
+			if len(got) != 2 {
+				t.Fatalf("%d checks applied, want 2: %+v", len(got), got)
+			}
+			if got[0].Pass != tc.peak || got[1].Pass != tc.flat {
+				t.Errorf("peak pass %v (%s), flat pass %v (%s); want %v, %v",
+					got[0].Pass, got[0].Measured, got[1].Pass, got[1].Measured, tc.peak, tc.flat)
+			}
+		})
+	}
+	if got := Evaluate(soakChecks(), nil); len(got) != 0 {
+		t.Errorf("the soak checks applied without a soak run: %+v", got)
+	}
+}
+
+func TestSoakWindows(t *testing.T) {
+	const mib = 1 << 20
+	samples := soakSeries(func(n int) int64 { return int64(n) * mib })
+	warm, end, peak, ok := soakWindows(samples)
+	// Second fifth: renders 200..390, mean 295; last fifth: 800..1000, mean 900.
+	if !ok || warm != 295*mib || end != 900*mib || peak != 1000*mib {
+		t.Errorf("soakWindows = %d, %d, %d, %v MiB; want 295, 900, 1000, true", warm/mib, end/mib, peak/mib, ok)
+	}
+	if _, _, _, ok := soakWindows(samples[:1]); ok {
+		t.Error("one sample gave windows")
+	}
+	note := soakNote(samples)
+	for _, want := range []string{"0 MiB at start", "1000 MiB after 1000 renders", "peak 1000 MiB", "9 processes", "2000 MiB"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
