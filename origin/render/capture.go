@@ -154,46 +154,58 @@ func navigatedAway(err error) bool {
 		strings.Contains(msg, "Cannot find context with specified id")
 }
 
-// waitLoad waits, at most wait, for the document to finish loading.
+// waitLoad waits, at most wait, for the document that replaced the
+// previous one to finish loading.
 func waitLoad(ctx context.Context, tg *chromedp.Target, wait time.Duration) error {
-	wait = max(wait, 500*time.Millisecond)
+	lctx, cancel := context.WithTimeout(ctx, max(wait, 500*time.Millisecond))
+	defer cancel()
+	loaded := chromedp.Events(lctx, page.LoadEventFired) // before the check, so no load is missed
 	var complete bool
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		err := call(ctx, tg, `() => document.readyState === 'complete'`, &complete)
-		if err == nil && complete {
-			return nil
-		}
-		if err != nil && !navigatedAway(err) {
-			return err
-		}
-		select {
-		case <-time.After(25 * time.Millisecond):
-		case <-ctx.Done():
+	err := call(ctx, tg, `() => document.readyState === 'complete'`, &complete)
+	if err == nil && complete {
+		return nil
+	}
+	if err != nil && !navigatedAway(err) {
+		return err
+	}
+	return firstEvent(ctx, loaded)
+}
+
+// firstEvent waits for the first event of events, which ends with the
+// context it was subscribed with: when that context ran out before ctx, the
+// wait is over and the page is captured as it is.
+func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
+	for _, err := range events {
+		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
 	}
-	return nil
+	return ctx.Err()
 }
 
 // afterLoad runs the steps between the load of the document and the
-// capture.
+// capture. The page-side steps go to the page in as few evaluations as the
+// options allow, since each is a round trip: one for everything before
+// render_when_ready, ms_delay and full_screen's scrolling, and one that
+// waits for fonts and images and measures the clip. Without those options
+// both are the same evaluation.
 func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, remaining func() time.Duration) (*Result, error) {
 	if r.URL != "" {
 		if err := t.refusedDocument(ctx, tg, blockedBefore); err != nil {
 			return nil, err
 		}
 	}
+	var s script
 	if r.URL != "" {
 		if r.CSS != "" {
-			if err := call(ctx, tg, styleScript, nil, r.CSS); err != nil {
-				return nil, err
-			}
+			s.call(styleScript, r.CSS)
 		}
 		if len(r.GoogleFonts) > 0 {
-			if err := call(ctx, tg, linkScript, nil, FontsCSSURL(e.cfg.FontsURL, r.GoogleFonts)); err != nil {
-				return nil, err
-			}
+			s.call(linkScript, FontsCSSURL(e.cfg.FontsURL, r.GoogleFonts))
 		}
 	}
 	if r.BlockConsent {
@@ -202,18 +214,18 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 			host = u.Hostname()
 		}
 		if css := consent.CSS(host); css != "" {
-			if err := call(ctx, tg, styleScript, nil, css); err != nil {
-				return nil, err
-			}
+			s.call(styleScript, css)
 		}
-		if err := evaluate(ctx, tg, consent.Script(), nil); err != nil {
-			return nil, err
-		}
+		s.expr(consent.Script())
 	}
 	if r.Twemoji {
-		if err := evaluate(ctx, tg, twemoji.Script("http://"+InternalHost), nil); err != nil {
+		s.expr(twemoji.Script("http://" + InternalHost))
+	}
+	if r.WhenReady || r.Delay > 0 || r.FullPage {
+		if err := s.run(ctx, tg, nil); err != nil {
 			return nil, err
 		}
+		s = script{}
 	}
 	if r.WhenReady {
 		var ready bool
@@ -233,23 +245,19 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	}
 	scale := r.scale()
 	if r.FullPage {
-		limit := float64(r.MaxHeight) / scale
-		if err := call(ctx, tg, scrollScript, nil, limit); err != nil {
-			return nil, err
-		}
+		s.call(scrollScript, float64(r.MaxHeight)/scale)
 	}
-	settle := remaining()
-	if settle < 200*time.Millisecond {
-		settle = 200 * time.Millisecond
-	}
-	if err := call(ctx, tg, settleScript, nil, settle.Milliseconds()); err != nil {
-		return nil, err
-	}
+	// Fonts and images get what is left of max_wait, and no more: once it
+	// is spent the page is captured as it is.
+	s.call(settleScript, remaining().Milliseconds())
 
 	if r.PDF != nil {
+		if err := s.run(ctx, tg, nil); err != nil {
+			return nil, err
+		}
 		return printPDF(ctx, tg, r)
 	}
-	clip, err := clipFor(ctx, tg, r)
+	clip, err := clipFor(ctx, tg, r, &s)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +352,9 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 // the page is captured as it is, since max_wait_ms caps waiting. A document
 // that never started loading is an error.
 func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time.Duration) error {
-	loaded := chromedp.Events(ctx, page.LoadEventFired)
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	loaded := chromedp.Events(lctx, page.LoadEventFired)
 	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
 	if err != nil {
 		return err
@@ -352,23 +362,7 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 	if res.ErrorText != "" {
 		return &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	next, stop := iter.Pull2(loaded)
-	done := make(chan error, 1)
-	go func() {
-		defer stop()
-		_, err, _ := next()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		return nil // capture what is there
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return firstEvent(ctx, loaded)
 }
 
 // interceptHeaders adds the custom headers to requests of the allowed
@@ -444,13 +438,14 @@ func originOf(u *url.URL) string {
 	return strings.ToLower(u.Scheme) + "://" + host
 }
 
-// clipFor decides which part of the document becomes the image.
-func clipFor(ctx context.Context, tg *chromedp.Target, r *Request) (box, error) {
+// clipFor decides which part of the document becomes the image. The
+// measurement is the last step of s, which it runs.
+func clipFor(ctx context.Context, tg *chromedp.Target, r *Request, s *script) (box, error) {
 	w, h := r.viewport()
 	switch {
 	case r.Selector != "":
 		var b *box
-		if err := call(ctx, tg, selectorBoxScript, &b, r.Selector); err != nil {
+		if err := s.last(selectorBoxScript, r.Selector).run(ctx, tg, &b); err != nil {
 			return box{}, err
 		}
 		if b == nil {
@@ -465,19 +460,22 @@ func clipFor(ctx context.Context, tg *chromedp.Target, r *Request) (box, error) 
 		return *b, nil
 	case r.FullPage:
 		var size box
-		if err := call(ctx, tg, pageSizeScript, &size); err != nil {
+		if err := s.last(pageSizeScript).run(ctx, tg, &size); err != nil {
 			return box{}, err
 		}
 		return box{Width: float64(w), Height: math.Max(size.Height, float64(h))}, nil
-	case r.URL == "" && r.ViewportWidth == 0 && IsSnippet(r.HTML):
+	case r.autoCrop():
 		var b *box
-		if err := call(ctx, tg, contentBoxScript, &b); err != nil {
+		if err := s.last(contentBoxScript).run(ctx, tg, &b); err != nil {
 			return box{}, err
 		}
 		if b == nil || b.Width < 1 || b.Height < 1 {
 			return box{}, ErrEmpty
 		}
 		return *b, nil
+	}
+	if err := s.run(ctx, tg, nil); err != nil {
+		return box{}, err
 	}
 	return box{Width: float64(w), Height: float64(h), Viewport: true}, nil
 }
@@ -581,6 +579,30 @@ func printPDF(ctx context.Context, tg *chromedp.Target, r *Request) (*Result, er
 // call runs a JavaScript function with JSON arguments and decodes its
 // (awaited) result into out when out is not nil.
 func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...any) error {
+	var s script
+	return s.last(fn, args...).run(ctx, tg, out)
+}
+
+// script is a sequence of page steps run in one evaluation, one after the
+// other, each awaited; the value of the evaluation is the value of the step
+// added with last, if any.
+type script struct {
+	b      strings.Builder
+	result bool
+	err    error // of encoding an argument
+}
+
+// expr adds a step that is an expression (its promise is awaited).
+func (s *script) expr(e string) *script {
+	// Newlines: an expression may end with a line comment.
+	s.b.WriteString("await (\n")
+	s.b.WriteString(e)
+	s.b.WriteString("\n);\n")
+	return s
+}
+
+// call adds a step that calls the function fn with JSON arguments.
+func (s *script) call(fn string, args ...any) *script {
 	var b strings.Builder
 	b.WriteString("(")
 	b.WriteString(fn)
@@ -590,13 +612,35 @@ func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...
 			b.WriteString(",")
 		}
 		enc, err := json.Marshal(a)
-		if err != nil {
-			return err
+		if err != nil && s.err == nil {
+			s.err = err
 		}
 		b.Write(enc)
 	}
 	b.WriteString(")")
-	return evaluate(ctx, tg, b.String(), out)
+	return s.expr(b.String())
+}
+
+// last adds the step whose value the evaluation returns.
+func (s *script) last(fn string, args ...any) *script {
+	s.b.WriteString("return ")
+	s.result = true
+	return s.call(fn, args...)
+}
+
+// run evaluates the steps, when there are any, and decodes the value of
+// the last one into out.
+func (s *script) run(ctx context.Context, tg *chromedp.Target, out any) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.b.Len() == 0 {
+		return nil
+	}
+	if !s.result {
+		out = nil
+	}
+	return evaluate(ctx, tg, "(async () => {\n"+s.b.String()+"})()", out)
 }
 
 // evaluate runs an expression, awaiting a promise, and decodes the value.

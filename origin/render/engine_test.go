@@ -3,9 +3,12 @@ package render
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -78,5 +81,85 @@ func TestRenderSnippet(t *testing.T) {
 		if c := rgba(img, p.X, p.Y); c != (color.NRGBA{255, 0, 0, 255}) {
 			t.Fatalf("pixel %v = %v, want red", p, c)
 		}
+	}
+}
+
+// TestAutoCropBeyondViewport crops snippets larger than the default
+// 1920×1080 viewport to their whole content, the part outside the viewport
+// included.
+func TestAutoCropBeyondViewport(t *testing.T) {
+	e := newEngine(t)
+	red, blue := color.NRGBA{255, 0, 0, 255}, color.NRGBA{0, 0, 255, 255}
+	box := func(w, h int) string {
+		return fmt.Sprintf(`<div style="position:relative;width:%dpx;height:%dpx;background:rgb(255,0,0)">`+
+			`<div style="position:absolute;right:0;bottom:0;width:40px;height:40px;background:rgb(0,0,255)"></div></div>`, w, h)
+	}
+	tests := []struct {
+		name  string
+		w, h  int
+		scale float64
+	}{
+		{"wider", 2300, 300, 1},
+		{"taller", 300, 1500, 1},
+		{"both at scale 2", 2000, 1100, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := e.Render(context.Background(), &Request{OrgID: "o", HTML: box(tc.w, tc.h), DeviceScale: tc.scale,
+				MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+			if err != nil {
+				t.Fatal(err)
+			}
+			img := decodePNG(t, res.Data)
+			w, h := int(float64(tc.w)*tc.scale), int(float64(tc.h)*tc.scale)
+			if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+				t.Fatalf("size %v, want %dx%d", b, w, h)
+			}
+			s := int(tc.scale)
+			for _, p := range []struct {
+				x, y int
+				want color.NRGBA
+			}{{2, 2, red}, {w - 50*s, h - 50*s, red}, {w - 20*s, h - 20*s, blue}, {w - 1, h - 1, blue}} {
+				if c := rgba(img, p.x, p.y); c != p.want {
+					t.Errorf("pixel (%d,%d) = %v, want %v", p.x, p.y, c, p.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPageNavigatingDuringSteps renders a page that, once loaded, starts an
+// image that never finishes (so the steps wait for it) and then replaces
+// itself: the steps start again on the new document, which is captured.
+func TestPageNavigatingDuringSteps(t *testing.T) {
+	release := make(chan struct{})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hang":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "/a":
+			fmt.Fprint(w, `<!DOCTYPE html><html><body style="margin:0;background:rgb(255,0,0)"><script>
+addEventListener('load', () => {
+  const i = new Image(); i.src = '/hang'; document.body.appendChild(i);
+  setTimeout(() => { location.href = '/b'; }, 300);
+});</script></body></html>`)
+		case "/b":
+			fmt.Fprint(w, `<!DOCTYPE html><html><body style="margin:0;background:rgb(0,128,0)"></body></html>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(func() { close(release); site.Close() })
+	e := newEngine(t)
+	res, err := e.Render(context.Background(), &Request{OrgID: "o", URL: site.URL + "/a", ViewportWidth: 100, ViewportHeight: 100,
+		MaxWait: 10 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rgba(decodePNG(t, res.Data), 50, 50); c != (color.NRGBA{0, 128, 0, 255}) {
+		t.Fatalf("pixel = %v, want the second document's green", c)
 	}
 }

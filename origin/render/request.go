@@ -78,6 +78,12 @@ func (r *Request) viewport() (w, h int) {
 	return DefaultWidth, DefaultHeight
 }
 
+// autoCrop reports whether the image is cropped to the content: an HTML
+// snippet rendered without a viewport.
+func (r *Request) autoCrop() bool {
+	return r.URL == "" && r.ViewportWidth == 0 && IsSnippet(r.HTML)
+}
+
 func (r *Request) scale() float64 {
 	if r.DeviceScale > 0 {
 		return r.DeviceScale
