@@ -347,12 +347,9 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	if resp.ContentLength > e.maxEntry {
 		return nil, errTooBig
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, e.maxEntry+1))
+	body, err := readBody(resp, e.maxEntry)
 	if err != nil {
 		return nil, err
-	}
-	if int64(len(body)) > e.maxEntry {
-		return nil, errTooBig
 	}
 	if imageID == "" {
 		imageID = resp.Header.Get(ImageHeader)
@@ -409,4 +406,34 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 	}
 	e.write(ctx, v.(*cache.Entry), bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
 	return true
+}
+
+// readBody reads an answer of at most limit bytes into a slice of exactly
+// its length: the cache charges an entry its length, so spare capacity
+// (io.ReadAll's doubling leaves up to half) would be memory it does not
+// count.
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 {
+		if n > limit {
+			return nil, errTooBig
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, errTooBig
+	}
+	if cap(body) > len(body) {
+		exact := make([]byte, len(body))
+		copy(exact, body)
+		body = exact
+	}
+	return body, nil
 }
