@@ -249,19 +249,48 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	}
 	// Fonts and images get what is left of max_wait, and no more: once it
 	// is spent the page is captured as it is.
-	s.call(settleScript, remaining().Milliseconds())
+	var settled bool
+	kind, limit := r.area()
+	s.keep(&settled, settleScript, remaining().Milliseconds(), kind, r.Selector, limit)
 
 	if r.PDF != nil {
 		if err := s.run(ctx, tg, nil); err != nil {
 			return nil, err
 		}
-		return printPDF(ctx, tg, r)
+		res, err := printPDF(ctx, tg, r)
+		if err != nil {
+			return nil, err
+		}
+		res.Settled = settled
+		return res, nil
 	}
 	clip, err := clipFor(ctx, tg, r, &s)
 	if err != nil {
 		return nil, err
 	}
-	return capture(ctx, tg, r, clip)
+	res, err := capture(ctx, tg, r, clip)
+	if err != nil {
+		return nil, err
+	}
+	res.Settled = settled
+	return res, nil
+}
+
+// area says which part of the document becomes the image, for the settle
+// step (settleScript): the same choice as clipFor's, and the whole document
+// for a PDF. limit is a full page's height limit in CSS pixels, 0 for none.
+func (r *Request) area() (kind string, limit float64) {
+	switch {
+	case r.PDF != nil:
+		return "page", 0
+	case r.Selector != "":
+		return "selector", 0
+	case r.FullPage:
+		return "page", float64(r.MaxHeight) / r.scale()
+	case r.autoCrop():
+		return "content", 0
+	}
+	return "viewport", 0
 }
 
 // refusedDocument returns ErrBlockedURL when the main frame shows the
@@ -585,10 +614,11 @@ func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...
 
 // script is a sequence of page steps run in one evaluation, one after the
 // other, each awaited; the value of the evaluation is the value of the step
-// added with last, if any.
+// added with last, if any, and those of the steps added with keep.
 type script struct {
 	b      strings.Builder
 	result bool
+	kept   []any // where the values of the keep steps go, in order
 	err    error // of encoding an argument
 }
 
@@ -621,15 +651,22 @@ func (s *script) call(fn string, args ...any) *script {
 	return s.expr(b.String())
 }
 
-// last adds the step whose value the evaluation returns.
+// last adds the step whose value run decodes into its out.
 func (s *script) last(fn string, args ...any) *script {
-	s.b.WriteString("return ")
+	s.b.WriteString("__pictorLast = ")
 	s.result = true
 	return s.call(fn, args...)
 }
 
+// keep adds a step whose value run decodes into dst.
+func (s *script) keep(dst any, fn string, args ...any) *script {
+	fmt.Fprintf(&s.b, "__pictorKept[%d] = ", len(s.kept))
+	s.kept = append(s.kept, dst)
+	return s.call(fn, args...)
+}
+
 // run evaluates the steps, when there are any, and decodes the value of
-// the last one into out.
+// the last step into out and those of the keep steps into theirs.
 func (s *script) run(ctx context.Context, tg *chromedp.Target, out any) error {
 	if s.err != nil {
 		return s.err
@@ -637,10 +674,34 @@ func (s *script) run(ctx context.Context, tg *chromedp.Target, out any) error {
 	if s.b.Len() == 0 {
 		return nil
 	}
-	if !s.result {
-		out = nil
+	if len(s.kept) == 0 {
+		if !s.result {
+			out = nil
+		}
+		return evaluate(ctx, tg, "(async () => {\nlet __pictorLast;\n"+s.b.String()+"return __pictorLast;\n})()", out)
 	}
-	return evaluate(ctx, tg, "(async () => {\n"+s.b.String()+"})()", out)
+	var values struct {
+		Last json.RawMessage
+		Kept []json.RawMessage
+	}
+	err := evaluate(ctx, tg, "(async () => {\nlet __pictorLast; const __pictorKept = [];\n"+s.b.String()+
+		"return { last: __pictorLast, kept: __pictorKept };\n})()", &values)
+	if err != nil {
+		return err
+	}
+	if s.result && out != nil && len(values.Last) > 0 {
+		if err := json.Unmarshal(values.Last, out); err != nil {
+			return err
+		}
+	}
+	for i, dst := range s.kept {
+		if i < len(values.Kept) && len(values.Kept[i]) > 0 {
+			if err := json.Unmarshal(values.Kept[i], dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // evaluate runs an expression, awaiting a promise, and decodes the value.

@@ -63,6 +63,10 @@ type Result struct {
 	Width, Height int    // device pixels (0 for PDF)
 	// Blocked lists the requests the egress refused during the render.
 	Blocked []string
+	// Settled reports that the wait for web fonts and for the images that
+	// matter to the capture ended because they had all loaded or failed,
+	// not because max_wait ran out.
+	Settled bool
 }
 
 // Default viewport of full documents and URL renders.

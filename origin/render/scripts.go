@@ -16,15 +16,75 @@ const waitReadyScript = `(ms) => Promise.race([
   new Promise(r => setTimeout(() => r(false), ms)),
 ])`
 
-// settleScript waits, at most ms milliseconds, for web fonts and images.
-const settleScript = `(ms) => Promise.race([
-  Promise.all([
-    document.fonts ? document.fonts.ready : null,
-    ...Array.from(document.images).filter(i => !i.complete)
-      .map(i => new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); })),
-  ]),
-  new Promise(r => setTimeout(r, ms)),
-]).then(() => true)`
+// settleScript waits, at most ms milliseconds, for web fonts and for the
+// images that matter to the capture, and resolves true when they all
+// settled (loaded or failed), false when ms ran out first. Every image that
+// is loading is waited for, as it may move what is captured. A
+// loading="lazy" image counts only when it lies in the area to capture or
+// above it (an image above can push the area down): then it is made eager,
+// so Chromium loads it at once whatever its distance from the viewport. A
+// lazy image below or beside the area is left alone: Chromium may never
+// load it, and its pixels are not captured. The area is measured again
+// once fonts are ready and once the images loaded, since both move things;
+// new images are taken on for a few rounds.
+//
+// kind is what becomes the image: "viewport", "page" (up to limit CSS
+// pixels, 0 for no limit), "content" (an auto-cropped snippet) or
+// "selector" (sel's element); a selector that matches nothing falls back to
+// the viewport, and the measurement after this step reports it.
+const settleScript = `(ms, kind, sel, limit) => {
+  // The area's left and right, and its bottom, in document coordinates.
+  const area = () => {
+    if (kind === 'page') {
+      const h = (` + pageSizeScript + `)().height;
+      return { left: -Infinity, right: Infinity, bottom: limit > 0 ? Math.min(limit, h) : h };
+    }
+    let b = null;
+    if (kind === 'selector') { b = (` + selectorBoxScript + `)(sel); if (b && b.invalid) b = null; }
+    if (kind === 'content') b = (` + contentBoxScript + `)();
+    if (!b) b = { x: scrollX, y: scrollY, width: innerWidth, height: innerHeight };
+    return { left: b.x, right: b.x + b.width, bottom: b.y + b.height };
+  };
+  const counts = (i, a) => {
+    if (i.getClientRects().length === 0) return false; // not rendered: Chromium does not load it
+    const c = i.getBoundingClientRect();
+    return c.top + scrollY <= a.bottom && c.left + scrollX <= a.right && c.right + scrollX >= a.left;
+  };
+  const waited = new Set();
+  const take = () => {
+    const a = area();
+    let added = 0;
+    for (const i of document.images) {
+      if (i.complete || waited.has(i)) continue;
+      if (i.loading === 'lazy') {
+        if (!counts(i, a)) continue;
+        i.loading = 'eager';
+      }
+      waited.add(i);
+      added++;
+    }
+    return added;
+  };
+  const settled = i => new Promise(r => {
+    i.addEventListener('load', r, { once: true });
+    i.addEventListener('error', r, { once: true });
+    if (i.complete) r();
+  });
+  let timer;
+  const out = new Promise(r => { timer = setTimeout(() => r(false), ms); });
+  take();
+  const work = (async () => {
+    if (document.fonts) await document.fonts.ready;
+    take();
+    for (let round = 0; ; round++) {
+      await Promise.all(Array.from(waited, settled));
+      if (round === 3 || take() === 0) break;
+    }
+    clearTimeout(timer);
+    return true;
+  })();
+  return Promise.race([work, out]);
+}`
 
 // scrollScript scrolls to the bottom a screen at a time, so lazy content
 // loads, and back to the top.
