@@ -340,14 +340,22 @@ func failureError(f *Failure) error {
 	return apierr.New(f.Status, "%s", f.Message)
 }
 
+// compactQuiet is how long the render engine must have been idle before
+// the compactor takes a core: a client rendering one image after another
+// leaves the engine idle for a few milliseconds between renders, and a
+// compaction started then would slow its next render.
+const compactQuiet = time.Second
+
 // compactor re-encodes fresh masters with stronger compression, off the
 // request path (captures use Chromium's fast encoder for latency) and only
-// while no render runs or waits: on 2 cores it would otherwise take a
-// quarter of the renders' CPU. Masters it has no room for stay as captured.
+// once no render has run or waited for compactQuiet: on 2 cores it would
+// otherwise take a quarter of the renders' CPU. Under steady load masters
+// stay as captured until the load pauses; those it has no room for stay
+// as captured.
 func (s *Service) compactor() {
 	defer s.wg.Done()
-	idle := time.NewTicker(100 * time.Millisecond)
-	defer idle.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		var id string
 		select {
@@ -355,11 +363,11 @@ func (s *Service) compactor() {
 			return
 		case id = <-s.compact:
 		}
-		for !s.cfg.Engine.Idle() {
+		for s.cfg.Engine.IdleFor() < compactQuiet {
 			select {
 			case <-s.ctx.Done():
 				return
-			case <-idle.C:
+			case <-tick.C:
 			}
 		}
 		if err := s.compactOne(id); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,11 +30,14 @@ import (
 type Engine struct {
 	cfg      Config
 	admitted chan struct{} // a token per caller inside Render
-	slots    chan struct{} // a token per render using a tab, until the tab is clean
-	quit     chan struct{} // closed when Stop begins: waiting renders give up
-	kill     context.Context
-	killNow  context.CancelFunc // aborts browser launches when Stop gives up waiting
-	metrics  metrics
+	// lastActive is when a render last entered or left Render, in Unix
+	// nanoseconds.
+	lastActive atomic.Int64
+	slots      chan struct{} // a token per render using a tab, until the tab is clean
+	quit       chan struct{} // closed when Stop begins: waiting renders give up
+	kill       context.Context
+	killNow    context.CancelFunc // aborts browser launches when Stop gives up waiting
+	metrics    metrics
 
 	mu       sync.Mutex
 	current  *browser              // where new renders go; nil until a launch
@@ -210,7 +214,11 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 		e.metrics.renders.WithLabelValues("queue_full").Inc()
 		return nil, ErrQueueFull
 	}
-	defer func() { <-e.admitted }()
+	e.lastActive.Store(time.Now().UnixNano())
+	defer func() {
+		e.lastActive.Store(time.Now().UnixNano())
+		<-e.admitted
+	}()
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -246,9 +254,15 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	return res, err
 }
 
-// Idle reports whether no render is running or waiting, so that background
-// work (recompressing masters) can stay out of the renders' way.
-func (e *Engine) Idle() bool { return len(e.admitted) == 0 }
+// IdleFor reports how long no render has been running or waiting (0 while
+// one is), so that background work (recompressing masters) can stay out of
+// the renders' way.
+func (e *Engine) IdleFor() time.Duration {
+	if len(e.admitted) > 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, e.lastActive.Load()))
+}
 
 // done ends a render's count in running.
 func (e *Engine) done() {

@@ -3,12 +3,14 @@ package render
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -65,6 +67,43 @@ func decodePNG(t *testing.T, data []byte) image.Image {
 
 func rgba(img image.Image, x, y int) color.NRGBA {
 	return color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+}
+
+// TestIdleFor: an engine that never rendered has been idle for ever; one
+// render in flight makes it busy; the idle time counts from the last
+// render's end.
+func TestIdleFor(t *testing.T) {
+	e := newEngine(t)
+	if idle := e.IdleFor(); idle < 24*time.Hour {
+		t.Fatalf("a fresh engine idle for %v", idle)
+	}
+	// A page never ready keeps its render in flight for its whole max
+	// wait (3 s): the test looks while it is.
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Render(context.Background(), &Request{OrgID: "o1", HTML: `<p>never ready</p>`, WhenReady: true,
+			MaxWait: 3 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.IdleFor() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("IdleFor never reported the render in flight")
+		}
+		runtime.Gosched()
+	}
+	if err := <-done; !errors.Is(err, ErrNotReady) {
+		t.Fatalf("the never-ready render: %v, want ErrNotReady", err)
+	}
+	// Idle time counted from the render's admission would be at least its
+	// 3 s wait by now; from its end, a moment.
+	first := e.IdleFor()
+	if first <= 0 || first >= 1500*time.Millisecond {
+		t.Errorf("IdleFor %v right after a 3 s render ended", first)
+	}
+	if second := e.IdleFor(); second < first {
+		t.Errorf("IdleFor went back from %v to %v", first, second)
+	}
 }
 
 func TestRenderSnippet(t *testing.T) {
