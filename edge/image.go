@@ -38,8 +38,6 @@ var (
 	hdrLastMod   = []byte("Last-Modified")
 	hdrNoSniff   = []byte("X-Content-Type-Options")
 	hdrAccept    = []byte("Accept-Ranges")
-	hdrDisp      = []byte("Content-Disposition")
-	hdrRange     = []byte("Content-Range")
 	valImmutable = []byte("public, max-age=31536000, immutable")
 	valNoSniff   = []byte("nosniff")
 	valBytes     = []byte("bytes")

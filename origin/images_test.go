@@ -101,12 +101,6 @@ func (s *site) seen(path string) []*http.Request {
 	return out
 }
 
-func (s *site) all() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
-}
-
 const redBox = `<div style="width:400px;height:200px;background:rgb(255,0,0)"></div>`
 
 func TestImageCreateAndServe(t *testing.T) {

@@ -76,6 +76,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("MemoryLimitBytes: %d is not between 16 MiB and 4 GiB", c.MemoryLimitBytes))
 	}
 	if c.Timeout <= 0 {
+		//lint:ignore ST1005 every message here starts with the field it is about
 		errs = append(errs, fmt.Errorf("Timeout: %s is not positive", c.Timeout))
 	}
 	for _, f := range []struct {

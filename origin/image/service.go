@@ -121,11 +121,11 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 	}
 	if _, ok := img.Renditions[string(format)]; !ok {
 		if format == imageparams.FormatPDF {
-			img, err = s.pdf(ctx, id)
+			_, err = s.pdf(ctx, id)
 		} else {
-			img, err = s.master(ctx, id)
+			_, err = s.master(ctx, id)
 			if err == nil && format != imageparams.FormatPNG {
-				img, err = s.convert(ctx, id, format)
+				_, err = s.convert(ctx, id, format)
 			}
 		}
 		if err != nil {

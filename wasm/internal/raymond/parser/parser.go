@@ -20,9 +20,6 @@ type parser struct {
 	// Lexer
 	lex *lexer.Lexer
 
-	// Root node
-	root ast.Node
-
 	// Tokens parsed but not consumed yet
 	tokens []*lexer.Token
 
@@ -99,6 +96,7 @@ func errToken(tok *lexer.Token, msg string) {
 
 // errNode panics because of an unexpected Token kind
 func errExpected(expect lexer.TokenKind, tok *lexer.Token) {
+	//lint:ignore ST1005 raymond's message, which callers show as it is
 	errPanic(fmt.Errorf("Expecting %s, got: '%s'", expect, tok), tok.Line)
 }
 
@@ -615,7 +613,7 @@ func (p *parser) parseBlockParams() []string {
 	var result []string
 
 	// OPEN_BLOCK_PARAMS
-	tok := p.shift()
+	p.shift()
 
 	// ID+
 	for p.isID() {
@@ -627,7 +625,7 @@ func (p *parser) parseBlockParams() []string {
 	}
 
 	// CLOSE_BLOCK_PARAMS
-	tok = p.shift()
+	tok := p.shift()
 	if tok.Kind != lexer.TokenCloseBlockParams {
 		errExpected(lexer.TokenCloseBlockParams, tok)
 	}
