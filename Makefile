@@ -44,8 +44,9 @@ build: ## build ./bin/pictor and the template sandbox's guest (wasm/guest.wasm)
 run: deps build ## install, build and start `pictor serve` on ./data
 	./$(BIN) serve --data-dir $(DATA_DIR) --addr $(ADDR)
 
-test: test-deps ## install, then run the whole test suite with the race detector
+test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -run 'Allocat' ./edge/...
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
