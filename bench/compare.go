@@ -172,3 +172,39 @@ func ComparisonTable(cmps []Comparison, results []*Result) string {
 	}
 	return b.String()
 }
+
+// versusNginx measures Pictor's edge against nginx serving the same bytes,
+// for scenario: both warmed up with warmup requests each (any failure there
+// ends the scenario), then interleaved. It returns the two results, Pictor's
+// first, and what the edge's caches counted during the measured runs.
+func versusNginx(ctx context.Context, env *Env, scenario string, warmup int, pictor, nginx *getRun, nginxCPU func() time.Duration) ([]*Result, edgeCounters, error) {
+	cfg := env.Config
+	for _, w := range []struct {
+		name string
+		run  *getRun
+	}{{scenario + "/pictor-warm-up", pictor}, {scenario + "/nginx-warm-up", nginx}} {
+		r, err := Drive(ctx, w.name, "request", Load{Clients: cfg.EdgeClients, Requests: warmup}, env.Progress, w.run.op)
+		if err != nil {
+			return nil, edgeCounters{}, err
+		}
+		if r.Errors > 0 {
+			return nil, edgeCounters{}, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
+		}
+	}
+	before, err := scrapeEdge(ctx, env.Pictor)
+	if err != nil {
+		return nil, edgeCounters{}, err
+	}
+	results, err := interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
+		{name: scenario + "/pictor", op: pictor.op, cpu: env.Pictor.CPU},
+		{name: scenario + "/nginx", op: nginx.op, cpu: nginxCPU},
+	})
+	if err != nil {
+		return results, edgeCounters{}, err
+	}
+	after, err := scrapeEdge(ctx, env.Pictor)
+	if err != nil {
+		return results, edgeCounters{}, err
+	}
+	return results, after.sub(before), nil
+}

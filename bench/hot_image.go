@@ -81,35 +81,11 @@ func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
 	defer pictorRun.close()
 	nginxRun := newGetRun(nginx.Addr, cfg.EdgeClients, &nginxSet, hot)
 	defer nginxRun.close()
-	for _, w := range []struct {
-		name string
-		run  *getRun
-	}{{"hot-image/pictor-warm-up", pictorRun}, {"hot-image/nginx-warm-up", nginxRun}} {
-		r, err := Drive(ctx, w.name, "request", Load{Clients: cfg.EdgeClients, Requests: hotWarmup}, env.Progress, w.run.op)
-		if err != nil {
-			return nil, err
-		}
-		if r.Errors > 0 {
-			return nil, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
-		}
-	}
-
-	before, err := scrapeEdge(ctx, env.Pictor)
-	if err != nil {
-		return nil, err
-	}
-	results, err = interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
-		{name: "hot-image/pictor", op: pictorRun.op, cpu: env.Pictor.CPU},
-		{name: "hot-image/nginx", op: nginxRun.op, cpu: nginx.CPU},
-	})
+	results, counted, err := versusNginx(ctx, env, "hot-image", hotWarmup, pictorRun, nginxRun, nginx.CPU)
 	if err != nil {
 		return results, err
 	}
-	after, err := scrapeEdge(ctx, env.Pictor)
-	if err != nil {
-		return results, err
-	}
-	results[0].Note = joinNote(fmt.Sprintf("%d-byte JPEG; %v; connections opened %d", len(body), after.sub(before), pictorRun.dials.Load()), results[0].Note)
+	results[0].Note = joinNote(fmt.Sprintf("%d-byte JPEG; %v; connections opened %d", len(body), counted, pictorRun.dials.Load()), results[0].Note)
 	results[1].Note = joinNote(fmt.Sprintf("%s; connections opened %d", firstLineOut(ctx, nginxBin, "-v"), nginxRun.dials.Load()), results[1].Note)
 	return results, nil
 }

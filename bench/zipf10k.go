@@ -178,36 +178,12 @@ func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
 	defer pictorRun.close()
 	nginxRun := newGetRun(nginx.Addr, cfg.EdgeClients, nginxSet, picker())
 	defer nginxRun.close()
-	for _, w := range []struct {
-		name string
-		run  *getRun
-	}{{"zipf-10k/pictor-warm-up", pictorRun}, {"zipf-10k/nginx-warm-up", nginxRun}} {
-		r, err := Drive(ctx, w.name, "request", Load{Clients: cfg.EdgeClients, Requests: zipfWarmup}, env.Progress, w.run.op)
-		if err != nil {
-			return nil, err
-		}
-		if r.Errors > 0 {
-			return nil, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
-		}
-	}
-
-	before, err := scrapeEdge(ctx, env.Pictor)
-	if err != nil {
-		return nil, err
-	}
-	results, err = interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
-		{name: "zipf-10k/pictor", op: pictorRun.op, cpu: env.Pictor.CPU},
-		{name: "zipf-10k/nginx", op: nginxRun.op, cpu: nginx.CPU},
-	})
-	if err != nil {
-		return results, err
-	}
-	after, err := scrapeEdge(ctx, env.Pictor)
+	results, counted, err := versusNginx(ctx, env, "zipf-10k", zipfWarmup, pictorRun, nginxRun, nginx.CPU)
 	if err != nil {
 		return results, err
 	}
 	results[0].Note = joinNote(fmt.Sprintf("%d images, %.1f MiB in all, L1 %d MiB; %s; %v; connections opened %d",
-		zipfImages, float64(total.Load())/(1<<20), zipfCacheMem>>20, fillNote, after.sub(before), pictorRun.dials.Load()), results[0].Note)
+		zipfImages, float64(total.Load())/(1<<20), zipfCacheMem>>20, fillNote, counted, pictorRun.dials.Load()), results[0].Note)
 	results[1].Note = joinNote(fmt.Sprintf("connections opened %d", nginxRun.dials.Load()), results[1].Note)
 	return results, nil
 }
