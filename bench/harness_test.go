@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,8 +183,30 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 func TestDrive(t *testing.T) {
 	errBoom := errors.New("boom")
+	// Each request of the duration case takes 5 ms of a clock that moves
+	// only with requests: 50 ms is 10 requests, plus at most one more in
+	// flight per client when the deadline passes.
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
 	tests := []struct {
 		name       string
 		load       Load
@@ -215,12 +238,12 @@ func TestDrive(t *testing.T) {
 		},
 		{
 			name: "duration",
-			load: Load{Clients: 2, Duration: 50 * time.Millisecond},
+			load: Load{Clients: 2, Duration: 50 * time.Millisecond, now: clock.now},
 			op: func(int64) (time.Duration, error) {
-				time.Sleep(5 * time.Millisecond)
+				clock.advance(5 * time.Millisecond)
 				return 5 * time.Millisecond, nil
 			},
-			minN: 4, maxN: 40, // about 20
+			minN: 10, maxN: 11,
 		},
 	}
 	for _, tt := range tests {

@@ -71,6 +71,9 @@ type Load struct {
 	Clients  int
 	Duration time.Duration
 	Requests int
+	// now is the clock Duration is measured with; nil is time.Now. Tests
+	// inject one they advance themselves.
+	now func() time.Time
 }
 
 // Op sends one request as client number client (0 to Clients-1) and
@@ -103,7 +106,11 @@ func Drive(ctx context.Context, name, unit string, load Load, progress *Progress
 		wg          sync.WaitGroup
 	)
 	progress.begin(res.Label(), load.Duration, &done, &errs)
-	start := time.Now()
+	now := load.now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	var deadline time.Time
 	if load.Duration > 0 {
 		deadline = start.Add(load.Duration)
@@ -114,7 +121,7 @@ func Drive(ctx context.Context, name, unit string, load Load, progress *Progress
 				if ctx.Err() != nil || consecutive.Load() >= maxConsecutiveErrors {
 					return
 				}
-				if !deadline.IsZero() && !time.Now().Before(deadline) {
+				if !deadline.IsZero() && !now().Before(deadline) {
 					return
 				}
 				if load.Requests > 0 && started.Add(1) > int64(load.Requests) {
@@ -137,7 +144,7 @@ func Drive(ctx context.Context, name, unit string, load Load, progress *Progress
 		})
 	}
 	wg.Wait()
-	res.Elapsed = time.Since(start)
+	res.Elapsed = now().Sub(start)
 	progress.end()
 	for i := range hists {
 		res.Latency.Merge(&hists[i])
