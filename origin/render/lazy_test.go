@@ -70,6 +70,35 @@ func lazySite(t *testing.T, pages map[string]string) *httptest.Server {
 // reportLoad is a script that tells lazySite the page's load event fired.
 const reportLoad = `<script>addEventListener('load', () => fetch('/loaded'));</script>`
 
+// lazyCase is a render whose image is checked at probes: w×h pixels.
+type lazyCase struct {
+	name   string
+	r      Request
+	w, h   int
+	probes []probe
+}
+
+// renderLazyCases renders each case with a 20 s max_wait and checks that
+// the settle step ended with every image it waits for settled (not by
+// running out of max_wait), then the pixels.
+func renderLazyCases(t *testing.T, e *Engine, cases []lazyCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r
+			r.OrgID, r.MaxWait, r.MaxWidth, r.MaxHeight = "o", 20*time.Second, 16384, 16384
+			res, err := e.Render(context.Background(), &r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Settled {
+				t.Error("the settle step ran out of max_wait: it waited for an image it should not have, or one never settled")
+			}
+			checkPixels(t, res, tc.w, tc.h, tc.probes)
+		})
+	}
+}
+
 type probe struct {
 	x, y int
 	want color.NRGBA
@@ -103,12 +132,7 @@ func TestLazyImageOutsideCaptureNotWaited(t *testing.T) {
 			below + reportLoad + `</body></html>`,
 	})
 	e := newEngine(t)
-	tests := []struct {
-		name   string
-		r      Request
-		w, h   int
-		probes []probe
-	}{
+	renderLazyCases(t, e, []lazyCase{
 		{"URL viewport", Request{URL: site.URL + "/page/viewport", ViewportWidth: 300, ViewportHeight: 200},
 			300, 200, []probe{{50, 50, blue}, {200, 50, red}, {50, 150, red}}},
 		{"HTML document viewport", Request{HTML: `<!DOCTYPE html><html><body style="margin:0;background:rgb(255,0,0)">` +
@@ -118,21 +142,7 @@ func TestLazyImageOutsideCaptureNotWaited(t *testing.T) {
 			300, 200, []probe{{50, 50, blue}, {200, 50, red}, {50, 150, red}}},
 		{"selector", Request{URL: site.URL + "/page/selector", ViewportWidth: 300, ViewportHeight: 200, Selector: "#top"},
 			100, 100, []probe{{0, 0, blue}, {50, 50, blue}, {99, 99, blue}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := tc.r
-			r.OrgID, r.MaxWait, r.MaxWidth, r.MaxHeight = "o", 20*time.Second, 16384, 16384
-			res, err := e.Render(context.Background(), &r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Settled {
-				t.Error("the settle step ran out of max_wait: it waited for the lazy image outside the capture")
-			}
-			checkPixels(t, res, tc.w, tc.h, tc.probes)
-		})
-	}
+	})
 }
 
 // TestLazyImageInCaptureWaited renders lazy images that lie in what is
@@ -148,12 +158,7 @@ func TestLazyImageInCaptureWaited(t *testing.T) {
 			reportLoad + `</body></html>`,
 	})
 	e := newEngine(t)
-	tests := []struct {
-		name   string
-		r      Request
-		w, h   int
-		probes []probe
-	}{
+	renderLazyCases(t, e, []lazyCase{
 		{"URL viewport", Request{URL: site.URL + "/page/viewport", ViewportWidth: 300, ViewportHeight: 200},
 			300, 200, []probe{{50, 25, red}, {50, 100, blue}, {0, 50, blue}, {99, 149, blue}, {200, 100, red}}},
 		{"selector 5000 px down", Request{URL: site.URL + "/page/selector", ViewportWidth: 300, ViewportHeight: 200, Selector: "#low"},
@@ -161,21 +166,7 @@ func TestLazyImageInCaptureWaited(t *testing.T) {
 		{"auto-cropped snippet", Request{HTML: `<div style="width:100px;height:3000px;background:rgb(255,0,0)"></div>` +
 			`<img loading="lazy" src="` + site.URL + `/blue.png" width="100" height="100" style="display:block">`, DeviceScale: 1},
 			100, 3100, []probe{{50, 50, red}, {50, 2990, red}, {50, 3050, blue}, {99, 3099, blue}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := tc.r
-			r.OrgID, r.MaxWait, r.MaxWidth, r.MaxHeight = "o", 20*time.Second, 16384, 16384
-			res, err := e.Render(context.Background(), &r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Settled {
-				t.Error("the settle step ran out of max_wait")
-			}
-			checkPixels(t, res, tc.w, tc.h, tc.probes)
-		})
-	}
+	})
 }
 
 // TestFullPageLazyImage captures a whole page with a lazy image 5,000 px
