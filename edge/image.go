@@ -342,9 +342,6 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return nil, &upstreamError{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body, header: resp.Header}
 	}
-	if resp.ContentLength > e.maxEntry {
-		return nil, errTooBig
-	}
 	body, err := readBody(resp, e.maxEntry)
 	if err != nil {
 		return nil, err
