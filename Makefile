@@ -9,9 +9,10 @@ LDFLAGS      := -s -w -X main.version=$(VERSION)
 TOOLS        := $(CURDIR)/.tools
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# System packages: Chromium and fonts for rendering, libvips for encoding.
+# System packages: Chromium and fonts for rendering, libvips for encoding,
+# clang and wasm-ld for the template sandbox's evaluator (wasm/evaluator).
 RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
-                 libvips-dev pkg-config ca-certificates
+                 libvips-dev pkg-config ca-certificates clang-14 lld-14
 TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs
 TSCLIENT      := origin/testdata/tsclient
 HBSJS         := wasm/testdata/handlebarsjs
@@ -37,8 +38,9 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	done
 
-build: ## build ./bin/pictor and the template sandbox's guest (wasm/guest.wasm)
+build: ## build ./bin/pictor and the template sandbox's modules (wasm/guest.wasm, wasm/evaluator.wasm)
 	./wasm/build.sh
+	./wasm/evaluator/build.sh
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pictor
 
 run: deps build ## install, build and start `pictor serve` on ./data

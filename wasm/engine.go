@@ -33,6 +33,12 @@ import (
 //go:embed guest.wasm
 var guestWasm []byte
 
+// evaluatorWasm is wasm/evaluator built by its build.sh;
+// TestEvaluatorUpToDate holds it to the source.
+//
+//go:embed evaluator.wasm
+var evaluatorWasm []byte
+
 // Engine evaluates Handlebars templates in the WebAssembly sandbox. The
 // guest is compiled once; every evaluation runs in an instance of its
 // own, fresh from the snapshot or reset to it (its memory, globals and
@@ -42,25 +48,30 @@ var guestWasm []byte
 // (Config.PoolSize) because the Go runtime's start-up in the guest
 // costs far more than an evaluation. Each template is parsed once: the
 // guest's compiled program is cached (Config.ProgramCacheBytes) and
-// later evaluations pass it to the guest instead of the template.
+// later evaluations hand it, with the values, to the evaluator
+// (wasm/evaluator, a second module in every instance, in C): the same
+// runtime without the Go guest's cost of an exit from native code at
+// every branch (see wasm/README.md). What the evaluator does not cover,
+// errors included, it hands back, and the Go guest evaluates the
+// program instead: the result is the Go guest's either way.
 //
 // An Engine is safe for concurrent use.
 type Engine struct {
-	cfg      Config
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache
-	compiled wazero.CompiledModule
-	prepared *wasmbin.Module
+	cfg   Config
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
 
-	// The state every instance starts from (see snapshot).
-	image    *image
-	snapMem  []byte // the image's bytes, copied back by reset
-	memPages uint32
-	globals  []uint64
-	clocks   clocks
-	// The guest's input buffer (abi.ExportInput), the same in every
+	// The Go guest and the evaluator, and the state their instances
+	// start from (see snapshot); the guest's clocks too.
+	guest, evaluator guestImage
+	clocks           clocks
+	// The modules' input buffers (abi.ExportInput), the same in every
 	// instance.
-	inAddr, inCap uint32
+	inAddr, inCap     uint32
+	evInAddr, evInCap uint32
+
+	// Evaluations the evaluator finished, and those it handed back.
+	fast, fallbacks atomic.Uint64
 
 	programs *programCache
 
@@ -83,17 +94,37 @@ type Engine struct {
 	closed bool
 }
 
-// instance is one guest instance, good for one evaluation, after
-// which it is closed or reset.
+// guestImage is a compiled module and the state its instances start
+// from: its memory right after initialization (image, and snapMem, its
+// bytes, copied back by reset) and its globals.
+type guestImage struct {
+	compiled wazero.CompiledModule
+	prepared *wasmbin.Module
+	image    *image
+	snapMem  []byte
+	memPages uint32
+	globals  []uint64
+}
+
+// moduleInstance is an instance of a guestImage.
+type moduleInstance struct {
+	mod     api.Module
+	globals []api.MutableGlobal // by index; nil for immutable ones
+	memory  experimental.LinearMemory
+}
+
+// instance is one instance of the Go guest and one of the evaluator,
+// good for one evaluation, after which they are closed or reset.
 type instance struct {
-	mod                                   api.Module
+	moduleInstance
 	alloc, check, render, result, program api.Function
-	globals                               []api.MutableGlobal // by index; nil for immutable ones
-	memory                                experimental.LinearMemory
 	clk                                   *clocks
 	stderr                                *boundedBuffer
 	stack                                 []uint64
 	resets                                int // times reset put it back in the snapshot's state
+
+	ev                moduleInstance
+	evAlloc, evRender api.Function
 }
 
 // New compiles the guest (or loads it from Config.CompilationCacheDir)
@@ -126,9 +157,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.start(ctx); err != nil {
 		e.rt.Close(ctx)
 		e.cache.Close(ctx)
-		if e.image != nil {
-			e.image.close()
-		}
+		e.guest.close()
+		e.evaluator.close()
 		return nil, err
 	}
 	if cfg.PoolSize > 0 {
@@ -145,93 +175,150 @@ func (e *Engine) start(ctx context.Context) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		return fmt.Errorf("wasm instantiate wasi: %w", err)
 	}
-	mod, err := wasmbin.Prepare(guestWasm)
-	if err != nil {
-		return fmt.Errorf("%w: prepare guest: %w", ErrGuest, err)
+	for _, g := range []struct {
+		name string
+		bin  []byte
+		img  *guestImage
+	}{{"guest", guestWasm, &e.guest}, {"evaluator", evaluatorWasm, &e.evaluator}} {
+		mod, err := wasmbin.Prepare(g.bin)
+		if err != nil {
+			return fmt.Errorf("%w: prepare %s: %w", ErrGuest, g.name, err)
+		}
+		compiled, err := e.rt.CompileModule(ctx, mod.Binary)
+		if err != nil {
+			return fmt.Errorf("wasm compile %s: %w", g.name, err)
+		}
+		g.img.compiled, g.img.prepared = compiled, mod
 	}
-	compiled, err := e.rt.CompileModule(ctx, mod.Binary)
-	if err != nil {
-		return fmt.Errorf("wasm compile guest: %w", err)
-	}
-	e.compiled, e.prepared = compiled, mod
-	if err := e.snapshot(ctx, mod); err != nil {
+	if err := e.snapshot(ctx); err != nil {
 		return err
 	}
 	// Instantiate one now, so that a broken snapshot fails New, and
-	// see whether its memory can be reset in place.
+	// see whether its memories can be reset in place.
 	inst, err := e.instantiate(ctx)
 	if err != nil {
 		return err
 	}
 	defer inst.close()
-	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 && e.canReset(inst)
-	input := inst.mod.ExportedFunction(abi.ExportInput)
+	scratch := e.resetScratch()
+	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 &&
+		e.guest.canReset(&inst.moduleInstance, scratch) && e.evaluator.canReset(&inst.ev, scratch)
+	if e.inAddr, e.inCap, err = inputBuffer(ctx, inst.mod); err != nil {
+		return err
+	}
+	e.evInAddr, e.evInCap, err = inputBuffer(ctx, inst.ev.mod)
+	return err
+}
+
+// inputBuffer asks a module for its input buffer (abi.ExportInput).
+func inputBuffer(ctx context.Context, mod api.Module) (addr, size uint32, err error) {
+	input := mod.ExportedFunction(abi.ExportInput)
 	if input == nil {
-		return fmt.Errorf("%w: the guest lacks %s", ErrGuest, abi.ExportInput)
+		return 0, 0, fmt.Errorf("%w: a module lacks %s", ErrGuest, abi.ExportInput)
 	}
 	res, err := input.Call(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrGuest, abi.ExportInput, err)
+		return 0, 0, fmt.Errorf("%w: %s: %w", ErrGuest, abi.ExportInput, err)
 	}
-	e.inAddr, e.inCap = uint32(res[0]>>32), uint32(res[0])
-	return nil
+	return uint32(res[0] >> 32), uint32(res[0]), nil
 }
 
 // canReset checks that reset finds, and undoes, a write to an
 // instance's memory (it relies on the kernel's pagemap).
-func (e *Engine) canReset(inst *instance) bool {
-	scratch := e.resetScratch()
-	if n, err := e.image.restore(inst.memory, e.snapMem, scratch); err != nil || n != 0 {
+func (g *guestImage) canReset(m *moduleInstance, scratch []byte) bool {
+	if n, err := g.image.restore(m.memory, g.snapMem, scratch); err != nil || n != 0 {
 		return false
 	}
-	mem := inst.mod.Memory()
+	mem := m.mod.Memory()
 	at := mem.Size() / 2
 	b, _ := mem.ReadByte(at)
 	if !mem.WriteByte(at, ^b) {
 		return false
 	}
-	n, err := e.image.restore(inst.memory, e.snapMem, scratch)
+	n, err := g.image.restore(m.memory, g.snapMem, scratch)
 	got, _ := mem.ReadByte(at)
 	return err == nil && n == 1 && got == b
 }
 
 // resetScratch is the space reset needs to read the pagemap.
-func (e *Engine) resetScratch() []byte { return make([]byte, 8*len(e.snapMem)/pageSizeOS) }
+func (e *Engine) resetScratch() []byte {
+	return make([]byte, 8*max(len(e.guest.snapMem), len(e.evaluator.snapMem))/pageSizeOS)
+}
 
-// snapshot initializes one instance the ordinary way (data segments,
-// then the Go runtime's _initialize) and keeps its memory, globals and
-// clocks: every later instance starts from exactly that state instead of
-// paying for the runtime's start-up again.
-func (e *Engine) snapshot(ctx context.Context, prepared *wasmbin.Module) error {
+func (g *guestImage) close() {
+	if g.image != nil {
+		g.image.close()
+	}
+}
+
+// snapshot initializes one instance of each module the ordinary way
+// (data segments, then, for the Go guest, its runtime's _initialize)
+// and keeps their memories and globals, and the guest's clocks: every
+// later instance starts from exactly that state instead of paying for
+// the runtime's start-up again.
+func (e *Engine) snapshot(ctx context.Context) error {
 	clk := &clocks{}
-	mod, err := e.coldInstance(ctx, prepared, clk)
+	mod, err := e.coldInstance(ctx, e.guest.prepared, clk)
 	if err != nil {
 		return err
 	}
 	defer mod.Close(ctx)
+	if err := e.guest.snapshot(mod, e.cfg.MemoryLimitBytes); err != nil {
+		return err
+	}
+	e.clocks.wall.Store(clk.wall.Load())
+	e.clocks.mono.Store(clk.mono.Load())
+
+	ev, err := e.rt.InstantiateModule(ctx, e.evaluator.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return fmt.Errorf("%w: instantiate evaluator: %w", ErrGuest, err)
+	}
+	defer ev.Close(ctx)
+	if err := writeSegments(ev, e.evaluator.prepared); err != nil {
+		return err
+	}
+	return e.evaluator.snapshot(ev, e.cfg.MemoryLimitBytes)
+}
+
+// snapshot keeps an initialized instance's memory and globals.
+func (g *guestImage) snapshot(mod api.Module, limit uint64) error {
 	mem := mod.Memory()
 	snap, ok := mem.Read(0, mem.Size())
 	if !ok {
 		return fmt.Errorf("%w: read guest memory", ErrGuest)
 	}
-	if uint64(len(snap)) > e.cfg.MemoryLimitBytes {
-		return fmt.Errorf("wasm config: MemoryLimitBytes: %d is below the guest's initial memory of %d bytes", e.cfg.MemoryLimitBytes, len(snap))
+	if uint64(len(snap)) > limit {
+		return fmt.Errorf("wasm config: MemoryLimitBytes: %d is below the guest's initial memory of %d bytes", limit, len(snap))
 	}
-	if e.image, err = newImage(snap); err != nil {
+	var err error
+	if g.image, err = newImage(snap); err != nil {
 		return fmt.Errorf("%w: memory image: %w", ErrGuest, err)
 	}
-	e.snapMem = bytes.Clone(snap)
-	e.memPages = mem.Size() / pageSize
-	e.globals = make([]uint64, prepared.Globals)
-	for i := range e.globals {
-		g := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i))
-		if g == nil {
+	g.snapMem = bytes.Clone(snap)
+	g.memPages = mem.Size() / pageSize
+	g.globals = make([]uint64, g.prepared.Globals)
+	for i := range g.globals {
+		gl := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i))
+		if gl == nil {
 			return fmt.Errorf("%w: global %d not exported", ErrGuest, i)
 		}
-		e.globals[i] = g.Get()
+		g.globals[i] = gl.Get()
 	}
-	e.clocks.wall.Store(clk.wall.Load())
-	e.clocks.mono.Store(clk.mono.Load())
+	return nil
+}
+
+// writeSegments writes the data segments Prepare took out of a module
+// into an instance's memory.
+func writeSegments(mod api.Module, prepared *wasmbin.Module) error {
+	mem := mod.Memory()
+	if mem == nil {
+		return fmt.Errorf("%w: a module has no memory", ErrGuest)
+	}
+	for _, seg := range prepared.Segments {
+		if !mem.Write(seg.Offset, seg.Data) {
+			return fmt.Errorf("%w: data segment at %d out of range", ErrGuest, seg.Offset)
+		}
+	}
 	return nil
 }
 
@@ -240,20 +327,13 @@ func (e *Engine) snapshot(ctx context.Context, prepared *wasmbin.Module) error {
 // It is what every instance would cost without the snapshot.
 func (e *Engine) coldInstance(ctx context.Context, prepared *wasmbin.Module, clk *clocks) (api.Module, error) {
 	stderr := &boundedBuffer{max: 4 << 10}
-	mod, err := e.rt.InstantiateModule(ctx, e.compiled, e.instanceConfig(stderr, clk))
+	mod, err := e.rt.InstantiateModule(ctx, e.guest.compiled, e.instanceConfig(stderr, clk))
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
 	}
-	mem := mod.Memory()
-	if mem == nil {
+	if err := writeSegments(mod, prepared); err != nil {
 		mod.Close(ctx)
-		return nil, fmt.Errorf("%w: the guest has no memory", ErrGuest)
-	}
-	for _, seg := range prepared.Segments {
-		if !mem.Write(seg.Offset, seg.Data) {
-			mod.Close(ctx)
-			return nil, fmt.Errorf("%w: data segment at %d out of range", ErrGuest, seg.Offset)
-		}
+		return nil, err
 	}
 	initialize := mod.ExportedFunction("_initialize")
 	if initialize == nil {
@@ -304,56 +384,76 @@ func (zeroReader) Read(p []byte) (int, error) {
 }
 
 // instantiate makes a fresh instance in the snapshot's state: its
-// memory a private copy-on-write mapping of the image, its globals and
-// clocks set to the snapshot's.
+// memories private copy-on-write mappings of the images, its globals
+// and clocks set to the snapshot's.
 func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 	stderr := &boundedBuffer{max: 4 << 10}
 	clk := &clocks{}
 	clk.wall.Store(e.clocks.wall.Load())
 	clk.mono.Store(e.clocks.mono.Load())
-	var memory experimental.LinearMemory
-	alloc := experimental.MemoryAllocatorFunc(func(cap, max uint64) experimental.LinearMemory {
-		memory = e.image.Allocate(cap, max)
-		return memory
-	})
-	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), e.compiled, e.instanceConfig(stderr, clk))
+	m, err := e.guest.instantiate(ctx, e.rt, e.instanceConfig(stderr, clk))
 	if err != nil {
-		return nil, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
+		return nil, err
 	}
-	mem := mod.Memory()
-	if size := mem.Size() / pageSize; size < e.memPages {
-		if _, ok := mem.Grow(e.memPages - size); !ok {
-			mod.Close(ctx)
-			return nil, fmt.Errorf("%w: grow memory to the snapshot's", ErrGuest)
-		}
+	ev, err := e.evaluator.instantiate(ctx, e.rt, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		m.mod.Close(ctx)
+		return nil, err
 	}
 	inst := &instance{
-		mod:     mod,
-		alloc:   mod.ExportedFunction(abi.ExportAlloc),
-		check:   mod.ExportedFunction(abi.ExportCheck),
-		render:  mod.ExportedFunction(abi.ExportRender),
-		result:  mod.ExportedFunction(abi.ExportResult),
-		program: mod.ExportedFunction(abi.ExportProgram),
-		globals: make([]api.MutableGlobal, len(e.globals)),
-		memory:  memory,
-		clk:     clk,
-		stderr:  stderr,
-		stack:   make([]uint64, 5),
+		moduleInstance: m,
+		alloc:          m.mod.ExportedFunction(abi.ExportAlloc),
+		check:          m.mod.ExportedFunction(abi.ExportCheck),
+		render:         m.mod.ExportedFunction(abi.ExportRender),
+		result:         m.mod.ExportedFunction(abi.ExportResult),
+		program:        m.mod.ExportedFunction(abi.ExportProgram),
+		clk:            clk,
+		stderr:         stderr,
+		stack:          make([]uint64, 5),
+		ev:             ev,
+		evAlloc:        ev.mod.ExportedFunction(abi.ExportAlloc),
+		evRender:       ev.mod.ExportedFunction(abi.ExportRender),
 	}
-	for i, v := range e.globals {
-		if g, ok := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i)).(api.MutableGlobal); ok {
-			g.Set(v)
-			inst.globals[i] = g
-		}
-	}
-	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil || inst.program == nil {
-		mod.Close(ctx)
-		return nil, fmt.Errorf("%w: the guest lacks the exports of package abi", ErrGuest)
+	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil || inst.program == nil ||
+		inst.evAlloc == nil || inst.evRender == nil {
+		inst.close()
+		return nil, fmt.Errorf("%w: the guest or the evaluator lacks the exports of package abi", ErrGuest)
 	}
 	return inst, nil
 }
 
-func (i *instance) close() { i.mod.Close(context.Background()) }
+// instantiate makes an instance of g in its snapshot's state.
+func (g *guestImage) instantiate(ctx context.Context, rt wazero.Runtime, cfg wazero.ModuleConfig) (moduleInstance, error) {
+	var memory experimental.LinearMemory
+	alloc := experimental.MemoryAllocatorFunc(func(cap, max uint64) experimental.LinearMemory {
+		memory = g.image.Allocate(cap, max)
+		return memory
+	})
+	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), g.compiled, cfg)
+	if err != nil {
+		return moduleInstance{}, fmt.Errorf("%w: instantiate guest: %w", ErrGuest, err)
+	}
+	mem := mod.Memory()
+	if size := mem.Size() / pageSize; size < g.memPages {
+		if _, ok := mem.Grow(g.memPages - size); !ok {
+			mod.Close(ctx)
+			return moduleInstance{}, fmt.Errorf("%w: grow memory to the snapshot's", ErrGuest)
+		}
+	}
+	m := moduleInstance{mod: mod, memory: memory, globals: make([]api.MutableGlobal, len(g.globals))}
+	for i, v := range g.globals {
+		if gl, ok := mod.ExportedGlobal(wasmbin.GlobalExportPrefix + strconv.Itoa(i)).(api.MutableGlobal); ok {
+			gl.Set(v)
+			m.globals[i] = gl
+		}
+	}
+	return m, nil
+}
+
+func (i *instance) close() {
+	i.mod.Close(context.Background())
+	i.ev.mod.Close(context.Background())
+}
 
 // errGrown: an instance whose memory grew cannot be reset (a memory
 // does not shrink), only closed.
@@ -366,24 +466,35 @@ var errGrown = errors.New("the instance's memory grew")
 // closed, when the instance was closed (a trap, a deadline) or its
 // memory grew. scratch is resetScratch's.
 func (e *Engine) reset(inst *instance, scratch []byte) error {
-	if inst.mod.IsClosed() {
-		return sys.NewExitError(0)
-	}
-	if inst.mod.Memory().Size() != e.memPages*pageSize {
-		return errGrown
-	}
-	if _, err := e.image.restore(inst.memory, e.snapMem, scratch); err != nil {
+	if err := e.guest.reset(&inst.moduleInstance, scratch); err != nil {
 		return err
 	}
-	for i, g := range inst.globals {
-		if g != nil {
-			g.Set(e.globals[i])
-		}
+	if err := e.evaluator.reset(&inst.ev, scratch); err != nil {
+		return err
 	}
 	inst.clk.wall.Store(e.clocks.wall.Load())
 	inst.clk.mono.Store(e.clocks.mono.Load())
 	inst.stderr.reset()
 	inst.resets++
+	return nil
+}
+
+// reset puts one module's instance back in the snapshot's state.
+func (g *guestImage) reset(m *moduleInstance, scratch []byte) error {
+	if m.mod.IsClosed() {
+		return sys.NewExitError(0)
+	}
+	if m.mod.Memory().Size() != g.memPages*pageSize {
+		return errGrown
+	}
+	if _, err := g.image.restore(m.memory, g.snapMem, scratch); err != nil {
+		return err
+	}
+	for i, gl := range m.globals {
+		if gl != nil {
+			gl.Set(g.globals[i])
+		}
+	}
 	return nil
 }
 
@@ -438,7 +549,7 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	for {
 		select {
 		case inst := <-e.pool:
-			if inst.mod.IsClosed() {
+			if inst.mod.IsClosed() || inst.ev.mod.IsClosed() {
 				inst.close()
 				continue
 			}
@@ -555,7 +666,13 @@ func (e *Engine) evalTemplate(parent context.Context, template string, values []
 		if checkOnly {
 			return "", nil // it parsed when it was cached
 		}
-		out, _, err := e.run(parent, unsafe.String(unsafe.SliceData(prog), len(prog)), values, false, flags|abi.FlagProgram)
+		out, err := e.evaluate(parent, prog, values)
+		if !errors.Is(err, errFallback) {
+			e.fast.Add(1)
+			return out, err
+		}
+		e.fallbacks.Add(1)
+		out, _, err = e.run(parent, unsafe.String(unsafe.SliceData(prog), len(prog)), values, false, flags|abi.FlagProgram)
 		if !errors.Is(err, errBadProgram) {
 			return out, err
 		}
@@ -568,6 +685,93 @@ func (e *Engine) evalTemplate(parent context.Context, template string, values []
 		e.programs.add(key, prog)
 	}
 	return out, err
+}
+
+// errFallback: the evaluator handed the evaluation back.
+var errFallback = errors.New("evaluator fell back")
+
+// The evaluator's statuses (wasm/evaluator/eval.c).
+const (
+	evalOK       = 0
+	evalFallback = 1
+)
+
+// evaluate renders a cached program with binary values in the
+// evaluator: errFallback when it hands the evaluation back (an error,
+// a case it does not cover, a trap), which the Go guest then makes.
+// An evaluation that passed its deadline is ErrTimeout here, not given
+// a second one.
+func (e *Engine) evaluate(parent context.Context, prog, values []byte) (string, error) {
+	inst, err := e.acquire(parent)
+	if err != nil {
+		return "", err
+	}
+	reusable := false
+	defer func() { e.release(inst, reusable) }()
+	ctx, cancel := context.WithTimeoutCause(parent, e.cfg.Timeout, errEvalTimeout)
+	defer cancel()
+
+	stack := inst.stack
+	addr := e.evInAddr
+	if n := len(prog) + len(values); n > int(e.evInCap) {
+		stack[0] = uint64(n)
+		if err := inst.evAlloc.CallWithStack(ctx, stack); err != nil {
+			return "", e.evaluatorError(parent, ctx, err)
+		}
+		if addr = uint32(stack[0]); addr == 0 {
+			return "", fmt.Errorf("%w: no room for the input", errFallback)
+		}
+	}
+	mem := inst.ev.mod.Memory()
+	if !mem.Write(addr, prog) || !mem.Write(addr+uint32(len(prog)), values) {
+		return "", fmt.Errorf("%w: input buffer out of range", ErrGuest)
+	}
+	stack[0], stack[1], stack[2], stack[3] = uint64(len(prog)), uint64(len(values)), uint64(e.cfg.MaxDepth), uint64(e.cfg.MaxOutputBytes)
+	if err := inst.evRender.CallWithStack(ctx, stack); err != nil {
+		return "", e.evaluatorError(parent, ctx, err)
+	}
+	reusable = ctx.Err() == nil
+	rec, ok := mem.Read(uint32(stack[0]), 12)
+	if !ok {
+		return "", fmt.Errorf("%w: result out of range", ErrGuest)
+	}
+	status, at, n := binary.LittleEndian.Uint32(rec), binary.LittleEndian.Uint32(rec[4:]), binary.LittleEndian.Uint32(rec[8:])
+	res, ok := mem.Read(at, n)
+	if !ok {
+		return "", fmt.Errorf("%w: result out of range", ErrGuest)
+	}
+	switch status {
+	case evalOK:
+		return string(res), nil
+	case evalFallback:
+		return "", fmt.Errorf("%w: %s", errFallback, res)
+	}
+	return "", fmt.Errorf("%w: evaluator status %d", ErrGuest, status)
+}
+
+// evaluatorError maps a failed evaluator call: the caller's context
+// and the deadline as in classify, anything else (a trap: its stack
+// overflowed, its memory limit) is handed to the Go guest, which
+// reports what it finds.
+func (e *Engine) evaluatorError(parent, ctx context.Context, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("template evaluation: %w", perr)
+	}
+	if context.Cause(ctx) == errEvalTimeout {
+		return fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
+	}
+	return fmt.Errorf("%w: %w", errFallback, err)
+}
+
+// Stats counts the evaluations of cached programs: those the evaluator
+// made, and those it handed back to the Go guest.
+type Stats struct {
+	Evaluated, HandedBack uint64
+}
+
+// Stats returns the counts since New.
+func (e *Engine) Stats() Stats {
+	return Stats{Evaluated: e.fast.Load(), HandedBack: e.fallbacks.Load()}
 }
 
 // maxProgramBytes bounds a program the host accepts from the guest for
@@ -712,7 +916,7 @@ func (e *Engine) Close(ctx context.Context) error {
 				}
 			}
 		}
-		err = errors.Join(e.rt.Close(ctx), e.cache.Close(ctx), e.image.close())
+		err = errors.Join(e.rt.Close(ctx), e.cache.Close(ctx), e.guest.image.close(), e.evaluator.image.close())
 	})
 	return err
 }

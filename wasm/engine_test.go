@@ -145,6 +145,8 @@ func TestHostileTemplates(t *testing.T) {
 		template string
 		values   string
 		err      error
+		// the host rejects the values before any guest sees them
+		badValues bool
 	}{
 		{
 			// 100^6 iterations with no output: only the deadline stops it.
@@ -196,16 +198,18 @@ func TestHostileTemplates(t *testing.T) {
 			err:      ErrTooDeep,
 		},
 		{
-			name:     "deep values",
-			template: "{{a}}",
-			values:   `{"a":` + nest("[", "1", "]", 200000) + `}`,
-			err:      ErrTooDeep,
+			name:      "deep values",
+			template:  "{{a}}",
+			values:    `{"a":` + nest("[", "1", "]", 200000) + `}`,
+			err:       ErrTooDeep,
+			badValues: true,
 		},
 		{
-			name:     "huge values",
-			template: "{{a}}",
-			values:   `{"a":"` + strings.Repeat("x", 2<<20) + `"}`,
-			err:      ErrValuesTooLarge,
+			name:      "huge values",
+			template:  "{{a}}",
+			values:    `{"a":"` + strings.Repeat("x", 2<<20) + `"}`,
+			err:       ErrValuesTooLarge,
+			badValues: true,
 		},
 		{
 			name:     "large values, amplified",
@@ -219,29 +223,48 @@ func TestHostileTemplates(t *testing.T) {
 			err:      ErrTemplateTooLarge,
 		},
 		{
-			name:     "values not an object",
-			template: "{{this}}",
-			values:   strings.Repeat("[", 1000),
-			err:      ErrValues,
+			name:      "values not an object",
+			template:  "{{this}}",
+			values:    strings.Repeat("[", 1000),
+			err:       ErrValues,
+			badValues: true,
 		},
 	}
+	// Each case twice: parsed by the Go guest (no program cache), and
+	// checked first (as the API does when a template is saved) so that
+	// the render is the evaluator's, of the cached program.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := sharedEngine(t)
-			if tt.edit != nil {
-				e = newEngine(t, tt.edit)
+		for _, cached := range []bool{false, true} {
+			name := tt.name + "/go-guest"
+			if cached {
+				name = tt.name + "/evaluator"
 			}
-			ctx := context.Background()
-			start := time.Now()
-			got, err := e.Render(ctx, tt.template, []byte(tt.values))
-			if !errors.Is(err, tt.err) {
-				t.Fatalf("Render = %.40q…, %v; want %v", got, err, tt.err)
-			}
-			t.Logf("%v after %s", err, time.Since(start).Round(time.Millisecond))
-			if out, err := e.Render(ctx, "Hello {{name}}", []byte(`{"name":"world"}`)); err != nil || out != "Hello world" {
-				t.Fatalf("render after the hostile one = %q, %v", out, err)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				e := newEngine(t, func(c *Config) {
+					if tt.edit != nil {
+						tt.edit(c)
+					}
+					if !cached {
+						c.ProgramCacheBytes = 0
+					}
+				})
+				ctx := context.Background()
+				checked := cached && e.Check(ctx, tt.template) == nil
+				start := time.Now()
+				got, err := e.Render(ctx, tt.template, []byte(tt.values))
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("Render = %.40q…, %v; want %v", got, err, tt.err)
+				}
+				t.Logf("%v after %s", err, time.Since(start).Round(time.Millisecond))
+				st := e.Stats()
+				if n, want := st.Evaluated+st.HandedBack, checked && !tt.badValues; want != (n == 1) {
+					t.Errorf("evaluations of a cached program: %d, want one: %v", n, want)
+				}
+				if out, err := e.Render(ctx, "Hello {{name}}", []byte(`{"name":"world"}`)); err != nil || out != "Hello world" {
+					t.Fatalf("render after the hostile one = %q, %v", out, err)
+				}
+			})
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ func TestGuestUpToDate(t *testing.T) {
 // functions (wazero gives it no files, sockets, environment or real
 // clocks either way; see instanceConfig).
 func TestGuestImports(t *testing.T) {
-	mod := sharedEngine(t).compiled // the guest as prepared: imports unchanged
+	mod := sharedEngine(t).guest.compiled // the guest as prepared: imports unchanged
 	imports := mod.ImportedFunctions()
 	if len(imports) == 0 {
 		t.Fatal("no imports")

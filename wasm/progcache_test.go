@@ -209,12 +209,12 @@ func TestResetInstances(t *testing.T) {
 			t.Fatalf("reset: %v", err)
 		}
 		b, _ := mem.Read(0, mem.Size())
-		if !bytes.Equal(b, e.snapMem) {
+		if !bytes.Equal(b, e.guest.snapMem) {
 			t.Fatalf("evaluation %d: a reset instance's memory differs from the snapshot", i)
 		}
 		for j, g := range inst.globals {
-			if g != nil && g.Get() != e.globals[j] {
-				t.Fatalf("global %d = %d, snapshot %d", j, g.Get(), e.globals[j])
+			if g != nil && g.Get() != e.guest.globals[j] {
+				t.Fatalf("global %d = %d, snapshot %d", j, g.Get(), e.guest.globals[j])
 			}
 		}
 	}

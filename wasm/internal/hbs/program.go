@@ -24,7 +24,8 @@ import (
 // parameters and path parts (so that decoding allocates each kind
 // once), then the root program. A node is a tag byte and its fields;
 // counts and lengths are uvarints, strings are a length and bytes,
-// numbers IEEE 754 bits little-endian.
+// numbers IEEE 754 bits little-endian followed by their JavaScript
+// string (what wasm/evaluator writes; it cannot format floats).
 const programMagic = "hbs\x01"
 
 // ErrProgram reports a program DecodeProgram rejects.
@@ -207,7 +208,8 @@ func encodeNode(b []byte, n ast.Node) []byte {
 	case *ast.StringLiteral:
 		return encodeString(append(b, tagString), n.Value)
 	case *ast.NumberLiteral:
-		return binary.LittleEndian.AppendUint64(append(b, tagNumber), math.Float64bits(n.Value))
+		b = binary.LittleEndian.AppendUint64(append(b, tagNumber), math.Float64bits(n.Value))
+		return encodeString(b, formatNumber(n.Value))
 	case *ast.BooleanLiteral:
 		return append(b, tagBoolean, boolByte(n.Value))
 	}
@@ -558,6 +560,7 @@ func (d *progDecoder) literal(tag byte) ast.Node {
 		}
 		f := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.pos:]))
 		d.pos += 8
+		d.string() // its JavaScript string, for the C evaluator
 		return &ast.NumberLiteral{Value: f}
 	}
 	return &ast.BooleanLiteral{Value: d.flag()}

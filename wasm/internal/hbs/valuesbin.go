@@ -20,7 +20,7 @@ const (
 	vtagNull byte = iota + 1
 	vtagFalse
 	vtagTrue
-	vtagNumber      // 8 bytes, IEEE 754 little-endian
+	vtagNumber      // 8 bytes, IEEE 754 little-endian, then its JavaScript string (uvarint length, bytes)
 	vtagString      // uvarint length, bytes
 	vtagPlainString // the same, with nothing to escape
 	vtagArray       // uvarint n, n values
@@ -64,7 +64,8 @@ func encodeValue(b []byte, v Value) []byte {
 		}
 		return append(b, vtagFalse)
 	case Number:
-		return binary.LittleEndian.AppendUint64(append(b, vtagNumber), math.Float64bits(v.num))
+		b = binary.LittleEndian.AppendUint64(append(b, vtagNumber), math.Float64bits(v.num))
+		return encodeString(b, formatNumber(v.num))
 	case String:
 		tag := vtagPlainString
 		for i := 0; i < len(v.str); i++ {
@@ -152,6 +153,7 @@ func (d *valuesDecoder) value(depth int) Value {
 		}
 		f := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.pos:]))
 		d.pos += 8
+		d.string() // for the C evaluator
 		return numberValue(f)
 	case vtagString:
 		return stringValue(d.string())

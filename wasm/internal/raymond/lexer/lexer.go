@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -201,25 +200,6 @@ func (l *Lexer) backup() {
 // ignoreskips all characters that have been scanned up to current position
 func (l *Lexer) ignore() {
 	l.start = l.pos
-}
-
-// accept scans the next character if it is included in given string
-func (l *Lexer) accept(valid string) bool {
-	if strings.ContainsRune(valid, l.next()) {
-		return true
-	}
-
-	l.backup()
-
-	return false
-}
-
-// acceptRun scans all following characters that are part of given string
-func (l *Lexer) acceptRun(valid string) {
-	for strings.ContainsRune(valid, l.next()) {
-	}
-
-	l.backup()
 }
 
 // errorf emits an error token
@@ -579,9 +559,16 @@ func lexExpression(l *Lexer) lexFunc {
 		l.emit(TokenSep)
 	case r == '|':
 		l.emit(TokenCloseBlockParams)
-	case r == '+' || r == '-' || (r >= '0' && r <= '9'):
+	case r == '-' || (r >= '0' && r <= '9'):
+		// pictor: handlebars.js's NUMBER; what else starts so is an ID
+		// ("1e5", "0x1", "-x"), and '+' starts nothing.
 		l.backup()
-		return lexNumber
+		if n := numberLength(l.input[l.pos:]); n > 0 {
+			l.pos += n
+			l.emit(TokenNumber)
+			return lexExpression
+		}
+		return lexIdentifier
 	case r == '[':
 		return lexPathLiteral
 	case !strings.ContainsRune(unallowedIDChars, r):
@@ -655,63 +642,37 @@ func lexString(l *Lexer) lexFunc {
 	return lexExpression
 }
 
-// lexNumber scans a number: decimal, octal, hex, float, or imaginary. This
-// isn't a perfect number scanner - for instance it accepts "." and "0x0.2"
-// and "089" - but when it's wrong the input is invalid and the parser (via
-// strconv) will notice.
+// numberLength is the length of handlebars.js's NUMBER token at the
+// start of s, -?[0-9]+(?:\.[0-9]+)? followed by one of its literal
+// lookahead characters (~}) or a space), or 0.
 //
-// NOTE: borrowed from https://github.com/golang/go/tree/master/src/text/template/parse/lex.go
-func lexNumber(l *Lexer) lexFunc {
-	if !l.scanNumber() {
-		return l.errorf("bad number syntax: %q", l.input[l.start:l.pos])
+// pictor: replaces lexNumber, which took Go's number syntax.
+func numberLength(s string) int {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
 	}
-	if sign := l.peek(); sign == '+' || sign == '-' {
-		// Complex: 1+2i. No spaces, must end in 'i'.
-		if !l.scanNumber() || l.input[l.pos-1] != 'i' {
-			return l.errorf("bad number syntax: %q", l.input[l.start:l.pos])
+	digits := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == digits {
+		return 0
+	}
+	lookahead := func(i int) bool { return i < len(s) && strings.IndexByte("~}) \t\n\r\f\v", s[i]) >= 0 }
+	if i+1 < len(s) && s[i] == '.' && s[i+1] >= '0' && s[i+1] <= '9' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
 		}
-		l.emit(TokenNumber)
-	} else {
-		l.emit(TokenNumber)
+		if lookahead(j) {
+			return j
+		}
 	}
-	return lexExpression
-}
-
-// scanNumber scans a number
-//
-// NOTE: borrowed from https://github.com/golang/go/tree/master/src/text/template/parse/lex.go
-func (l *Lexer) scanNumber() bool {
-	// Optional leading sign.
-	l.accept("+-")
-
-	// Is it hex?
-	digits := "0123456789"
-
-	if l.accept("0") && l.accept("xX") {
-		digits = "0123456789abcdefABCDEF"
+	if lookahead(i) {
+		return i
 	}
-
-	l.acceptRun(digits)
-
-	if l.accept(".") {
-		l.acceptRun(digits)
-	}
-
-	if l.accept("eE") {
-		l.accept("+-")
-		l.acceptRun("0123456789")
-	}
-
-	// Is it imaginary?
-	l.accept("i")
-
-	// Next thing mustn't be alphanumeric.
-	if isAlphaNumeric(l.peek()) {
-		l.next()
-		return false
-	}
-
-	return true
+	return 0
 }
 
 // lexIdentifier scans an ID
@@ -749,13 +710,6 @@ func lexPathLiteral(l *Lexer) lexFunc {
 // isIgnorable returns true if given character is ignorable (ie. whitespace of line feed)
 func isIgnorable(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n'
-}
-
-// isAlphaNumeric reports whether r is an alphabetic, digit, or underscore.
-//
-// NOTE borrowed from https://github.com/golang/go/tree/master/src/text/template/parse/lex.go
-func isAlphaNumeric(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // pictor: matchers for fastMatch.
