@@ -120,6 +120,7 @@ func (o *Origin) open() error {
 	if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
 		return fmt.Errorf("template sandbox: %w", err)
 	}
+	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
 	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now,
 		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
@@ -129,6 +130,29 @@ func (o *Origin) open() error {
 		Registerer:    o.registry,
 	}, o.routes(box))
 	return nil
+}
+
+// sandboxCollectors export the template sandbox's counts.
+func sandboxCollectors(e *wasm.Engine) []prometheus.Collector {
+	renders := func(engine string, f func(wasm.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "pictor_template_renders_total",
+			Help:        "Template renders, by the sandbox module that made them (evaluator: a cached template's fast path; go_guest: a first render, or one the evaluator handed back).",
+			ConstLabels: prometheus.Labels{"engine": engine},
+		}, func() float64 { return float64(f(e.Stats())) })
+	}
+	return []prometheus.Collector{
+		renders("evaluator", func(s wasm.Stats) uint64 { return s.Evaluated }),
+		renders("go_guest", func(s wasm.Stats) uint64 { return s.GoGuest }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "pictor_template_handed_back_total",
+			Help: "Renders of a cached template the evaluator handed to the Go guest (errors, cases it does not cover).",
+		}, func() float64 { return float64(e.Stats().HandedBack) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_template_sandbox_ready_instances",
+			Help: "Sandbox instances ready in the pool.",
+		}, func() float64 { return float64(e.Stats().Ready) }),
+	}
 }
 
 // OpenStore opens the store of a data directory.

@@ -3,6 +3,7 @@ package origin_test
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -65,6 +66,14 @@ func TestTemplates(t *testing.T) {
 	var b struct{ Images []struct{ URL string } }
 	r.Decode(t, &b)
 	apitest.WantSize(t, apitest.DecodeImage(t, o.get(t, b.Images[1].URL)), 60, 50)
+
+	// The template was parsed when saved: every render above was the
+	// sandbox evaluator's, none the Go guest's.
+	metrics := string(o.get(t, "/metrics").Body)
+	evaluated := regexp.MustCompile(`(?m)^pictor_template_renders_total\{engine="evaluator"\} ([0-9]+)$`).FindStringSubmatch(metrics)
+	if evaluated == nil || evaluated[1] == "0" || !strings.Contains(metrics, `pictor_template_renders_total{engine="go_guest"} 0`+"\n") {
+		t.Fatalf("template render metrics:\n%s", regexp.MustCompile(`(?m)^pictor_template.*$`).FindAllString(metrics, -1))
+	}
 
 	// Versions: an edit of a rendered version makes a new one.
 	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/template/" + id, Creds: &o.Owner, JSON: map[string]any{"html": card + "<p>v2</p>", "device_scale": 1}})

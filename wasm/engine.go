@@ -70,8 +70,9 @@ type Engine struct {
 	inAddr, inCap     uint32
 	evInAddr, evInCap uint32
 
-	// Evaluations the evaluator finished, and those it handed back.
-	fast, fallbacks atomic.Uint64
+	// Renders the evaluator finished, those it handed back, and those
+	// the Go guest made (handed back or of a template not cached).
+	fast, fallbacks, goRenders atomic.Uint64
 
 	programs *programCache
 
@@ -657,6 +658,9 @@ func valuesError(err error) error {
 // evalTemplate evaluates the template's cached program when there is
 // one, the template otherwise (and caches its program).
 func (e *Engine) evalTemplate(parent context.Context, template string, values []byte, checkOnly bool, flags uint32) (string, error) {
+	if !checkOnly {
+		e.goRenders.Add(1) // unless the evaluator renders it below
+	}
 	if e.cfg.ProgramCacheBytes == 0 {
 		out, _, err := e.run(parent, template, values, checkOnly, flags)
 		return out, err
@@ -668,6 +672,7 @@ func (e *Engine) evalTemplate(parent context.Context, template string, values []
 		}
 		out, err := e.evaluate(parent, prog, values)
 		if !errors.Is(err, errFallback) {
+			e.goRenders.Add(^uint64(0))
 			e.fast.Add(1)
 			return out, err
 		}
@@ -763,15 +768,21 @@ func (e *Engine) evaluatorError(parent, ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", errFallback, err)
 }
 
-// Stats counts the evaluations of cached programs: those the evaluator
-// made, and those it handed back to the Go guest.
+// Stats counts renders since New, and the instances ready now.
 type Stats struct {
+	// Evaluated: renders of a cached program the evaluator finished;
+	// HandedBack: those it handed to the Go guest.
 	Evaluated, HandedBack uint64
+	// GoGuest: renders the Go guest made, handed back or of a
+	// template not cached.
+	GoGuest uint64
+	// Ready: instances in the pool.
+	Ready int
 }
 
-// Stats returns the counts since New.
+// Stats returns the counts.
 func (e *Engine) Stats() Stats {
-	return Stats{Evaluated: e.fast.Load(), HandedBack: e.fallbacks.Load()}
+	return Stats{Evaluated: e.fast.Load(), HandedBack: e.fallbacks.Load(), GoGuest: e.goRenders.Load(), Ready: len(e.pool)}
 }
 
 // maxProgramBytes bounds a program the host accepts from the guest for
