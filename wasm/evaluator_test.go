@@ -3,12 +3,15 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/pictorhq/pictor/wasm/internal/hbs"
 )
@@ -191,4 +194,43 @@ func TestEvaluatorReset(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzEvaluatorMatchesGo renders templates both with package hbs
+// in-process and in the sandbox once the template is cached (the
+// evaluator, or the Go guest when it hands back): same output, and an
+// error from both or neither. The seeds are the differential corpus.
+func FuzzEvaluatorMatchesGo(f *testing.F) {
+	raw, err := os.ReadFile("testdata/corpus.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var cases []corpusCase
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cases {
+		f.Add(c.Template, c.Values)
+	}
+	e := newEngine(f, func(c *Config) {
+		c.MaxOutputBytes = 64 << 10
+		c.Timeout = 2 * time.Second
+	})
+	f.Fuzz(func(t *testing.T, template, values string) {
+		if !utf8.ValidString(template) || !utf8.ValidString(values) {
+			return // the API's JSON and form decoding hand over valid UTF-8
+		}
+		ctx := context.Background()
+		if e.Check(ctx, template) != nil {
+			return
+		}
+		got, err := e.Render(ctx, template, []byte(values))
+		if errors.Is(err, ErrTimeout) {
+			return // a runaway loop: package hbs has no deadline
+		}
+		want, werr := renderNative(template, []byte(values), e.cfg)
+		if got != want || (err == nil) != (werr == nil) {
+			t.Fatalf("sandbox %q, %v; package hbs %q, %v", got, err, want, werr)
+		}
+	})
 }
