@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/pictorhq/pictor/edge/cache"
 )
 
 const testID = "01a200a1-fca9-78eb-8bb4-faf20da6204f"
@@ -118,6 +120,33 @@ func TestEdgeServesFromCache(t *testing.T) {
 	get(e, "/v1/image/"+testID)
 	if n := o.gets.Load(); n != 2 {
 		t.Fatalf("after a purge the edge did not refetch (%d fetches)", n)
+	}
+}
+
+// TestFlightAfterFill: a request that missed while another request's
+// fill was finishing starts its own flight after that fill cached the
+// entry; the flight finds it instead of fetching again (500 GETs of a
+// cold URL: one origin fetch).
+func TestFlightAfterFill(t *testing.T) {
+	o := newFakeOrigin(t)
+	e := newTestEdge(t, o.URL)
+	if r := get(e, "/v1/image/"+testID); r.Response.StatusCode() != 200 {
+		t.Fatalf("first GET: %d", r.Response.StatusCode())
+	}
+	key := "i|" + testID + "|png|"
+	if _, _, ok := e.cache.Get([]byte(key)); !ok {
+		t.Fatalf("the first GET cached nothing under %q: this test checks nothing", key)
+	}
+	// The late request's flight, as fill starts it after its miss.
+	ent, err := e.flight(key, func() (*cache.Entry, error) {
+		t.Error("the flight fetched an entry the cache holds")
+		return e.fetch("/v1/image/"+testID+".png", "", testID, "")
+	})
+	if err != nil || !bytes.Equal(ent.Body, o.png) {
+		t.Fatalf("flight = %v, %v", ent, err)
+	}
+	if n := o.gets.Load(); n != 1 {
+		t.Fatalf("%d origin fetches, want 1", n)
 	}
 }
 

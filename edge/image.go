@@ -264,15 +264,25 @@ func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
 // fill produces a missing entry once, however many requests wait for it.
 func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format transform.Format, opts transform.Options, requestID []byte) (*cache.Entry, error) {
 	rid := string(requestID)
-	v, err, _ := e.flights.Do(key, func() (any, error) {
-		epoch := e.cache.Epoch()
-		var ent *cache.Entry
-		var err error
+	return e.flight(key, func() (*cache.Entry, error) {
 		if opts.IsIdentity() {
-			ent, err = e.fetch("/v1/image/"+id+"."+string(format), rid, id, "")
-		} else {
-			ent, err = e.derive(id, format, opts, rid)
+			return e.fetch("/v1/image/"+id+"."+string(format), rid, id, "")
 		}
+		return e.derive(id, format, opts, rid)
+	})
+}
+
+// flight makes key's entry once however many misses ask at a time, and
+// caches it as of before it began (a purge meanwhile wins, see
+// PutSince). A miss that raced with a flight finishing just before its
+// own began finds that flight's entry instead of making it again.
+func (e *Edge) flight(key string, produce func() (*cache.Entry, error)) (*cache.Entry, error) {
+	v, err, _ := e.flights.Do(key, func() (any, error) {
+		if ent, ok := e.cache.Recheck([]byte(key)); ok {
+			return ent, nil
+		}
+		epoch := e.cache.Epoch()
+		ent, err := produce()
 		if err != nil {
 			return nil, err
 		}
@@ -295,18 +305,13 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 	masterKey := "i|" + id + "|png|"
 	master, _, ok := e.cache.Get([]byte(masterKey))
 	if !ok {
-		v, err, _ := e.flights.Do(masterKey, func() (any, error) {
-			epoch := e.cache.Epoch()
-			m, err := e.fetch("/v1/image/"+id+".png", rid, id, "")
-			if err == nil {
-				e.cache.PutSince(epoch, []byte(masterKey), m)
-			}
-			return m, err
+		var err error
+		master, err = e.flight(masterKey, func() (*cache.Entry, error) {
+			return e.fetch("/v1/image/"+id+".png", rid, id, "")
 		})
 		if err != nil {
 			return nil, err
 		}
-		master = v.(*cache.Entry)
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -383,14 +388,8 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 	key := string(kb.b)
 	rid := string(requestID)
 	path := string(uri.RequestURI())
-	v, err, _ := e.flights.Do(key, func() (any, error) {
-		epoch := e.cache.Epoch()
-		ent, err := e.fetch(path, rid, "", "") // the origin names the purge tag
-		if err != nil {
-			return nil, err
-		}
-		e.cache.PutSince(epoch, []byte(key), ent)
-		return ent, nil
+	ent, err := e.flight(key, func() (*cache.Entry, error) {
+		return e.fetch(path, rid, "", "") // the origin names the purge tag
 	})
 	if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
 		return false
@@ -399,7 +398,7 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 		e.answerFailure(ctx, err)
 		return true
 	}
-	e.write(ctx, v.(*cache.Entry), bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
+	e.write(ctx, ent, bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
 	return true
 }
 

@@ -277,19 +277,33 @@ func (c *Cache) Close() error {
 // Get returns the entry under key: from L1, or from L2, promoting it to L1.
 // An L1 hit allocates nothing. A corrupt L2 value is dropped in the
 // background and reported as a miss, so that the edge fetches it again.
-func (c *Cache) Get(key []byte) (*Entry, Level, bool) {
+func (c *Cache) Get(key []byte) (*Entry, Level, bool) { return c.get(key, true) }
+
+// Recheck is Get for a caller that already counted its miss: one that
+// missed, then found no fill of the key under way, looks again in case a
+// fill finished in between. A miss is not counted twice.
+func (c *Cache) Recheck(key []byte) (*Entry, bool) {
+	e, _, ok := c.get(key, false)
+	return e, ok
+}
+
+func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 	if e, ok := c.l1.Get(key); ok && bytes.Equal(e.key, key) {
 		c.ref.set(e.ref)
 		c.stats.l1Hits.add(e.ref)
 		return e, L1, true
 	}
-	return c.getL2(key)
+	e, level, ok := c.getL2(key)
+	if !ok && countMiss {
+		c.stats.misses.add(refIndex(c.hash(key)))
+	}
+	return e, level, ok
 }
 
+// getL2 reads key from L2; the caller counts a miss.
 func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	h := c.hash(key)
 	if !validKey(key) {
-		c.stats.misses.add(refIndex(h))
 		return nil, Miss, false
 	}
 	c.life.RLock()
@@ -304,14 +318,12 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 		if !errors.Is(err, pebble.ErrNotFound) {
 			slog.Error("edge cache read", "err", err)
 		}
-		c.stats.misses.add(refIndex(h))
 		return nil, Miss, false
 	}
 	e, err := decodeValue(v)
 	closer.Close()
 	if err != nil {
 		c.stats.l2Corrupt.Add(1)
-		c.stats.misses.add(refIndex(h))
 		slog.Warn("edge cache corrupt entry", "key", string(key), "err", err)
 		select {
 		case c.repairs <- append([]byte(nil), key...):
