@@ -155,7 +155,7 @@ func BenchmarkCard(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			for len(e.pool) < cap(e.pool) {
-				time.Sleep(100 * time.Microsecond)
+				<-e.pooled
 			}
 			b.StartTimer()
 			var out string

@@ -82,12 +82,15 @@ type Engine struct {
 	// PoolSize, woken by wake when an instance is dropped.
 	pool  chan *instance
 	dirty chan *instance
-	busy  atomic.Int32
-	wake  chan struct{}
-	reuse bool // instances are reset, not closed, after an evaluation
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	// pooled is signalled (without blocking) after the filler adds an
+	// instance to pool: a benchmark waits on it for a full pool.
+	pooled chan struct{}
+	busy   atomic.Int32
+	wake   chan struct{}
+	reuse  bool // instances are reset, not closed, after an evaluation
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
 
 	// mu is held for reading by each evaluation and for writing by
 	// Close, which so waits for those under way.
@@ -139,6 +142,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		stop:     make(chan struct{}),
 		pool:     make(chan *instance, cfg.PoolSize),
 		dirty:    make(chan *instance, cfg.PoolSize),
+		pooled:   make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 		programs: newProgramCache(cfg.ProgramCacheBytes),
 	}
@@ -521,6 +525,7 @@ func (e *Engine) fill() {
 			}
 			select {
 			case e.pool <- inst:
+				e.signalPooled()
 			default:
 				inst.close()
 			}
@@ -535,11 +540,19 @@ func (e *Engine) fill() {
 			}
 			select {
 			case e.pool <- inst:
+				e.signalPooled()
 			default:
 				inst.close()
 			}
 		case <-e.wake:
 		}
+	}
+}
+
+func (e *Engine) signalPooled() {
+	select {
+	case e.pooled <- struct{}{}:
+	default:
 	}
 }
 
