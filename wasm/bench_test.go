@@ -121,7 +121,8 @@ func nativeTimings(b *testing.B, n int) *timings {
 //     overhead ratio;
 //   - sandboxed-saturated: back to back with no pool, so each
 //     evaluation also pays for its instance (what throughput costs);
-//   - instantiate: a fresh instance from the snapshot alone;
+//   - instantiate: a fresh instance from the snapshot alone (the
+//     evaluator's: the Go guest's is made only when an evaluation needs it);
 //   - cold-instance: an instance started without the snapshot (the Go
 //     runtime's _initialize), what each evaluation would cost otherwise.
 func BenchmarkCard(b *testing.B) {

@@ -73,6 +73,8 @@ type Engine struct {
 	// Renders the evaluator finished, those it handed back, and those
 	// the Go guest made (handed back or of a template not cached).
 	fast, fallbacks, goRenders atomic.Uint64
+	// Instances of the Go guest made (goGuest).
+	goInstances atomic.Uint64
 
 	programs *programCache
 
@@ -117,18 +119,27 @@ type moduleInstance struct {
 	memory  experimental.LinearMemory
 }
 
-// instance is one instance of the Go guest and one of the evaluator,
-// good for one evaluation, after which they are closed or reset.
+// instance is one instance of the evaluator and, once an evaluation
+// needed it, one of the Go guest: good for one evaluation, after which
+// they are closed or reset together.
 type instance struct {
+	ev                moduleInstance
+	evAlloc, evRender api.Function
+	// g is the Go guest's instance, made by goGuest when an evaluation
+	// first needs it (a template to parse, a render handed back): a
+	// cached template's render does without, and its instance costs a
+	// tenth as much.
+	g      *goInstance
+	stack  []uint64
+	resets int // times reset put it back in the snapshot's state
+}
+
+// goInstance is an instance of the Go guest.
+type goInstance struct {
 	moduleInstance
 	alloc, check, render, result, program api.Function
 	clk                                   *clocks
 	stderr                                *boundedBuffer
-	stack                                 []uint64
-	resets                                int // times reset put it back in the snapshot's state
-
-	ev                moduleInstance
-	evAlloc, evRender api.Function
 }
 
 // New compiles the guest (or loads it from Config.CompilationCacheDir)
@@ -205,10 +216,14 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	defer inst.close()
+	g, err := e.goGuest(ctx, inst)
+	if err != nil {
+		return err
+	}
 	scratch := e.resetScratch()
 	e.reuse = e.cfg.ResetInstances && e.cfg.PoolSize > 0 &&
-		e.guest.canReset(&inst.moduleInstance, scratch) && e.evaluator.canReset(&inst.ev, scratch)
-	if e.inAddr, e.inCap, err = inputBuffer(ctx, inst.mod); err != nil {
+		e.guest.canReset(&g.moduleInstance, scratch) && e.evaluator.canReset(&inst.ev, scratch)
+	if e.inAddr, e.inCap, err = inputBuffer(ctx, g.mod); err != nil {
 		return err
 	}
 	e.evInAddr, e.evInCap, err = inputBuffer(ctx, inst.ev.mod)
@@ -388,10 +403,33 @@ func (zeroReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// instantiate makes a fresh instance in the snapshot's state: its
-// memories private copy-on-write mappings of the images, its globals
-// and clocks set to the snapshot's.
+// instantiate makes a fresh instance, of the evaluator only (see
+// goGuest), in the snapshot's state: its memory a private copy-on-write
+// mapping of the image, its globals the snapshot's.
 func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
+	ev, err := e.evaluator.instantiate(ctx, e.rt, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return nil, err
+	}
+	inst := &instance{
+		ev:       ev,
+		evAlloc:  ev.mod.ExportedFunction(abi.ExportAlloc),
+		evRender: ev.mod.ExportedFunction(abi.ExportRender),
+		stack:    make([]uint64, 5),
+	}
+	if inst.evAlloc == nil || inst.evRender == nil {
+		inst.close()
+		return nil, fmt.Errorf("%w: the evaluator lacks the exports of package abi", ErrGuest)
+	}
+	return inst, nil
+}
+
+// goGuest returns inst's Go guest instance, making it first when inst
+// has none: in the snapshot's state, its clocks the snapshot's.
+func (e *Engine) goGuest(ctx context.Context, inst *instance) (*goInstance, error) {
+	if inst.g != nil {
+		return inst.g, nil
+	}
 	stderr := &boundedBuffer{max: 4 << 10}
 	clk := &clocks{}
 	clk.wall.Store(e.clocks.wall.Load())
@@ -400,12 +438,7 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev, err := e.evaluator.instantiate(ctx, e.rt, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-	if err != nil {
-		m.mod.Close(ctx)
-		return nil, err
-	}
-	inst := &instance{
+	g := &goInstance{
 		moduleInstance: m,
 		alloc:          m.mod.ExportedFunction(abi.ExportAlloc),
 		check:          m.mod.ExportedFunction(abi.ExportCheck),
@@ -414,17 +447,14 @@ func (e *Engine) instantiate(ctx context.Context) (*instance, error) {
 		program:        m.mod.ExportedFunction(abi.ExportProgram),
 		clk:            clk,
 		stderr:         stderr,
-		stack:          make([]uint64, 5),
-		ev:             ev,
-		evAlloc:        ev.mod.ExportedFunction(abi.ExportAlloc),
-		evRender:       ev.mod.ExportedFunction(abi.ExportRender),
 	}
-	if inst.alloc == nil || inst.check == nil || inst.render == nil || inst.result == nil || inst.program == nil ||
-		inst.evAlloc == nil || inst.evRender == nil {
-		inst.close()
-		return nil, fmt.Errorf("%w: the guest or the evaluator lacks the exports of package abi", ErrGuest)
+	if g.alloc == nil || g.check == nil || g.render == nil || g.result == nil || g.program == nil {
+		m.mod.Close(ctx)
+		return nil, fmt.Errorf("%w: the guest lacks the exports of package abi", ErrGuest)
 	}
-	return inst, nil
+	inst.g = g
+	e.goInstances.Add(1)
+	return g, nil
 }
 
 // instantiate makes an instance of g in its snapshot's state.
@@ -456,8 +486,16 @@ func (g *guestImage) instantiate(ctx context.Context, rt wazero.Runtime, cfg waz
 }
 
 func (i *instance) close() {
-	i.mod.Close(context.Background())
 	i.ev.mod.Close(context.Background())
+	if i.g != nil {
+		i.g.mod.Close(context.Background())
+	}
+}
+
+// closed reports whether wazero closed a module of the instance (a
+// deadline, a trap).
+func (i *instance) closed() bool {
+	return i.ev.mod.IsClosed() || (i.g != nil && i.g.mod.IsClosed())
 }
 
 // errGrown: an instance whose memory grew cannot be reset (a memory
@@ -471,15 +509,17 @@ var errGrown = errors.New("the instance's memory grew")
 // closed, when the instance was closed (a trap, a deadline) or its
 // memory grew. scratch is resetScratch's.
 func (e *Engine) reset(inst *instance, scratch []byte) error {
-	if err := e.guest.reset(&inst.moduleInstance, scratch); err != nil {
-		return err
-	}
 	if err := e.evaluator.reset(&inst.ev, scratch); err != nil {
 		return err
 	}
-	inst.clk.wall.Store(e.clocks.wall.Load())
-	inst.clk.mono.Store(e.clocks.mono.Load())
-	inst.stderr.reset()
+	if g := inst.g; g != nil {
+		if err := e.guest.reset(&g.moduleInstance, scratch); err != nil {
+			return err
+		}
+		g.clk.wall.Store(e.clocks.wall.Load())
+		g.clk.mono.Store(e.clocks.mono.Load())
+		g.stderr.reset()
+	}
 	inst.resets++
 	return nil
 }
@@ -563,7 +603,7 @@ func (e *Engine) acquire(ctx context.Context) (*instance, error) {
 	for {
 		select {
 		case inst := <-e.pool:
-			if inst.mod.IsClosed() || inst.ev.mod.IsClosed() {
+			if inst.closed() {
 				inst.close()
 				continue
 			}
@@ -789,13 +829,17 @@ type Stats struct {
 	// GoGuest: renders the Go guest made, handed back or of a
 	// template not cached.
 	GoGuest uint64
+	// GoInstances: instances of the Go guest made, each when an
+	// evaluation first needed one in its instance.
+	GoInstances uint64
 	// Ready: instances in the pool.
 	Ready int
 }
 
 // Stats returns the counts.
 func (e *Engine) Stats() Stats {
-	return Stats{Evaluated: e.fast.Load(), HandedBack: e.fallbacks.Load(), GoGuest: e.goRenders.Load(), Ready: len(e.pool)}
+	return Stats{Evaluated: e.fast.Load(), HandedBack: e.fallbacks.Load(), GoGuest: e.goRenders.Load(),
+		GoInstances: e.goInstances.Load(), Ready: len(e.pool)}
 }
 
 // maxProgramBytes bounds a program the host accepts from the guest for
@@ -816,41 +860,45 @@ func (e *Engine) run(parent context.Context, src string, values []byte, checkOnl
 	ctx, cancel := context.WithTimeoutCause(parent, e.cfg.Timeout, errEvalTimeout)
 	defer cancel()
 
+	g, err := e.goGuest(ctx, inst)
+	if err != nil {
+		return "", nil, err
+	}
 	stack := inst.stack
 	addr := e.inAddr
 	if n := len(src) + len(values); n > int(e.inCap) {
 		stack[0] = uint64(n)
-		if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
-			return "", nil, e.classify(parent, ctx, inst, err)
+		if err := g.alloc.CallWithStack(ctx, stack); err != nil {
+			return "", nil, e.classify(parent, ctx, g, err)
 		}
 		addr = uint32(stack[0])
 	}
-	mem := inst.mod.Memory()
+	mem := g.mod.Memory()
 	if !mem.WriteString(addr, src) || !mem.Write(addr+uint32(len(src)), values) {
 		return "", nil, fmt.Errorf("%w: input buffer out of range", ErrGuest)
 	}
 	var fn api.Function
 	if checkOnly {
-		fn = inst.check
+		fn = g.check
 		stack[0], stack[1], stack[2] = uint64(len(src)), uint64(e.cfg.MaxDepth), uint64(flags)
 	} else {
-		fn = inst.render
+		fn = g.render
 		stack[0], stack[1], stack[2], stack[3], stack[4] = uint64(len(src)), uint64(len(values)), uint64(e.cfg.MaxDepth), uint64(e.cfg.MaxOutputBytes), uint64(flags)
 	}
 	if err := fn.CallWithStack(ctx, stack); err != nil {
-		return "", nil, e.classify(parent, ctx, inst, err)
+		return "", nil, e.classify(parent, ctx, g, err)
 	}
 	status := abi.Status(stack[0])
-	if err := inst.result.CallWithStack(ctx, stack); err != nil {
-		return "", nil, e.classify(parent, ctx, inst, err)
+	if err := g.result.CallWithStack(ctx, stack); err != nil {
+		return "", nil, e.classify(parent, ctx, g, err)
 	}
 	res, ok := mem.Read(uint32(stack[0]>>32), uint32(stack[0]))
 	if !ok {
 		return "", nil, fmt.Errorf("%w: result out of range", ErrGuest)
 	}
 	if flags&abi.FlagEmitProgram != 0 {
-		if err := inst.program.CallWithStack(ctx, stack); err != nil {
-			return "", nil, e.classify(parent, ctx, inst, err)
+		if err := g.program.CallWithStack(ctx, stack); err != nil {
+			return "", nil, e.classify(parent, ctx, g, err)
 		}
 		if n := uint32(stack[0]); n > 0 && int(n) <= maxProgramBytes(len(src)) {
 			if p, ok := mem.Read(uint32(stack[0]>>32), n); ok {
@@ -891,7 +939,7 @@ func (e *Engine) run(parent context.Context, src string, values []byte, checkOnl
 // classify maps a failed call: the caller's context first, then the
 // evaluation's deadline, then the Go runtime's fatal errors (which it
 // writes to stderr before exiting with code 2).
-func (e *Engine) classify(parent, ctx context.Context, inst *instance, err error) error {
+func (e *Engine) classify(parent, ctx context.Context, inst *goInstance, err error) error {
 	if perr := parent.Err(); perr != nil {
 		return fmt.Errorf("template evaluation: %w", perr)
 	}

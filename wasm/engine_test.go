@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tetratelabs/wazero/api"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -296,9 +298,14 @@ func TestFreshInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.close()
-	mem, _ := inst.mod.Memory().Read(0, inst.mod.Memory().Size())
-	if bytes.Contains(mem, []byte("s3cr3t-")) {
-		t.Fatal("a new instance's memory holds the previous evaluation's values")
+	g, err := e.goGuest(ctx, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []api.Memory{g.mod.Memory(), inst.ev.mod.Memory()} {
+		if mem, _ := m.Read(0, m.Size()); bytes.Contains(mem, []byte("s3cr3t-")) {
+			t.Fatal("a new instance's memory holds the previous evaluation's values")
+		}
 	}
 }
 

@@ -52,7 +52,7 @@ func TestEvaluatorImports(t *testing.T) {
 
 // TestEvaluatorHandsBack: what the evaluator does not cover reaches
 // the Go guest, whose result the caller gets; what it covers it
-// renders itself.
+// renders itself, in an instance that never makes a Go guest.
 func TestEvaluatorHandsBack(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -91,17 +91,24 @@ func TestEvaluatorHandsBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEngine(t, tt.edit)
+			e := newEngine(t, func(c *Config) {
+				c.PoolSize = 0 // an instance of its own for each evaluation
+				if tt.edit != nil {
+					tt.edit(c)
+				}
+			})
 			ctx := context.Background()
 			if err := e.Check(ctx, tt.template); err != nil {
 				t.Fatalf("Check: %v", err)
 			}
+			goInstances := e.Stats().GoInstances
 			got, err := e.Render(ctx, tt.template, []byte(tt.values))
 			if !errors.Is(err, tt.err) || got != tt.want {
 				t.Fatalf("Render = %q, %v; want %q, %v", got, err, tt.want, tt.err)
 			}
-			if st := e.Stats(); st.Evaluated+st.HandedBack != 1 || (st.HandedBack == 1) != tt.back {
-				t.Fatalf("stats %+v; want handed back: %v", st, tt.back)
+			if st := e.Stats(); st.Evaluated+st.HandedBack != 1 || (st.HandedBack == 1) != tt.back ||
+				(st.GoInstances > goInstances) != tt.back {
+				t.Fatalf("stats %+v (Go guest instances before the render: %d); want handed back: %v", st, goInstances, tt.back)
 			}
 			native, nerr := renderNative(tt.template, []byte(tt.values), e.cfg)
 			if native != got || (nerr == nil) != (err == nil) {

@@ -193,16 +193,20 @@ func TestResetInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.close()
+	g, err := e.goGuest(ctx, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
 	scratch := e.resetScratch()
 	for i := range 3 {
 		src, values := "{{a}}{{a}}", `{"a":"`+secret+`"}`
-		mem := inst.mod.Memory()
+		mem := g.mod.Memory()
 		if !mem.WriteString(e.inAddr, src+values) {
 			t.Fatal("write input")
 		}
 		stack := inst.stack
 		stack[0], stack[1], stack[2], stack[3], stack[4] = uint64(len(src)), uint64(len(values)), 64, 1<<20, 0
-		if err := inst.render.CallWithStack(ctx, stack); err != nil || abi.Status(stack[0]) != abi.StatusOK {
+		if err := g.render.CallWithStack(ctx, stack); err != nil || abi.Status(stack[0]) != abi.StatusOK {
 			t.Fatalf("render: %v, status %d", err, stack[0])
 		}
 		if err := e.reset(inst, scratch); err != nil {
@@ -212,9 +216,9 @@ func TestResetInstances(t *testing.T) {
 		if !bytes.Equal(b, e.guest.snapMem) {
 			t.Fatalf("evaluation %d: a reset instance's memory differs from the snapshot", i)
 		}
-		for j, g := range inst.globals {
-			if g != nil && g.Get() != e.guest.globals[j] {
-				t.Fatalf("global %d = %d, snapshot %d", j, g.Get(), e.guest.globals[j])
+		for j, gl := range g.globals {
+			if gl != nil && gl.Get() != e.guest.globals[j] {
+				t.Fatalf("global %d = %d, snapshot %d", j, gl.Get(), e.guest.globals[j])
 			}
 		}
 	}
