@@ -35,7 +35,7 @@ func (s signers) Signer(apiID string) (*image.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &image.Signer{Org: o, Secret: secret, Grant: k.Grant()}, nil
+	return &image.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()}, nil
 }
 
 // Signers returns every enabled key of an active organization.
@@ -57,7 +57,7 @@ func (s signers) Signers(orgID string) ([]*image.Signer, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &image.Signer{Org: o, Secret: secret, Grant: k.Grant()})
+		out = append(out, &image.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()})
 	}
 	return out, nil
 }

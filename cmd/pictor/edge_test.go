@@ -5,6 +5,7 @@ import (
 	be "encoding/binary"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"image/png"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/image"
 )
 
 const box800 = `<div style="width:400px;height:200px;background:rgb(255,0,0)"></div>`
@@ -265,5 +267,79 @@ func decodeJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("decode %q: %v", s, err)
+	}
+}
+
+// TestSignedURLsAtTheEdge: signed URLs are cached at the edge like any
+// image, and what a signed URL produced there is dropped when its key can
+// no longer sign, or when its template changes, before the change answers.
+func TestSignedURLsAtTheEdge(t *testing.T) {
+	s := startServe(t, t.TempDir(), nil)
+	var k struct {
+		ID     string `json:"id"`
+		APIID  string `json:"api_id"`
+		APIKey string `json:"api_key"`
+	}
+	r := apitest.Do(t, s.URL, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &s.Owner,
+		JSON: map[string]any{"permissions": []string{"images:create"}}})
+	apitest.WantStatus(t, r, 200)
+	r.Decode(t, &k)
+	r = apitest.Do(t, s.URL, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &s.Owner,
+		JSON: map[string]any{"html": `<div style="width:{{w}}px;height:40px;background:rgb(0,0,255)"></div>`, "device_scale": 1}})
+	apitest.WantStatus(t, r, 201)
+	var tpl struct {
+		ID string `json:"template_id"`
+	}
+	r.Decode(t, &tpl)
+
+	const values = "w=60"
+	byKey := fmt.Sprintf("/v1/image/%s/%s?%s", tpl.ID, image.Sign(k.APIKey, values), values)
+	byOwner := fmt.Sprintf("/v1/image/%s/%s/png?%s", tpl.ID, image.Sign(s.Owner.APIKey, values), values)
+	query := "html=" + url.QueryEscape(box800) + "&device_scale=1"
+	direct := fmt.Sprintf("/v1/image/create-and-render/%s/%s?%s", k.APIID, image.Sign(k.APIKey, query), query)
+
+	fetches := func() float64 { return metric(t, s.URL, "pictor_edge_origin_fetches_total") }
+	// get answers p, and reports whether the edge fetched it from the origin.
+	get := func(p string, w, h int, want color.NRGBA) bool {
+		t.Helper()
+		before := fetches()
+		img := apitest.DecodeImage(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: p}))
+		apitest.WantSize(t, img, w, h)
+		apitest.WantPixel(t, img, w/2, h/2, want, 10)
+		return fetches() != before
+	}
+	blue, red := color.NRGBA{0, 0, 255, 255}, color.NRGBA{255, 0, 0, 255}
+	for _, p := range []string{byKey, byOwner} {
+		if !get(p, 60, 40, blue) {
+			t.Fatalf("%s: first GET not fetched from the origin", p)
+		}
+		if get(p, 60, 40, blue) {
+			t.Fatalf("%s: second GET fetched again", p)
+		}
+	}
+	get(direct, 400, 200, red)
+	if get(direct, 400, 200, red) {
+		t.Fatal("signed create-and-render URL not cached")
+	}
+
+	// A new template version: both template URLs render it.
+	r = apitest.Do(t, s.URL, apitest.Request{Method: "POST", Path: "/v1/template/" + tpl.ID, Creds: &s.Owner,
+		JSON: map[string]any{"html": `<div style="width:{{w}}px;height:40px;background:rgb(255,0,0)"></div>`, "device_scale": 1}})
+	apitest.WantStatus(t, r, 200)
+	for _, p := range []string{byKey, byOwner} {
+		if !get(p, 60, 40, red) {
+			t.Fatalf("%s: the old version's entry survived the change", p)
+		}
+	}
+
+	// The key loses images:create: every URL it signed stops working at
+	// once, cached or not; the owner's URL is still served from the cache.
+	r = apitest.Do(t, s.URL, apitest.Request{Method: "POST", Path: "/v1/api-keys/" + k.ID, Creds: &s.Owner,
+		JSON: map[string]any{"permissions": []string{"images:read"}}})
+	apitest.WantStatus(t, r, 200)
+	apitest.WantMessage(t, apitest.WantError(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: byKey}), 401), "Invalid token")
+	apitest.WantError(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: direct}), 403)
+	if get(byOwner, 60, 40, red) {
+		t.Fatal("another key's signed URL was purged")
 	}
 }

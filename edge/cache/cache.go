@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -469,17 +470,13 @@ func (c *Cache) readMeta(key []byte) (m meta, found bool, err error) {
 func (c *Cache) deleteSecondary(b *pebble.Batch, key []byte, m *meta) {
 	b.Delete(queueKey(m.seq), nil)
 	for _, x := range m.ids() {
-		if x.id != "" {
-			b.Delete(indexKey(x.k, x.id, key), nil)
-		}
+		b.Delete(indexKey(x.k, x.id, key), nil)
 	}
 }
 
 func (c *Cache) setIndexes(b *pebble.Batch, key []byte, m *meta) {
 	for _, x := range m.ids() {
-		if x.id != "" {
-			b.Set(indexKey(x.k, x.id, key), nil, nil)
-		}
+		b.Set(indexKey(x.k, x.id, key), nil, nil)
 	}
 }
 
@@ -610,7 +607,12 @@ func (m *meta) owns(k kind, id string) bool {
 	case byOrg:
 		return m.org == id
 	}
-	return m.tag == id
+	for t := range strings.FieldsSeq(m.tag) {
+		if t == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cache) wake() {

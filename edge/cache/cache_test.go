@@ -545,6 +545,7 @@ func TestPurge(t *testing.T) {
 	puts := []put{
 		{"img/a/1", "o1", "a", ""}, {"img/a/2", "o1", "a", ""}, {"img/a/3", "o1", "a", "s1"},
 		{"img/b/1", "o1", "b", ""}, {"img/c/1", "o2", "c", "s1"}, {"sig/s2", "o2", "", "s2"},
+		{"sig/t1", "o1", "", "tpl:t1 s1"}, {"sig/t2", "o1", "", "tpl:t1 s3"},
 	}
 	tests := []struct {
 		name  string
@@ -553,7 +554,11 @@ func TestPurge(t *testing.T) {
 	}{
 		{"image", func(c *Cache) (int, error) { return c.PurgeImage("a") }, []string{"img/a/1", "img/a/2", "img/a/3"}},
 		{"org", func(c *Cache) (int, error) { return c.PurgeOrg("o2") }, []string{"img/c/1", "sig/s2"}},
-		{"tag", func(c *Cache) (int, error) { return c.PurgeTag("s1") }, []string{"img/a/3", "img/c/1"}},
+		{"tag", func(c *Cache) (int, error) { return c.PurgeTag("s1") }, []string{"img/a/3", "img/c/1", "sig/t1"}},
+		{"first of two tags", func(c *Cache) (int, error) { return c.PurgeTag("tpl:t1") }, []string{"sig/t1", "sig/t2"}},
+		{"second of two tags", func(c *Cache) (int, error) { return c.PurgeTag("s3") }, []string{"sig/t2"}},
+		{"tag that prefixes another", func(c *Cache) (int, error) { return c.PurgeTag("tpl:t") }, nil},
+		{"two tags as one", func(c *Cache) (int, error) { return c.PurgeTag("tpl:t1 s1") }, nil},
 		{"nothing", func(c *Cache) (int, error) { return c.PurgeImage("zzz") }, nil},
 		{"id that prefixes another", func(c *Cache) (int, error) { return c.PurgeOrg("o") }, nil},
 	}
@@ -662,6 +667,9 @@ func TestPutSinceEpoch(t *testing.T) {
 	if _, err := c.PurgeImage("a"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.PurgeTag("key1"); err != nil {
+		t.Fatal(err)
+	}
 	after := c.Epoch()
 	tests := []struct {
 		name  string
@@ -672,6 +680,9 @@ func TestPutSinceEpoch(t *testing.T) {
 		{"fetched before the image's purge", before, newEntry("o", "a", "", 10, 1), ErrPurged},
 		{"fetched after it", after, newEntry("o", "a", "", 10, 1), nil},
 		{"another image, fetched before", before, newEntry("o", "b", "", 10, 1), nil},
+		{"second tag purged, fetched before", before, newEntry("o", "", "tpl:t key1", 10, 1), ErrPurged},
+		{"second tag purged, fetched after", after, newEntry("o", "", "tpl:t key1", 10, 1), nil},
+		{"other tags, fetched before", before, newEntry("o", "", "tpl:t key2", 10, 1), nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -685,7 +696,7 @@ func TestPutSinceEpoch(t *testing.T) {
 			}
 		})
 	}
-	if s := c.Stats(); s.PutsPurged != 1 {
+	if s := c.Stats(); s.PutsPurged != 2 {
 		t.Fatalf("PutsPurged = %d", s.PutsPurged)
 	}
 }

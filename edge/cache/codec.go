@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -169,15 +170,26 @@ type meta struct {
 	tag      string
 }
 
-// ids lists the indexes the entry is in.
-func (m *meta) ids() [3]struct {
+// ident names one index an entry is in.
+type ident struct {
 	k  kind
 	id string
-} {
-	return [3]struct {
-		k  kind
-		id string
-	}{{byImage, m.image}, {byOrg, m.org}, {byTag, m.tag}}
+}
+
+// ids lists the indexes the entry is in: its image, its organization and
+// each of its space-separated tags. Empty ids are left out.
+func (m *meta) ids() []ident {
+	out := make([]ident, 0, 4)
+	if m.image != "" {
+		out = append(out, ident{byImage, m.image})
+	}
+	if m.org != "" {
+		out = append(out, ident{byOrg, m.org})
+	}
+	for t := range strings.FieldsSeq(m.tag) {
+		out = append(out, ident{byTag, t})
+	}
+	return out
 }
 
 const metaVersion = 1

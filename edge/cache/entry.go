@@ -21,8 +21,10 @@ type Entry struct {
 	StoredAt time.Time
 	// OrgID is required; PurgeOrg (suspension) drops by it.
 	OrgID string
-	// ImageID and Tag (e.g. the api_id of a signed URL) are what PurgeImage
-	// and PurgeTag drop by; an entry needs at least one of them.
+	// ImageID and Tag are what PurgeImage and PurgeTag drop by; an entry
+	// needs at least one of them. Tag holds one or more tags separated by
+	// spaces (a signed template URL's is its template and its signing key):
+	// PurgeTag of any of them drops the entry.
 	ImageID string
 	Tag     string
 

@@ -289,9 +289,6 @@ func (p *purgeLog) since(ep Epoch, m *meta) bool {
 		return true
 	}
 	for _, x := range m.ids() {
-		if x.id == "" {
-			continue
-		}
 		if seq, ok := p.last[purgeKey{x.k, x.id}]; ok && seq > uint64(ep) {
 			return true
 		}

@@ -65,13 +65,14 @@ func NewView(k *Key, secret string) View {
 type Handler struct {
 	Store   *Store
 	Cursors cursor.Codec
-	// OnDisable runs after a key is disabled, before the answer: the edges
-	// drop what its signed URLs produced there.
+	// OnDisable runs before the answer to a change after which a key cannot
+	// sign URLs (it is disabled, or lost images:create): the edges drop
+	// what its signed URLs produced there.
 	OnDisable func(ctx context.Context, apiID string) error
 }
 
 func (h *Handler) disabled(ctx context.Context, k *Key) error {
-	if !k.Disabled || h.OnDisable == nil {
+	if (!k.Disabled && k.Grant().Has(perm.ImagesCreate)) || h.OnDisable == nil {
 		return nil
 	}
 	return h.OnDisable(ctx, k.APIID)

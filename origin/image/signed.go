@@ -21,6 +21,7 @@ import (
 // Signer is an enabled API key that can sign URLs.
 type Signer struct {
 	Org    *org.Org
+	APIID  string
 	Secret string
 	Grant  perm.Grant
 }
@@ -170,6 +171,7 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.countRenders(created, []*templateRef{ref})
-	w.Header().Set("X-Pictor-Tag", "tpl:"+ref.id)
+	// Changing the template or disabling the key purges the edges.
+	w.Header().Set("X-Pictor-Tag", "tpl:"+ref.id+" "+signer.APIID)
 	h.serve(w, r, created[0].ID, format)
 }
