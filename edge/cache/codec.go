@@ -170,24 +170,18 @@ type meta struct {
 	tag      string
 }
 
-// ident names one index an entry is in.
-type ident struct {
-	k  kind
-	id string
-}
-
 // ids lists the indexes the entry is in: its image, its organization and
 // each of its space-separated tags. Empty ids are left out.
-func (m *meta) ids() []ident {
-	out := make([]ident, 0, 4)
+func (m *meta) ids() []purgeKey {
+	out := make([]purgeKey, 0, 4)
 	if m.image != "" {
-		out = append(out, ident{byImage, m.image})
+		out = append(out, purgeKey{byImage, m.image})
 	}
 	if m.org != "" {
-		out = append(out, ident{byOrg, m.org})
+		out = append(out, purgeKey{byOrg, m.org})
 	}
 	for t := range strings.FieldsSeq(m.tag) {
-		out = append(out, ident{byTag, t})
+		out = append(out, purgeKey{byTag, t})
 	}
 	return out
 }

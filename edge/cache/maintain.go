@@ -289,7 +289,7 @@ func (p *purgeLog) since(ep Epoch, m *meta) bool {
 		return true
 	}
 	for _, x := range m.ids() {
-		if seq, ok := p.last[purgeKey{x.k, x.id}]; ok && seq > uint64(ep) {
+		if seq, ok := p.last[x]; ok && seq > uint64(ep) {
 			return true
 		}
 	}
