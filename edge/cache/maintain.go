@@ -253,6 +253,7 @@ type purgeLog struct {
 	floor uint64
 }
 
+// purgeKey names an index: an entry's image, organization or one of its tags.
 type purgeKey struct {
 	k  kind
 	id string
