@@ -3,7 +3,15 @@
 package edge
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -29,5 +37,66 @@ func TestHitL1AllocatesNothing(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("%v allocations per L1 hit, want 0", allocs)
+	}
+}
+
+// TestHitOverTCPAllocatesNothing: the same over a real keep-alive
+// connection, fasthttp's server included. The client reads with fixed
+// buffers, so the process's allocation count is the server's.
+func TestHitOverTCPAllocatesNothing(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.png = noisy(24 << 10)
+	e := newTestEdge(t, o.URL)
+	base := startEdge(t, e)
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	req := []byte("GET /v1/image/" + testID + ".png HTTP/1.1\r\nHost: edge\r\n\r\n")
+	br := bufio.NewReaderSize(c, 64<<10)
+	body := make([]byte, len(o.png))
+	roundTrip := func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		n := -1
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+			}
+			if len(line) == 2 {
+				break
+			}
+		}
+		if n != len(body) {
+			t.Fatalf("Content-Length %d, want %d", n, len(body))
+		}
+		if _, err := io.ReadFull(br, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 { // fill, admission to L1, pools warm
+		roundTrip()
+	}
+	if !bytes.Equal(body, o.png) {
+		t.Fatal("the body differs from the origin's")
+	}
+	const n = 5000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		roundTrip()
+	}
+	runtime.ReadMemStats(&after)
+	per := float64(after.Mallocs-before.Mallocs) / n
+	t.Logf("%.4f allocations per hit", per)
+	if per > 0.05 {
+		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
 	}
 }
