@@ -43,6 +43,7 @@ var (
 	valBytes     = []byte("bytes")
 	hdrIfNone    = []byte("If-None-Match")
 	hdrRangeReq  = []byte("Range")
+	hdrIfRange   = []byte("If-Range")
 	keyImage     = []byte("i|")
 	keySigned    = []byte("s|")
 	errTooBig    = errors.New("too large to cache")
@@ -152,16 +153,17 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, downloa
 	body := ent.Body
 	if ranges {
 		h.SetBytesKV(hdrAccept, valBytes)
-		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 {
-			start, end, ok := parseRange(rh, len(body))
-			if !ok {
+		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 && ifRange(ctx.Request.Header.PeekBytes(hdrIfRange), etag, lm) {
+			switch start, end, res := parseRange(rh, len(body)); res {
+			case rangeUnsatisfiable:
 				ctx.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
 				h.Set("Content-Range", "bytes */"+strconv.Itoa(len(body)))
 				return
+			case rangePart:
+				ctx.SetStatusCode(fasthttp.StatusPartialContent)
+				h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(body)))
+				body = body[start : end+1]
 			}
-			ctx.SetStatusCode(fasthttp.StatusPartialContent)
-			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(body)))
-			body = body[start : end+1]
 		}
 	}
 	e.metrics.bytes.Add(float64(len(body)))
@@ -193,35 +195,80 @@ func etagMatch(header, etag []byte) bool {
 	return false
 }
 
-// parseRange reads one "bytes=a-b", "bytes=a-" or "bytes=-n" range.
-func parseRange(h []byte, size int) (start, end int, ok bool) {
+// rangeResult is what a Range header asks of a body.
+type rangeResult int
+
+const (
+	rangeWhole         rangeResult = iota // ignore the header: 200 with the whole body
+	rangePart                             // 206 with bytes start to end
+	rangeUnsatisfiable                    // 416
+)
+
+// parseRange reads a Range header for a body of size bytes. One range of
+// bytes ("a-b", "a-" or "-n") is served; a header in another unit or
+// asking for several ranges is ignored, as RFC 9110 allows, and the whole
+// body is sent; a malformed bytes range, or one that starts past the end,
+// is unsatisfiable.
+func parseRange(h []byte, size int) (start, end int, res rangeResult) {
 	spec, found := bytes.CutPrefix(bytes.TrimSpace(h), []byte("bytes="))
-	if !found || bytes.IndexByte(spec, ',') >= 0 || size == 0 {
-		return 0, 0, false
+	if !found || bytes.IndexByte(spec, ',') >= 0 {
+		return 0, 0, rangeWhole
 	}
-	a, b, found := bytes.Cut(spec, []byte{'-'})
-	if !found {
-		return 0, 0, false
+	a, b, found := bytes.Cut(bytes.TrimSpace(spec), []byte{'-'})
+	if !found || size == 0 {
+		return 0, 0, rangeUnsatisfiable
 	}
 	if len(a) == 0 {
-		n, err := strconv.Atoi(string(b))
-		if err != nil || n <= 0 {
-			return 0, 0, false
+		n, ok := decimal(b)
+		if !ok || n == 0 {
+			return 0, 0, rangeUnsatisfiable
 		}
-		return max(0, size-n), size - 1, true
+		return max(0, size-n), size - 1, rangePart
 	}
-	s, err := strconv.Atoi(string(a))
-	if err != nil || s < 0 || s >= size {
-		return 0, 0, false
+	s, ok := decimal(a)
+	if !ok || s >= size {
+		return 0, 0, rangeUnsatisfiable
 	}
 	end = size - 1
 	if len(b) > 0 {
-		if end, err = strconv.Atoi(string(b)); err != nil || end < s {
-			return 0, 0, false
+		e, ok := decimal(b)
+		if !ok || e < s {
+			return 0, 0, rangeUnsatisfiable
 		}
-		end = min(end, size-1)
+		end = min(e, end)
 	}
-	return s, end, true
+	return s, end, rangePart
+}
+
+// decimal parses a non-negative decimal number of digits only.
+func decimal(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// ifRange reports whether an If-Range header lets a Range apply: absent,
+// or naming the entry's entity tag (strong comparison) or its
+// Last-Modified date exactly. Otherwise the client's copy is another
+// version, and the whole body is sent.
+func ifRange(h, etag, lastMod []byte) bool {
+	h = bytes.TrimSpace(h)
+	switch {
+	case len(h) == 0:
+		return true
+	case h[0] == '"':
+		return bytes.Equal(h, etag)
+	default:
+		return lastMod != nil && bytes.Equal(h, lastMod)
+	}
 }
 
 // upstreamError is a non-200 answer of the origin, relayed as it is.

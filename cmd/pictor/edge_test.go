@@ -174,6 +174,22 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 	if part.Status != 206 || string(part.Body) != "%PDF-" || !strings.HasPrefix(part.Header.Get("Content-Range"), "bytes 0-4/") {
 		t.Fatalf("PDF range: %d %q %q", part.Status, part.Body, part.Header.Get("Content-Range"))
 	}
+	pdf := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + ".pdf"})
+	for _, rc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"several ranges: the whole body", map[string]string{"Range": "bytes=0-4,10-14"}, 200},
+		{"If-Range of another version", map[string]string{"Range": "bytes=0-4", "If-Range": `"other"`}, 200},
+		{"If-Range of this version", map[string]string{"Range": "bytes=0-4", "If-Range": pdf.Header.Get("ETag")}, 206},
+		{"past the end", map[string]string{"Range": fmt.Sprintf("bytes=%d-", len(pdf.Body))}, 416},
+	} {
+		r := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + ".pdf", Header: rc.header})
+		if r.Status != rc.status || (r.Status == 200 && !bytes.Equal(r.Body, pdf.Body)) || (r.Status == 206 && string(r.Body) != "%PDF-") {
+			t.Fatalf("%s: %d, %d bytes", rc.name, r.Status, len(r.Body))
+		}
+	}
 
 	// A delete drops every rendition at the edge before it answers.
 	apitest.WantStatus(t, apitest.Do(t, s.URL, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &s.Owner}), 202)
