@@ -22,6 +22,7 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	edgesync "github.com/pictorhq/pictor/edge/sync"
+	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/logging"
 )
 
@@ -97,7 +98,8 @@ func New(cfg Config) (*Edge, error) {
 		Name:               "pictor",
 		StreamRequestBody:  true,
 		MaxRequestBodySize: cfg.MaxRequestBody,
-		ReadBufferSize:     16 << 10,
+		ReadBufferSize:     readBufferSize,
+		ErrorHandler:       requestError,
 		// Headers and a typical image go out in one write: with fasthttp's
 		// default 4 KiB, a 25 KB JPEG took two syscalls.
 		WriteBufferSize:              64 << 10,
@@ -108,6 +110,27 @@ func New(cfg Config) (*Edge, error) {
 		Logger:                       fasthttpLogger{},
 	}
 	return e, nil
+}
+
+// readBufferSize bounds a request's line and headers.
+const readBufferSize = 16 << 10
+
+// requestError answers a request fasthttp could not read, with the
+// standard error body instead of fasthttp's plain text.
+func requestError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		err = apierr.New(fasthttp.StatusRequestHeaderFieldsTooLarge, "The request line and headers must fit in %d KiB", readBufferSize>>10)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		err = apierr.New(fasthttp.StatusRequestEntityTooLarge, "Request body too large")
+	case errors.As(err, &ne) && ne.Timeout():
+		err = apierr.New(fasthttp.StatusRequestTimeout, "The request was not received in time")
+	default:
+		err = apierr.BadRequest("Malformed HTTP request")
+	}
+	forward.WriteError(ctx, err)
 }
 
 // Addr returns the listen address, once started.

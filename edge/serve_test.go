@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,5 +97,49 @@ func TestBodiesOverConnections(t *testing.T) {
 	}
 	if n := o.gets.Load(); n != 1 {
 		t.Fatalf("%d origin fetches, want 1", n)
+	}
+}
+
+// TestUnreadableRequests: requests fasthttp cannot read are answered with
+// the standard error body and the fitting status, never plain text.
+func TestUnreadableRequests(t *testing.T) {
+	o := newFakeOrigin(t)
+	e := newTestEdge(t, o.URL)
+	base := startEdge(t, e)
+	for _, tt := range []struct {
+		name, req string
+		status    int
+	}{
+		{"query past the header limit", "GET /v1/image/" + testID + "?a=" + strings.Repeat("x", 20<<10) + " HTTP/1.1\r\nHost: e\r\n\r\n", 431},
+		{"header past the limit", "GET / HTTP/1.1\r\nHost: e\r\nX-Big: " + strings.Repeat("x", 20<<10) + "\r\n\r\n", 431},
+		{"malformed request line", "GET\r\n\r\n", 400},
+		{"malformed header", "GET / HTTP/1.1\r\nHost e\r\n\r\n", 400},
+		{"bad Content-Length", "POST /v1/image HTTP/1.1\r\nHost: e\r\nContent-Length: -5\r\n\r\n", 400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.WriteString(c, tt.req); err != nil {
+				t.Fatal(err)
+			}
+			r, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(r.Body)
+			var std struct {
+				Error      string `json:"error"`
+				Message    string `json:"message"`
+				StatusCode int    `json:"statusCode"`
+			}
+			if err := json.Unmarshal(body, &std); err != nil || r.StatusCode != tt.status || std.StatusCode != tt.status ||
+				std.Error == "" || std.Message == "" || r.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%d %q: %s", r.StatusCode, r.Header.Get("Content-Type"), body)
+			}
+		})
 	}
 }
