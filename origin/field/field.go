@@ -217,6 +217,11 @@ func (o *Object) number(errs *Errors, name string) (float64, bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if errors.Is(err, strconv.ErrRange) {
+		// A number too large for a float64 is ±Inf here, and out of
+		// every field's range: the caller says which range.
+		return f, true
+	}
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		errs.Add(o.Path(name), "must be a number")
 		return 0, false

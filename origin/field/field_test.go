@@ -2,6 +2,7 @@ package field
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/pictorhq/pictor/origin/apierr"
@@ -14,7 +15,13 @@ func TestScalarsJSONAndForm(t *testing.T) {
 	}
 	lenient, _ := ParseJSON([]byte(`{"n":"5","b":"1","f":" 2.5 "}`))
 	lenient.Lenient = true
-	form := FromForm(url.Values{"n": {"7"}, "b": {"false"}, "arr": {"x", "y"}, "json": {`["p","q"]`}})
+	form := FromForm(url.Values{"n": {"7"}, "b": {"false"}, "arr": {"x", "y"}, "json": {`["p","q"]`}, "inf": {"Inf"}})
+	huge, _ := ParseJSON([]byte(`{"big":1e309,"neg":-1e309,"tiny":1e-400}`))
+	// rangeError checks that a field was refused for its range, not as a non-number.
+	rangeError := func(e *Errors) bool {
+		l := e.List()
+		return len(l) == 1 && strings.HasPrefix(l[0].Message, "must be between")
+	}
 
 	tests := []struct {
 		name  string
@@ -37,6 +44,10 @@ func TestScalarsJSONAndForm(t *testing.T) {
 		{"form bool", func(e *Errors) bool { v, ok := form.Bool(e, "b"); return ok && !v }, false},
 		{"form repeated", func(e *Errors) bool { v, ok := form.StringArray(e, "arr"); return ok && len(v) == 2 }, false},
 		{"form JSON array", func(e *Errors) bool { v, ok := form.StringArray(e, "json"); return ok && v[1] == "q" }, false},
+		{"form Inf is not a number", func(e *Errors) bool { _, ok := form.Float(e, "inf", 0, 3); return !ok && !rangeError(e) }, true},
+		{"number past float64, int", func(e *Errors) bool { _, ok := huge.Int(e, "big", 1, 16384); return !ok && rangeError(e) }, true},
+		{"number past float64, float", func(e *Errors) bool { _, ok := huge.Float(e, "neg", 0.1, 3); return !ok && rangeError(e) }, true},
+		{"number below float64", func(e *Errors) bool { v, ok := huge.Float(e, "tiny", 0, 3); return ok && v == 0 }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
