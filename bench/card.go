@@ -18,24 +18,37 @@ const (
 
 // CardHTML returns a 1200×630 social card as an HTML snippet, the way
 // API clients send one (Pictor crops a snippet to its content): a
-// gradient background, a large title and a subtitle. Every n and nonce
-// give a different card (the text and the hues change), so no cache
-// anywhere can answer it, while the work to render one stays the same.
-func CardHTML(n int, nonce string) string {
+// gradient background, a large title with a soft shadow and a subtitle.
+// Every n and nonce give a different card (the text and the hues change),
+// so no cache anywhere can answer it, while the work to render one stays
+// the same.
+func CardHTML(n int, nonce string) string { return card(n, nonce, false) }
+
+// FlatCardHTML is CardHTML with a solid background and no text shadow:
+// the same layout and text, without the two things that make a card's PNG
+// large and slow to encode (a dithered gradient) and to paint (a blur).
+func FlatCardHTML(n int, nonce string) string { return card(n, nonce, true) }
+
+func card(n int, nonce string, flat bool) string {
 	h1, h2 := (n*37)%360, (n*37+140)%360
+	background := fmt.Sprintf("linear-gradient(135deg,hsl(%d,70%%,35%%) 0%%,hsl(%d,75%%,50%%) 100%%)", h1, h2)
+	shadow := "0 4px 18px rgba(0,0,0,.35)"
+	if flat {
+		background, shadow = fmt.Sprintf("hsl(%d,70%%,35%%)", h1), "none"
+	}
 	return fmt.Sprintf(`<style>
 html,body{margin:0;padding:0}
 .card{box-sizing:border-box;width:%dpx;height:%dpx;padding:72px 80px;display:flex;flex-direction:column;justify-content:space-between;
-background:linear-gradient(135deg,hsl(%d,70%%,35%%) 0%%,hsl(%d,75%%,50%%) 100%%);color:#fff;font-family:"DejaVu Sans","Liberation Sans",sans-serif}
+background:%s;color:#fff;font-family:"DejaVu Sans","Liberation Sans",sans-serif}
 .kicker{font-size:28px;letter-spacing:4px;text-transform:uppercase;opacity:.8}
-h1{margin:0;font-size:76px;line-height:1.1;font-weight:800;text-shadow:0 4px 18px rgba(0,0,0,.35)}
+h1{margin:0;font-size:76px;line-height:1.1;font-weight:800;text-shadow:%s}
 .foot{display:flex;justify-content:space-between;font-size:30px;opacity:.9}
 </style><div class="card">
 <div class="kicker">Pictor benchmark</div>
 <h1>Rendering social card number %d at device scale two</h1>
 <div class="foot"><span>pictor.example</span><span>%s</span></div>
 </div>
-`, CardWidth, CardHeight, h1, h2, n, html.EscapeString(nonce))
+`, CardWidth, CardHeight, background, shadow, n, html.EscapeString(nonce))
 }
 
 // CardDocument wraps a card snippet into the whole document a file-based

@@ -118,6 +118,14 @@ func TestCardHTML(t *testing.T) {
 	if d := CardDocument(a); !strings.HasPrefix(d, "<!DOCTYPE html>") || !strings.Contains(d, a) {
 		t.Fatal("CardDocument does not wrap the card")
 	}
+	if !strings.Contains(a, "linear-gradient") || !strings.Contains(a, "text-shadow:0 4px") {
+		t.Fatal("the card lost its gradient or its title's shadow")
+	}
+	flat := FlatCardHTML(1, "x")
+	if strings.Contains(flat, "gradient") || !strings.Contains(flat, "text-shadow:none") ||
+		!strings.Contains(flat, "width:1200px;height:630px") || !strings.Contains(flat, "card number 1 ") {
+		t.Fatalf("the flat card is not the same card without gradient and shadow: %s", flat)
+	}
 }
 
 func TestSelect(t *testing.T) {

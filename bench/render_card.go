@@ -20,7 +20,8 @@ func renderCardScenario() Scenario {
 	return Scenario{
 		Name: "render-card",
 		About: "POST /v1/image of a unique 1200×630 card at device_scale 2, then GET of its URL: " +
-			"latency from sending the POST to the first byte of the PNG; 1 client, then 2× the pool size",
+			"latency from sending the POST to the first byte of the PNG; 1 client, then 2× the pool size; " +
+			"flat-sequential: the same card with a solid background and no text shadow, 1 client",
 		NeedsPictor: true,
 		Run:         runRenderCard,
 	}
@@ -30,10 +31,13 @@ func runRenderCard(ctx context.Context, env *Env) ([]*Result, error) {
 	cfg := env.Config
 	runID := rand.Text()[:8] // cards of two runs must differ too
 	var seq atomic.Int64
-	op := func(ctx context.Context, _ int) (time.Duration, error) {
-		n := int(seq.Add(1))
-		return renderCard(ctx, env.Pictor, CardHTML(n, fmt.Sprintf("%s-%06d", runID, n)))
+	cards := func(html func(int, string) string) Op {
+		return func(ctx context.Context, _ int) (time.Duration, error) {
+			n := int(seq.Add(1))
+			return renderCard(ctx, env.Pictor, html(n, fmt.Sprintf("%s-%06d", runID, n)))
+		}
 	}
+	op := cards(CardHTML)
 	if cfg.Warmup > 0 {
 		load := Load{Clients: min(cfg.PoolSize, cfg.Warmup), Requests: cfg.Warmup}
 		w, err := Drive(ctx, "render-card/warm-up", "render", load, env.Progress, op)
@@ -48,12 +52,14 @@ func runRenderCard(ctx context.Context, env *Env) ([]*Result, error) {
 	for _, run := range []struct {
 		name    string
 		clients int
+		op      Op
 	}{
-		{"render-card/sequential", 1},
-		{"render-card/pool-full", 2 * cfg.PoolSize},
+		{"render-card/sequential", 1, op},
+		{"render-card/flat-sequential", 1, cards(FlatCardHTML)},
+		{"render-card/pool-full", 2 * cfg.PoolSize, op},
 	} {
 		cpu := env.Pictor.CPU()
-		r, err := Drive(ctx, run.name, "render", Load{Clients: run.clients, Duration: cfg.Duration}, env.Progress, op)
+		r, err := Drive(ctx, run.name, "render", Load{Clients: run.clients, Duration: cfg.Duration}, env.Progress, run.op)
 		if r != nil {
 			r.CPU = env.Pictor.CPU() - cpu
 			results = append(results, r)
