@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"sync"
@@ -85,7 +86,22 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		return nil, fmt.Errorf("%w: open tab: %v", ErrBrowser, err)
 	}
 	e.metrics.tabsOpened.Inc()
+	go t.answerDialogs(chromedp.Events(t.ctx, page.JavascriptDialogOpening))
 	return t, nil
+}
+
+// answerDialogs accepts every JavaScript dialog the tab's pages open, as
+// a user pressing OK would: alert closes, confirm returns true, prompt its
+// default text, beforeunload lets the page go. An open dialog blocks its
+// page, and the render with it, until someone answers; nobody else will.
+// It returns when the tab closes.
+func (t *tab) answerDialogs(dialogs iter.Seq2[page.EventJavascriptDialogOpening, error]) {
+	for ev, err := range dialogs {
+		if err != nil {
+			return
+		}
+		chromedp.Call(t.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt})
+	}
 }
 
 // ServeHTTP answers the internal host: the current document and emoji.
