@@ -67,6 +67,10 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		// a fifth (docs/render-performance.md); none changes a pixel.
 		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication,IsolateOrigins,site-per-process,BackForwardCache,RenderDocument,PaintHolding"),
 		chromedp.Flag("disable-site-isolation-trials", true),
+		// chromedp's defaults turn the popup blocker off; a page's
+		// window.open without a user gesture is blocked, as in a browser,
+		// instead of leaving windows open in the tab's context.
+		chromedp.Flag("disable-popup-blocking", false),
 		// Nothing may leave except through a tab's egress session: a
 		// browser-wide proxy that accepts no connection catches whatever
 		// does not belong to a tab.
