@@ -144,6 +144,11 @@ func (t *tab) serve(html string) string {
 func (t *tab) reset(ctx context.Context) error {
 	t.doc.Store(nil)
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		// window.name belongs to the tab, not the document: unless cleared
+		// it would pass to the next render's page. A page that cannot be
+		// reached (it is navigating) keeps it; its next document is the
+		// same render's.
+		evaluate(ctx, tg, `window.name = ""`, nil)
 		if _, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
 			return err
 		}
