@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,7 +23,7 @@ func TestDownloadsDenied(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home) // Chromium saves downloads to $HOME/Downloads
 	release := make(chan struct{})
-	var once bool
+	var served atomic.Bool // the first page has been served
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/file") {
 			w.Header().Set("Content-Disposition", `attachment; filename="report.bin"`)
@@ -37,11 +38,10 @@ func TestDownloadsDenied(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
-		if once {
+		if served.Swap(true) {
 			w.Write([]byte(`<a id=a download href="/file2">x</a><script>document.getElementById('a').click()</script><div style="width:100px;height:50px;background:red"></div>`))
 			return
 		}
-		once = true
 		w.Write([]byte(`<div style="width:100px;height:50px;background:red"></div><script>setTimeout(() => { location.href = "/file1" }, 10)</script>`))
 	}))
 	defer srv.Close()
