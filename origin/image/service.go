@@ -310,8 +310,10 @@ func classify(err error) (*Failure, bool) {
 	switch {
 	case errors.Is(err, render.ErrSelectorNotFound), errors.Is(err, render.ErrInvalidSelector),
 		errors.Is(err, render.ErrNotReady), errors.Is(err, render.ErrBlockedURL),
-		errors.Is(err, render.ErrTooLarge), errors.Is(err, render.ErrEmpty):
+		errors.Is(err, render.ErrTooLarge), errors.Is(err, render.ErrEmpty), errors.Is(err, render.ErrPageMemory):
 		return &Failure{Status: 400, Message: "Render failed: " + err.Error()}, true
+	case errors.Is(err, render.ErrCrashed):
+		return &Failure{Status: 502, Message: "Render failed: " + err.Error()}, false
 	case errors.Is(err, render.ErrUnreachable):
 		return &Failure{Status: 502, Message: "Render failed: " + err.Error()}, true
 	case errors.Is(err, render.ErrTimeout):

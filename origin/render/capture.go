@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -50,12 +51,30 @@ const maxTile = 8192
 // render runs r in the tab. The caller bounds ctx.
 func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error) {
 	blockedBefore := len(t.session.Blocked())
+	// A renderer that dies (the memory watchdog killed it, or it crashed)
+	// answers nothing more: end the render at once instead of at its
+	// deadline.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	crashes := chromedp.Events(ctx, inspector.TargetCrashed)
+	go func() {
+		for _, err := range crashes {
+			if err == nil {
+				cancel(e.crashCause(t))
+			}
+			return
+		}
+	}()
 	var res *Result
 	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		var err error
 		res, err = e.run(ctx, t, tg, r, blockedBefore)
 		return err
 	}))
+	if cause := context.Cause(ctx); errors.Is(cause, ErrCrashed) || errors.Is(cause, ErrPageMemory) {
+		t.broken = true
+		return nil, cause
+	}
 	if res != nil {
 		for _, b := range t.session.Blocked()[blockedBefore:] {
 			res.Blocked = append(res.Blocked, b.Target)

@@ -47,6 +47,9 @@ type Config struct {
 	// removed when the browser exits. Processes left by a crashed run are
 	// found through it and killed at Start.
 	ProfileDir string
+	// RendererMemory bounds a renderer process's resident memory: one
+	// that passes it is killed, and its render fails with ErrPageMemory.
+	RendererMemory int64
 	// BrowserOutput, when set, receives Chromium's stdout and stderr.
 	BrowserOutput interface{ Write([]byte) (int, error) }
 }
@@ -61,8 +64,11 @@ func DefaultConfig() Config {
 		RecycleAfter: 1000,
 		TabUses:      100,
 		Timeout:      60 * time.Second,
-		FontsURL:     "https://fonts.googleapis.com",
-		ProfileDir:   filepath.Join(os.TempDir(), "pictor-chromium"),
+		// A tab's pages take 100-300 MB; a 64-megapixel jumbo capture
+		// about 600 MB.
+		RendererMemory: 1 << 30,
+		FontsURL:       "https://fonts.googleapis.com",
+		ProfileDir:     filepath.Join(os.TempDir(), "pictor-chromium"),
 	}
 }
 
@@ -82,6 +88,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ProfileDir == "" {
 		return errors.New("render profile directory must not be empty")
+	}
+	if c.RendererMemory < 64<<20 {
+		return fmt.Errorf("renderer memory %d: want at least 64 MiB", c.RendererMemory)
 	}
 	if c.Gateway == nil {
 		return errors.New("render needs an egress gateway")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,10 @@ type Engine struct {
 	watchers sync.WaitGroup // one watch goroutine per launched browser
 
 	startMu sync.Mutex // serializes browser launches
+
+	guardOnce  sync.Once
+	guard      sync.WaitGroup // guardMemory, once started
+	memoryKill atomic.Int64   // when guardMemory last killed a renderer, Unix nanoseconds
 }
 
 type metrics struct {
@@ -122,6 +127,10 @@ func New(cfg Config) (*Engine, error) {
 // launches the browser and opens a warm tab per slot.
 func (e *Engine) Start(ctx context.Context) error {
 	killProcesses(e.cfg.ProfileDir)
+	e.guardOnce.Do(func() {
+		e.guard.Add(1)
+		go e.guardMemory()
+	})
 	if entries, err := os.ReadDir(e.cfg.ProfileDir); err == nil {
 		for _, d := range entries {
 			os.RemoveAll(filepath.Join(e.cfg.ProfileDir, d.Name()))
@@ -194,7 +203,46 @@ func (e *Engine) Stop(ctx context.Context) error {
 	wg.Wait()
 	closeTabs(idle) // quick once their browser is gone: only the egress sessions are left
 	e.watchers.Wait()
+	e.guard.Wait()
 	return err
+}
+
+// memoryCheckEvery is how often guardMemory looks: a page filling memory
+// as fast as it can gains a few hundred megabytes between two looks.
+const memoryCheckEvery = 100 * time.Millisecond
+
+// guardMemory kills every renderer process whose resident memory passes
+// RendererMemory, until Stop. Neither V8's heap limit nor the kernel stop a
+// page that allocates typed arrays: one such page took 17 GB before its
+// allocations failed. The render on the killed renderer ends at once with
+// ErrPageMemory (render watches for the crash).
+func (e *Engine) guardMemory() {
+	defer e.guard.Done()
+	tick := time.NewTicker(memoryCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-tick.C:
+		}
+		for _, pid := range processes(e.cfg.ProfileDir, true) {
+			if residentBytes(pid) > e.cfg.RendererMemory {
+				e.memoryKill.Store(time.Now().UnixNano())
+				syscall.Kill(pid, syscall.SIGKILL)
+				slog.Warn("renderer killed: a page used too much memory", "pid", pid, "limit_bytes", e.cfg.RendererMemory)
+			}
+		}
+	}
+}
+
+// crashCause says why a tab's renderer died: the memory guard killed it
+// moments ago, or it crashed by itself.
+func (e *Engine) crashCause(*tab) error {
+	if time.Since(time.Unix(0, e.memoryKill.Load())) < 5*time.Second {
+		return fmt.Errorf("%w (%d MiB)", ErrPageMemory, e.cfg.RendererMemory>>20)
+	}
+	return ErrCrashed
 }
 
 // Render runs r and returns its output. It waits for a tab while the queue
@@ -309,7 +357,7 @@ func outcome(err error) string {
 		return "timeout"
 	case errors.Is(err, ErrUnreachable), errors.Is(err, ErrBlockedURL):
 		return "target"
-	case errors.Is(err, ErrBrowser):
+	case errors.Is(err, ErrBrowser), errors.Is(err, ErrCrashed):
 		return "browser"
 	}
 	return "input"

@@ -12,10 +12,12 @@ var (
 	ErrBlockedURL       = errors.New("the URL is not allowed: it resolves to a private, loopback or reserved address")
 	ErrTooLarge         = errors.New("the output exceeds the pixel limit")
 	ErrEmpty            = errors.New("the content has no visible size")
+	ErrPageMemory       = errors.New("the page used more memory than a render may")
 
 	ErrQueueFull   = errors.New("the render queue is full")
 	ErrUnreachable = errors.New("the target site could not be reached")
 	ErrTimeout     = errors.New("the render timed out")
 	ErrBrowser     = errors.New("the browser failed")
+	ErrCrashed     = errors.New("the page crashed")
 	ErrStopped     = errors.New("the render engine is stopped")
 )

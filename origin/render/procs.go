@@ -13,7 +13,11 @@ import (
 // path under it, as --user-data-dir does in every Chromium process of a
 // profile: Processes(profile) finds one browser, Processes(parent) all the
 // browsers whose profiles are under parent.
-func Processes(dir string) []int {
+func Processes(dir string) []int { return processes(dir, false) }
+
+// processes is Processes, limited to renderer processes (one per tab's
+// pages) when renderers is set.
+func processes(dir string, renderers bool) []int {
 	if dir == "" {
 		return nil
 	}
@@ -27,7 +31,7 @@ func Processes(dir string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !namesPath(cmdline, dir) {
+		if err != nil || !namesPath(cmdline, dir) || (renderers && !bytes.Contains(cmdline, []byte("--type=renderer"))) {
 			continue
 		}
 		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && zombie(stat) {
@@ -82,4 +86,18 @@ func killProcesses(dir string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// residentBytes returns a process's resident memory, 0 when it is gone.
+func residentBytes(pid int) int64 {
+	statm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(statm)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
 }
