@@ -88,7 +88,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 
 // classify turns a failure into one of the package's errors.
 func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore int, err error) error {
-	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable} {
+	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable, ErrTimeout} {
 		if errors.Is(err, target) {
 			return err
 		}
@@ -403,7 +403,17 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired)
-	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
+	// Page.navigate returns once the document's response arrives: a site
+	// that sends none within the wait fails the render then (504), not at
+	// its deadline.
+	nctx := lctx
+	if wait <= 0 {
+		nctx = ctx
+	}
+	res, err := cdp.Call(nctx, tg, page.Navigate, page.NavigateParams{URL: target})
+	if err != nil && nctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w: no response within max_wait_ms", ErrTimeout)
+	}
 	if err != nil {
 		return err
 	}

@@ -229,3 +229,29 @@ addEventListener('load', () => {
 		t.Fatalf("pixel = %v, want the second document's green", c)
 	}
 }
+
+// TestSiteThatNeverAnswers: a URL whose server accepts the request and
+// sends nothing fails the render with ErrTimeout once max_wait_ms is spent,
+// long before the render's own deadline (the caller here gives up at 20 s,
+// the engine at 60 s), and the next render works.
+func TestSiteThatNeverAnswers(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<div style="width:100px;height:50px;background:red"></div>`))
+	}))
+	defer site.Close()
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	_, err := e.Render(ctx, &Request{OrgID: "o", URL: site.URL + "/hang", MaxWait: time.Second, MaxWidth: 16384, MaxHeight: 16384})
+	cancel()
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("render of a silent site: %v, want ErrTimeout", err)
+	}
+	if _, err := e.Render(context.Background(), &Request{OrgID: "o", URL: site.URL + "/", MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384}); err != nil {
+		t.Fatalf("next render: %v", err)
+	}
+}
