@@ -60,7 +60,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	go func() {
 		for _, err := range crashes {
 			if err == nil {
-				cancel(e.crashCause(t))
+				cancel(e.crashCause())
 			}
 			return
 		}

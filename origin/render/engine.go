@@ -215,7 +215,9 @@ const memoryCheckEvery = 100 * time.Millisecond
 // RendererMemory, until Stop. Neither V8's heap limit nor the kernel stop a
 // page that allocates typed arrays: one such page took 17 GB before its
 // allocations failed. The render on the killed renderer ends at once with
-// ErrPageMemory (render watches for the crash).
+// ErrPageMemory (render watches for the crash). Between renders the tabs
+// are reset to about:blank and nothing grows, so an idle engine does not
+// scan /proc.
 func (e *Engine) guardMemory() {
 	defer e.guard.Done()
 	tick := time.NewTicker(memoryCheckEvery)
@@ -225,6 +227,9 @@ func (e *Engine) guardMemory() {
 		case <-e.quit:
 			return
 		case <-tick.C:
+		}
+		if e.IdleFor() > 2*memoryCheckEvery {
+			continue
 		}
 		for _, pid := range processes(e.cfg.ProfileDir, true) {
 			if residentBytes(pid) > e.cfg.RendererMemory {
@@ -236,9 +241,9 @@ func (e *Engine) guardMemory() {
 	}
 }
 
-// crashCause says why a tab's renderer died: the memory guard killed it
-// moments ago, or it crashed by itself.
-func (e *Engine) crashCause(*tab) error {
+// crashCause says why a tab's renderer died: the memory guard killed a
+// renderer moments ago, or it crashed by itself.
+func (e *Engine) crashCause() error {
 	if time.Since(time.Unix(0, e.memoryKill.Load())) < 5*time.Second {
 		return fmt.Errorf("%w (%d MiB)", ErrPageMemory, e.cfg.RendererMemory>>20)
 	}
