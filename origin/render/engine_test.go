@@ -123,28 +123,43 @@ func TestRenderSnippet(t *testing.T) {
 	}
 }
 
+// boxPage is a test page: script runs as the page is parsed and sets ok,
+// and the 100×50 box at the page's top left turns green when ok is true,
+// red when it is not.
+func boxPage(script string) string {
+	return "<script>\n" + script + `
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("box").style.background = ok ? "rgb(0,128,0)" : "rgb(255,0,0)";
+});
+</script><div id="box" style="width:100px;height:50px;background:rgb(0,0,255)"></div>`
+}
+
+var boxGreen = color.NRGBA{0, 128, 0, 255}
+
+// renderBox renders a boxPage as render i of a test, which must end within
+// 20 s, and returns the box's colour.
+func renderBox(t *testing.T, e *Engine, i int, page string) color.NRGBA {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+	if err != nil {
+		t.Fatalf("render %d: %v", i, err)
+	}
+	return rgba(decodePNG(t, res.Data), 50, 25)
+}
+
 // TestDialogsAnswered: alert, confirm, prompt and beforeunload do not hold
 // a render: each is accepted as a user pressing OK would, and the page goes
 // on (confirm returned true, prompt its default text). The tab is reused
 // by the next render, which leaves the page with the beforeunload handler.
 func TestDialogsAnswered(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
-	page := `<script>
-alert("hello");
+	page := boxPage(`alert("hello");
 const ok = confirm("sure?") && prompt("name?", "pictor") === "pictor";
-onbeforeunload = e => { e.preventDefault(); return "stay"; };
-document.addEventListener("DOMContentLoaded", () => {
-  document.getElementById("box").style.background = ok ? "rgb(0,128,0)" : "rgb(255,0,0)";
-});
-</script><div id="box" style="width:100px;height:50px;background:rgb(0,0,255)"></div>`
+onbeforeunload = e => { e.preventDefault(); return "stay"; };`)
 	for i := range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
-		cancel()
-		if err != nil {
-			t.Fatalf("render %d: %v", i, err)
-		}
-		if c := rgba(decodePNG(t, res.Data), 50, 25); c != (color.NRGBA{0, 128, 0, 255}) {
+		if c := renderBox(t, e, i, page); c != boxGreen {
 			t.Fatalf("render %d: box is %v, want green (dialogs answered OK)", i, c)
 		}
 	}
