@@ -256,6 +256,7 @@ func TestRenderFailuresAreRecorded(t *testing.T) {
 		{"never ready", map[string]any{"html": redBox, "render_when_ready": true, "max_wait_ms": 800}, 400, "ScreenshotReady"},
 		{"unreachable site", map[string]any{"url": "http://127.0.0.1:9/"}, 502, "reached"},
 		{"page filling memory", map[string]any{"html": redBox + `<script>const k = []; try { for (;;) k.push(new Uint8Array(5e7).fill(1)); } catch (e) {}</script>`}, 400, "memory"},
+		{"page that never yields", map[string]any{"html": redBox + `<script>for (;;) {}</script>`, "max_wait_ms": 500}, 400, "did not yield"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -310,7 +310,8 @@ func classify(err error) (*Failure, bool) {
 	switch {
 	case errors.Is(err, render.ErrSelectorNotFound), errors.Is(err, render.ErrInvalidSelector),
 		errors.Is(err, render.ErrNotReady), errors.Is(err, render.ErrBlockedURL),
-		errors.Is(err, render.ErrTooLarge), errors.Is(err, render.ErrEmpty), errors.Is(err, render.ErrPageMemory):
+		errors.Is(err, render.ErrTooLarge), errors.Is(err, render.ErrEmpty), errors.Is(err, render.ErrPageMemory),
+		errors.Is(err, render.ErrPageBusy):
 		return &Failure{Status: 400, Message: "Render failed: " + err.Error()}, true
 	case errors.Is(err, render.ErrCrashed):
 		return &Failure{Status: 502, Message: "Render failed: " + err.Error()}, false

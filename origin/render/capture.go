@@ -40,6 +40,42 @@ type box struct {
 // shotTimeout bounds one capture call.
 const shotTimeout = 10 * time.Second
 
+// watchBusy asks the page for a trivial value every second and ends the
+// render through fail with ErrPageBusy when one answer does not come
+// within limit: a script that never yields (for (;;) {}) would
+// otherwise hold the tab until the render's deadline. Every step before
+// the capture awaits the page without blocking its thread, so a page that
+// is only slow (loading, waiting for fonts, ScreenshotReady) still answers.
+// The returned stop ends the watch; it may be called more than once.
+func watchBusy(ctx context.Context, tg *chromedp.Target, limit time.Duration, fail context.CancelCauseFunc) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			pctx, pcancel := context.WithTimeout(wctx, limit)
+			_, err := cdp.Call(pctx, tg, runtime.Evaluate, runtime.EvaluateParams{Expression: "0"})
+			stuck := err != nil && wctx.Err() == nil && pctx.Err() != nil
+			pcancel()
+			if stuck {
+				fail(fmt.Errorf("%w for %v", ErrPageBusy, limit))
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // errCaptureStalled is a capture that got no frame, as when the page is
 // replacing its document.
 var errCaptureStalled = errors.New("the capture got no frame")
@@ -68,10 +104,10 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	var res *Result
 	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		var err error
-		res, err = e.run(ctx, t, tg, r, blockedBefore)
+		res, err = e.run(ctx, t, tg, r, blockedBefore, cancel)
 		return err
 	}))
-	if cause := context.Cause(ctx); errors.Is(cause, ErrCrashed) || errors.Is(cause, ErrPageMemory) {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrCrashed) || errors.Is(cause, ErrPageMemory) || errors.Is(cause, ErrPageBusy) {
 		t.broken = true
 		return nil, cause
 	}
@@ -107,7 +143,7 @@ func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore
 	return fmt.Errorf("%w: %v", ErrBrowser, err)
 }
 
-func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int) (*Result, error) {
+func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, fail context.CancelCauseFunc) (*Result, error) {
 	deadline := time.Now().Add(r.MaxWait)
 	remaining := func() time.Duration {
 		if d := time.Until(deadline); d > 0 {
@@ -151,7 +187,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	// meta refresh) while the steps run: then wait for the new document and
 	// run them again, a bounded number of times.
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, t, tg, r, blockedBefore, remaining)
+		res, err := e.afterLoad(ctx, t, tg, r, blockedBefore, remaining, fail)
 		if err == nil || attempt == 2 || !navigatedAway(err) {
 			return res, err
 		}
@@ -212,7 +248,12 @@ func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
 // render_when_ready, ms_delay and full_screen's scrolling, and one that
 // waits for fonts and images and measures the clip. Without those options
 // both are the same evaluation.
-func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, remaining func() time.Duration) (*Result, error) {
+func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, remaining func() time.Duration,
+	fail context.CancelCauseFunc) (*Result, error) {
+	// The steps wait for the page's main thread; a capture or a print may
+	// keep it busy for long on a big document, so they are not watched.
+	unwatch := watchBusy(ctx, tg, e.cfg.BusyLimit, fail)
+	defer unwatch()
 	if r.URL != "" {
 		if err := t.refusedDocument(ctx, tg, blockedBefore); err != nil {
 			return nil, err
@@ -276,6 +317,7 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 		if err := s.run(ctx, tg, nil); err != nil {
 			return nil, err
 		}
+		unwatch()
 		res, err := printPDF(ctx, tg, r)
 		if err != nil {
 			return nil, err
@@ -287,6 +329,7 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	if err != nil {
 		return nil, err
 	}
+	unwatch()
 	res, err := capture(ctx, tg, r, clip)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ type Config struct {
 	TabUses int
 	// Timeout is the hard deadline of one render, queueing excluded.
 	Timeout time.Duration
+	// BusyLimit is how long a page's main thread may stay unanswering
+	// (a script that never yields) before its render fails with
+	// ErrPageBusy.
+	BusyLimit time.Duration
 	// AllowPrivate lets renders reach loopback and private networks.
 	AllowPrivate bool
 	// FontsURL is the base of the Google Fonts CSS API.
@@ -64,6 +68,8 @@ func DefaultConfig() Config {
 		RecycleAfter: 1000,
 		TabUses:      100,
 		Timeout:      60 * time.Second,
+		// Chromium itself calls a page unresponsive after 15 s.
+		BusyLimit: 10 * time.Second,
 		// A tab's pages take 100-300 MB; a 64-megapixel jumbo capture
 		// about 600 MB.
 		RendererMemory: 1 << 30,
@@ -85,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout < time.Second {
 		return fmt.Errorf("render timeout %v: want at least 1s", c.Timeout)
+	}
+	if c.BusyLimit < time.Second {
+		return fmt.Errorf("render busy limit %v: want at least 1s", c.BusyLimit)
 	}
 	if c.ProfileDir == "" {
 		return errors.New("render profile directory must not be empty")

@@ -13,6 +13,7 @@ var (
 	ErrTooLarge         = errors.New("the output exceeds the pixel limit")
 	ErrEmpty            = errors.New("the content has no visible size")
 	ErrPageMemory       = errors.New("the page used more memory than a render may")
+	ErrPageBusy         = errors.New("the page's scripts did not yield")
 
 	ErrQueueFull   = errors.New("the render queue is full")
 	ErrUnreachable = errors.New("the target site could not be reached")
