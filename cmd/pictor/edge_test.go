@@ -253,6 +253,36 @@ func TestSeparateEdgesPurge(t *testing.T) {
 	_, b2 := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheB, "--name", "b")
 	apitest.WantError(t, apitest.Do(t, b2, apitest.Request{Method: "GET", Path: p2}), 404)
 
+	// A signed template URL cached by both edges stops working on both
+	// once its key is disabled, before the disabling answers.
+	var k struct {
+		ID     string `json:"id"`
+		APIKey string `json:"api_key"`
+	}
+	r := apitest.Do(t, originURL, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &creds,
+		JSON: map[string]any{"permissions": []string{"images:create"}}})
+	apitest.WantStatus(t, r, 200)
+	r.Decode(t, &k)
+	r = apitest.Do(t, originURL, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &creds,
+		JSON: map[string]any{"html": `<div style="width:{{w}}px;height:40px;background:rgb(0,0,255)"></div>`, "device_scale": 1}})
+	apitest.WantStatus(t, r, 201)
+	var tpl struct {
+		ID string `json:"template_id"`
+	}
+	r.Decode(t, &tpl)
+	signed := fmt.Sprintf("/v1/image/%s/%s?w=60", tpl.ID, image.Sign(k.APIKey, "w=60"))
+	for _, base := range []string{a, b2} {
+		for range 2 { // the second GET is the edge's cached entry
+			img := apitest.DecodeImage(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: signed}))
+			apitest.WantSize(t, img, 60, 40)
+		}
+	}
+	apitest.WantStatus(t, apitest.Do(t, originURL, apitest.Request{Method: "POST", Path: "/v1/api-keys/" + k.ID, Creds: &creds,
+		JSON: map[string]any{"permissions": []string{"images:create"}, "disabled": true}}), 200)
+	for _, base := range []string{a, b2} {
+		apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: signed}), 401)
+	}
+
 	// The origin goes down: cached renditions are still served, misses fail
 	// fast with the standard body, and a restarted edge keeps its disk cache.
 	id3, p3 := createImage(t, a, creds, map[string]any{"html": box800, "device_scale": 0.5})
