@@ -21,8 +21,9 @@ DATA_DIR     ?= ./data
 ADDR         ?= 127.0.0.1:8080
 TEST_TIMEOUT ?= 14m
 BENCH_FLAGS  ?=
+FUZZTIME     ?= 30s
 
-.PHONY: help deps test-deps build run test test-short lint fmt bench clean
+.PHONY: help deps test-deps build run test test-short fuzz lint fmt bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +53,14 @@ test: test-deps ## install, then run the whole test suite with the race detector
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
+
+fuzz: test-deps ## run every fuzz target for FUZZTIME (30s) each; `make test` runs their seed corpora only
+	@set -e; for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$n ./$$(dirname $$f)"; \
+			$(GO) test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+		done; \
+	done
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
