@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
+	cdpio "github.com/chromedp/cdproto/io"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -318,7 +319,7 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 			return nil, err
 		}
 		unwatch()
-		res, err := printPDF(ctx, tg, r)
+		res, err := printPDF(ctx, tg, r, e.cfg.MaxPDFBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -650,8 +651,9 @@ func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond 
 	return res.Data, nil
 }
 
-// printPDF prints the document with the PDF options.
-func printPDF(ctx context.Context, tg *chromedp.Target, r *Request) (*Result, error) {
+// printPDF prints the document with the PDF options, a PDF of at most
+// limit bytes.
+func printPDF(ctx context.Context, tg *chromedp.Target, r *Request, limit int64) (*Result, error) {
 	o := r.PDF
 	params := page.PrintToPDFParams{
 		PrintBackground:   new(o.PrintBackground),
@@ -670,11 +672,42 @@ func printPDF(ctx context.Context, tg *chromedp.Target, r *Request) (*Result, er
 	if o.Scale > 0 {
 		params.Scale = o.Scale
 	}
+	// As a stream, read in chunks: a document of a few pages may still make
+	// a PDF of hundreds of megabytes (large images), which as one base64
+	// reply would sit in memory several times over.
+	params.TransferMode = page.PrintToPDFTransferModeReturnAsStream
 	res, err := cdp.Call(ctx, tg, page.PrintToPDF, params)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: res.Data}, nil
+	data, err := readStream(ctx, tg, res.Stream, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data}, nil
+}
+
+// pdfChunk is how much of a PDF stream one read asks for.
+const pdfChunk = 1 << 20
+
+// readStream reads a DevTools stream to its end, failing with ErrTooLarge
+// as soon as it passes limit bytes, and closes it.
+func readStream(ctx context.Context, tg *chromedp.Target, handle cdpio.StreamHandle, limit int64) ([]byte, error) {
+	defer cdp.Call(context.WithoutCancel(ctx), tg, cdpio.Close, cdpio.CloseParams{Handle: handle})
+	var buf bytes.Buffer
+	for {
+		chunk, err := cdp.Call(ctx, tg, cdpio.Read, cdpio.ReadParams{Handle: handle, Size: pdfChunk})
+		if err != nil {
+			return nil, err
+		}
+		if int64(buf.Len()+len(chunk.Data)) > limit {
+			return nil, fmt.Errorf("%w: the PDF passed %d MiB", ErrTooLarge, limit>>20)
+		}
+		buf.Write(chunk.Data)
+		if chunk.EOF {
+			return buf.Bytes(), nil
+		}
+	}
 }
 
 // call runs a JavaScript function with JSON arguments and decodes its

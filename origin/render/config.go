@@ -54,6 +54,8 @@ type Config struct {
 	// RendererMemory bounds a renderer process's resident memory: one
 	// that passes it is killed, and its render fails with ErrPageMemory.
 	RendererMemory int64
+	// MaxPDFBytes bounds a PDF: a larger one fails with ErrTooLarge.
+	MaxPDFBytes int64
 	// BrowserOutput, when set, receives Chromium's stdout and stderr.
 	BrowserOutput interface{ Write([]byte) (int, error) }
 }
@@ -73,6 +75,7 @@ func DefaultConfig() Config {
 		// A tab's pages take 100-300 MB; a 64-megapixel jumbo capture
 		// about 600 MB.
 		RendererMemory: 1 << 30,
+		MaxPDFBytes:    64 << 20,
 		FontsURL:       "https://fonts.googleapis.com",
 		ProfileDir:     filepath.Join(os.TempDir(), "pictor-chromium"),
 	}
@@ -100,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RendererMemory < 64<<20 {
 		return fmt.Errorf("renderer memory %d: want at least 64 MiB", c.RendererMemory)
+	}
+	if c.MaxPDFBytes < 1<<20 {
+		return fmt.Errorf("PDF limit %d: want at least 1 MiB", c.MaxPDFBytes)
 	}
 	if c.Gateway == nil {
 		return errors.New("render needs an egress gateway")

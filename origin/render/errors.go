@@ -10,7 +10,7 @@ var (
 	ErrInvalidSelector  = errors.New("the selector is not valid CSS")
 	ErrNotReady         = errors.New("the page never called ScreenshotReady()")
 	ErrBlockedURL       = errors.New("the URL is not allowed: it resolves to a private, loopback or reserved address")
-	ErrTooLarge         = errors.New("the output exceeds the pixel limit")
+	ErrTooLarge         = errors.New("the output exceeds its size limit")
 	ErrEmpty            = errors.New("the content has no visible size")
 	ErrPageMemory       = errors.New("the page used more memory than a render may")
 	ErrPageBusy         = errors.New("the page's scripts did not yield")
