@@ -219,6 +219,7 @@ func TestImageCreateValidation(t *testing.T) {
 		{"media type", o.Owner, map[string]any{"html": "x", "media_type": "tv"}, "media_type"},
 		{"header name", o.Owner, map[string]any{"url": "https://example.com/", "headers": map[string]string{"Bad Name": "x"}}, "headers.Bad Name"},
 		{"too big without jumbo", o.Owner, map[string]any{"html": "x", "viewport_width": 6000, "viewport_height": 100, "device_scale": 3}, "viewport_width"},
+		{"more than 64 megapixels", o.Owner, map[string]any{"html": "x", "viewport_width": 5000, "viewport_height": 5000, "device_scale": 2}, "viewport_width"},
 		{"jumbo pair", o.Owner, map[string]any{"html": "x", "jumbo_max_width": 5000}, "jumbo_max_height"},
 	}
 	for _, tc := range tests {

@@ -51,6 +51,7 @@ func TestRenderOptions(t *testing.T) {
 		"/tall":   doc(`<div style="height:2900px;background:white"></div><div id="lazy" style="height:100px;background:rgb(255,0,0)"></div><script>new IntersectionObserver(es => { if (es[0].isIntersecting) document.getElementById('lazy').style.background = 'rgb(0,128,0)'; }).observe(document.getElementById('lazy'));</script>`),
 		"/banner": doc(`<div style="height:300px;background:rgb(0,128,0)"></div><div id="onetrust-banner-sdk" style="position:fixed;left:0;right:0;bottom:0;height:80px;background:rgb(255,0,0)">We use cookies to improve your experience. <button>Accept all cookies</button></div>`),
 		"/jumbo":  doc(`<div style="height:19900px;background:white"></div><div style="height:100px;background:rgb(0,0,255)"></div>`),
+		"/bands":  doc(`<div style="height:5000px;background:rgb(255,0,0)"></div><div style="height:15000px;background:rgb(0,0,255)"></div>`),
 	})
 
 	tests := []struct {
@@ -109,6 +110,10 @@ func TestRenderOptions(t *testing.T) {
 			all(size(300, 20000), at(150, 19950, blue), at(150, 10000, white))},
 		{"without jumbo a page is cut at 16384", map[string]any{"url": pages.URL + "/jumbo", "viewport_width": 100, "viewport_height": 500, "full_screen": true},
 			size(100, 16384)},
+		// 5,000 px wide, 20,000 tall: cut at 64 megapixels (12,800 rows),
+		// and captured in strips of at most 16 megapixels, joined in order.
+		{"a page is cut at 64 megapixels", map[string]any{"url": pages.URL + "/bands", "viewport_width": 5000, "viewport_height": 500, "full_screen": true},
+			all(size(5000, 12800), at(2500, 4990, red), at(2500, 5010, blue), at(4999, 12799, blue))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -210,6 +210,10 @@ func (h *Handler) check(ctx context.Context, prefix string, p *imageparams.Param
 		if float64(p.Viewport.Width)*scale > MaxSide || float64(p.Viewport.Height)*scale > MaxSide {
 			return apierr.Field(prefix+"viewport_width", "times device_scale exceeds %d pixels; lower device_scale or set jumbo_max_width and jumbo_max_height", MaxSide)
 		}
+		if w, h := float64(p.Viewport.Width)*scale, float64(p.Viewport.Height)*scale; w*h > MaxPixels {
+			return apierr.Field(prefix+"viewport_width", "times viewport_height and device_scale squared is %.0f megapixels; the limit is %d",
+				w*h/1e6, MaxPixels/1_000_000)
+		}
 	}
 	return nil
 }

@@ -27,8 +27,9 @@ const (
 	// MaxSide bounds each side of an image without jumbo: the largest
 	// surface Chromium captures in one piece.
 	MaxSide = 16384
-	// MaxJumboPixels bounds a jumbo image, captured in strips and joined.
-	MaxJumboPixels = 64_000_000
+	// MaxPixels bounds every image's area (a 256 MB bitmap), jumbo or not;
+	// a taller output is cut.
+	MaxPixels = 64_000_000
 	// JumboCreditPixels is what one credit of a jumbo image buys: a jumbo
 	// image costs ceil(jumbo_max_width × jumbo_max_height / JumboCreditPixels)
 	// credits, at least 2.
@@ -431,13 +432,14 @@ func renderRequest(img *Image, pdf bool) *render.Request {
 		IdentifyAsService:    p.IdentifyAsService,
 		MaxWidth:             MaxSide,
 		MaxHeight:            MaxSide,
+		MaxPixels:            MaxPixels,
 	}
 	if p.Viewport != nil {
 		r.ViewportWidth, r.ViewportHeight = p.Viewport.Width, p.Viewport.Height
 	}
 	if p.Jumbo != nil {
 		r.MaxWidth = min(MaxSide, p.Jumbo.Width)
-		r.MaxHeight = min(p.Jumbo.Height, MaxJumboPixels/max(1, r.MaxWidth))
+		r.MaxHeight = min(p.Jumbo.Height, MaxPixels/max(1, r.MaxWidth))
 	}
 	if pdf {
 		r.PDF = &render.PDFOptions{Scale: 1}

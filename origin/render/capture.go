@@ -81,9 +81,15 @@ func watchBusy(ctx context.Context, tg *chromedp.Target, limit time.Duration, fa
 // replacing its document.
 var errCaptureStalled = errors.New("the capture got no frame")
 
-// maxTile is the tallest strip, in device pixels, one capture takes; taller
-// outputs are captured in strips and joined.
-const maxTile = 8192
+// maxTile is the tallest strip, in device pixels, one capture takes, and
+// maxShotPixels the largest area: larger outputs are captured in strips
+// and joined. A strip of random pixels is a PNG of 4 bytes a pixel, which
+// the browser sends in one reply, base64-encoded: 16 megapixels are 90 MB
+// of it.
+const (
+	maxTile       = 8192
+	maxShotPixels = 16 << 20
+)
 
 // render runs r in the tab. The caller bounds ctx.
 func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error) {
@@ -596,9 +602,14 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	if r.MaxHeight > 0 && clip.Height*scale > float64(r.MaxHeight) {
 		clip.Height = math.Floor(float64(r.MaxHeight) / scale)
 	}
+	if rows := math.Floor(float64(r.MaxPixels) / (clip.Width * scale)); r.MaxPixels > 0 && clip.Height*scale > rows {
+		clip.Height = math.Floor(rows / scale)
+	}
 	vw, vh := r.viewport()
 	beyond := clip.X+clip.Width > float64(vw) || clip.Y+clip.Height > float64(vh)
-	stripCSS := math.Floor(maxTile / scale)
+	// A strip is at most maxTile rows and maxShotPixels in all, so no one
+	// reply of the browser is larger than that bitmap's PNG.
+	stripCSS := math.Max(1, math.Floor(math.Min(maxTile, math.Floor(maxShotPixels/(clip.Width*scale)))/scale))
 	if clip.Height <= stripCSS {
 		var vp *page.Viewport
 		if !clip.Viewport {

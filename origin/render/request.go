@@ -44,6 +44,9 @@ type Request struct {
 
 	// MaxWidth and MaxHeight bound the output in device pixels.
 	MaxWidth, MaxHeight int
+	// MaxPixels bounds the output's width × height; 0 for no bound. Like
+	// MaxHeight, it cuts the capture at the bottom.
+	MaxPixels int64
 
 	// PDF prints instead of capturing pixels.
 	PDF *PDFOptions
