@@ -15,15 +15,19 @@ import (
 )
 
 // TestPageThatNeverYields: a page whose script never gives the main thread
-// back (an endless loop as the page loads, or started once it has loaded)
-// fails its render with ErrPageBusy once BusyLimit passes without an
-// answer, not at the render's deadline (the caller here gives up at 25 s,
+// back (an endless loop as the page loads, once it has loaded, or during
+// the capture) fails its render with ErrPageBusy once BusyLimit passes
+// without an answer (during the capture: once the capture got no frame and
+// the page does not answer either), not at the render's deadline (the caller here gives up at 25 s,
 // the engine at 60 s); its renderer is gone, and the next render works.
 func TestPageThatNeverYields(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.BusyLimit = 4 * time.Second })
 	for i, page := range []string{
 		`<div style="width:100px;height:50px;background:red"></div><script>for (;;) {}</script>`,
 		`<div style="width:100px;height:50px;background:red"></div><script>addEventListener("load", () => setTimeout(() => { for (;;) {} }, 0));</script>`,
+		// Taller than the viewport: the capture resizes the view, and the
+		// loop starts during the capture, which gets no frame.
+		`<div style="width:100px;height:2000px;background:red"></div><script>addEventListener("resize", () => { for (;;) {} });</script>`,
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 		_, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, MaxWait: time.Second, MaxWidth: 16384, MaxHeight: 16384})

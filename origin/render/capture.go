@@ -131,7 +131,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 
 // classify turns a failure into one of the package's errors.
 func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore int, err error) error {
-	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable, ErrTimeout} {
+	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable, ErrTimeout, ErrPageBusy} {
 		if errors.Is(err, target) {
 			return err
 		}
@@ -223,7 +223,12 @@ func waitLoad(ctx context.Context, tg *chromedp.Target, wait time.Duration) erro
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired) // before the check, so no load is missed
 	var complete bool
-	err := call(ctx, tg, `() => document.readyState === 'complete'`, &complete)
+	// A page whose scripts hold its main thread answers neither a capture
+	// (no frame) nor this: then the wait is the limit.
+	err := call(lctx, tg, `() => document.readyState === 'complete'`, &complete)
+	if err != nil && lctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w: no frame for the capture, and no answer", ErrPageBusy)
+	}
 	if err == nil && complete {
 		return nil
 	}

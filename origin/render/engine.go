@@ -408,7 +408,7 @@ func (e *Engine) renderOnce(ctx context.Context, deadline time.Time, r *Request)
 		// The tab's context ended: its browser died or it was closed.
 		t.broken = true
 		err = fmt.Errorf("%w: the tab went away: %v", ErrBrowser, err)
-	case errors.Is(err, ErrTimeout), errors.Is(err, ErrBrowser):
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrBrowser), errors.Is(err, ErrPageBusy):
 		t.broken = true
 	}
 	return nil, t, err
