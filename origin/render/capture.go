@@ -198,7 +198,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 		if err == nil || attempt == 2 || !navigatedAway(err) {
 			return res, err
 		}
-		if err := waitLoad(ctx, tg, remaining()); err != nil {
+		if err := waitLoad(ctx, tg, remaining(), e.cfg.BusyLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -217,17 +217,20 @@ func navigatedAway(err error) bool {
 }
 
 // waitLoad waits, at most wait, for the document that replaced the
-// previous one to finish loading.
-func waitLoad(ctx context.Context, tg *chromedp.Target, wait time.Duration) error {
+// previous one to finish loading; a page that answers nothing for busy
+// fails with ErrPageBusy.
+func waitLoad(ctx context.Context, tg *chromedp.Target, wait, busy time.Duration) error {
 	lctx, cancel := context.WithTimeout(ctx, max(wait, 500*time.Millisecond))
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired) // before the check, so no load is missed
-	var complete bool
 	// A page whose scripts hold its main thread answers neither a capture
-	// (no frame) nor this: then the wait is the limit.
-	err := call(lctx, tg, `() => document.readyState === 'complete'`, &complete)
-	if err != nil && lctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("%w: no frame for the capture, and no answer", ErrPageBusy)
+	// (no frame) nor this question: past busy it is given up on.
+	qctx, qcancel := context.WithTimeout(ctx, busy)
+	defer qcancel()
+	var complete bool
+	err := call(qctx, tg, `() => document.readyState === 'complete'`, &complete)
+	if err != nil && qctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w: it answered nothing for %v", ErrPageBusy, busy)
 	}
 	if err == nil && complete {
 		return nil
@@ -709,7 +712,11 @@ const pdfChunk = 1 << 20
 // readStream reads a DevTools stream to its end, failing with ErrTooLarge
 // as soon as it passes limit bytes, and closes it.
 func readStream(ctx context.Context, tg *chromedp.Target, handle cdpio.StreamHandle, limit int64) ([]byte, error) {
-	defer cdp.Call(context.WithoutCancel(ctx), tg, cdpio.Close, cdpio.CloseParams{Handle: handle})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		cdp.Call(cctx, tg, cdpio.Close, cdpio.CloseParams{Handle: handle})
+	}()
 	var buf bytes.Buffer
 	for {
 		chunk, err := cdp.Call(ctx, tg, cdpio.Read, cdpio.ReadParams{Handle: handle, Size: pdfChunk})
