@@ -18,8 +18,9 @@ import (
 // back (an endless loop as the page loads, once it has loaded, or during
 // the capture) fails its render with ErrPageBusy once BusyLimit passes
 // without an answer (during the capture: once the capture got no frame and
-// the page does not answer either), not at the render's deadline (the caller here gives up at 25 s,
-// the engine at 60 s); its renderer is gone, and the next render works.
+// the page does not answer either), not at the render's deadline (the
+// caller here gives up at 25 s, the engine at 60 s); its renderer is gone,
+// and the next render works.
 func TestPageThatNeverYields(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.BusyLimit = 4 * time.Second })
 	for i, page := range []string{
