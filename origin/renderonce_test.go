@@ -1,6 +1,7 @@
 package origin_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -92,4 +93,35 @@ func TestQueueFullAnswers503(t *testing.T) {
 	apitest.WantStatus(t, o.get(t, first), 200)
 	// Once the tab is free, the refused image renders: the 503 was not recorded.
 	apitest.WantSize(t, apitest.DecodeImage(t, o.get(t, second)), 800, 400)
+}
+
+// TestBatchDoesNotCrowdOutOthers: the renders a batch starts in the
+// background wait in the image service, not in the render queue, so one
+// organization's batch of slow pages cannot fill the queue and turn
+// another organization's GET into a 503: the GET waits for the render in
+// progress (held until its max_wait_ms) and is served next.
+func TestBatchDoesNotCrowdOutOthers(t *testing.T) {
+	o := startOrigin(t, func(c *origin.Config) { c.RenderTabs, c.RenderQueue = 1, 4 })
+	loaded := make(chan struct{})
+	var once sync.Once
+	release := make(chan struct{})
+	defer close(release)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(loaded) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	var variations []map[string]any
+	for i := range 10 {
+		variations = append(variations, map[string]any{"html": fmt.Sprintf(`<img src="%s/%d.png">`, slow.URL, i)})
+	}
+	apitest.WantStatus(t, o.batch(t, o.Owner, map[string]any{"default_options": map[string]any{"max_wait_ms": 2000}, "variations": variations}), 200)
+	<-loaded // a batch render holds the tab
+
+	_, other := o.newOrg(t, "pro")
+	_, u := o.create(t, other, map[string]any{"html": redBox})
+	apitest.WantSize(t, apitest.DecodeImage(t, o.get(t, u)), 800, 400)
 }

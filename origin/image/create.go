@@ -125,12 +125,21 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 }
 
 // prerender starts the render now, so the first GET finds the image ready.
+// Only BackgroundRenders of them go to the engine at once: the rest wait
+// here, where a GET of their image overtakes them (it renders, and the
+// background render then finds the image done).
 func (s *Service) prerender(id string) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
 		defer cancel()
+		select {
+		case s.ahead <- struct{}{}:
+			defer func() { <-s.ahead }()
+		case <-ctx.Done():
+			return
+		}
 		if _, err := s.master(ctx, id); err != nil && !errors.Is(err, render.ErrQueueFull) && ctx.Err() == nil {
 			slog.Debug("background render failed", "image", id, "error", err)
 		}

@@ -53,6 +53,10 @@ type Config struct {
 	// OnDelete runs after images are deleted, before the delete is answered:
 	// the edges drop their copies there.
 	OnDelete func(ctx context.Context, ids []string) error
+	// BackgroundRenders is how many renders started at creation may run or
+	// wait in the render queue at once (default 1); the others wait here,
+	// so that a batch cannot fill the queue GETs need.
+	BackgroundRenders int
 }
 
 // Service creates images and produces their files.
@@ -64,6 +68,7 @@ type Service struct {
 	locks   [64]sync.Mutex // per-image record updates, striped
 	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
+	ahead   chan struct{} // a slot per background render in the engine
 	wg      sync.WaitGroup
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -75,7 +80,8 @@ func NewService(cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, records: records{cfg.Store}, seed: maphash.MakeSeed(), compact: make(chan string, 256), ctx: ctx, cancel: cancel}
+	s := &Service{cfg: cfg, records: records{cfg.Store}, seed: maphash.MakeSeed(), compact: make(chan string, 256),
+		ahead: make(chan struct{}, max(1, cfg.BackgroundRenders)), ctx: ctx, cancel: cancel}
 	s.wg.Add(1)
 	go s.compactor()
 	return s
