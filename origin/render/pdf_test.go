@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -35,7 +38,7 @@ addEventListener("DOMContentLoaded", () => {
 // MaxPDFBytes fails the render with ErrTooLarge instead of being held.
 func TestPDFSizeBounded(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.MaxPDFBytes = 4 << 20 })
-	print := func(n int) ([]byte, error) {
+	pdfOf := func(n int) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: noisePage(n), DeviceScale: 1, MaxWait: 5 * time.Second,
@@ -45,7 +48,7 @@ func TestPDFSizeBounded(t *testing.T) {
 		}
 		return res.Data, nil
 	}
-	pdf, err := print(2)
+	pdf, err := pdfOf(2)
 	if err != nil {
 		t.Fatalf("a 2-image PDF: %v", err)
 	}
@@ -53,7 +56,18 @@ func TestPDFSizeBounded(t *testing.T) {
 		t.Fatalf("a 2-image PDF: %d bytes, starting %q, ending %q; want a whole PDF of more than one chunk (%d)",
 			len(pdf), pdf[:min(8, len(pdf))], pdf[max(0, len(pdf)-8):], pdfChunk)
 	}
-	if _, err := print(6); !errors.Is(err, ErrTooLarge) {
+	// Chunks joined out of order or twice would break the image streams,
+	// which poppler reports as it draws the pages.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "out.pdf")
+	if err := os.WriteFile(file, pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("pdftoppm", "-r", "10", "-png", file, filepath.Join(dir, "page")).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Fatalf("pdftoppm: %v\n%s (make test installs poppler-utils)", err, out)
+	}
+	if _, err := pdfOf(6); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("a 6-image PDF past 4 MiB: %v, want ErrTooLarge", err)
 	}
 }
