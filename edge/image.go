@@ -219,40 +219,25 @@ func parseRange(h []byte, size int) (start, end int, res rangeResult) {
 		return 0, 0, rangeUnsatisfiable
 	}
 	if len(a) == 0 {
-		n, ok := decimal(b)
-		if !ok || n == 0 {
+		n, err := fasthttp.ParseUint(b)
+		if err != nil || n == 0 {
 			return 0, 0, rangeUnsatisfiable
 		}
 		return max(0, size-n), size - 1, rangePart
 	}
-	s, ok := decimal(a)
-	if !ok || s >= size {
+	s, err := fasthttp.ParseUint(a)
+	if err != nil || s >= size {
 		return 0, 0, rangeUnsatisfiable
 	}
 	end = size - 1
 	if len(b) > 0 {
-		e, ok := decimal(b)
-		if !ok || e < s {
+		e, err := fasthttp.ParseUint(b)
+		if err != nil || e < s {
 			return 0, 0, rangeUnsatisfiable
 		}
 		end = min(e, end)
 	}
 	return s, end, rangePart
-}
-
-// decimal parses a non-negative decimal number of digits only.
-func decimal(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
 
 // ifRange reports whether an If-Range header lets a Range apply: absent,
