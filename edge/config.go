@@ -29,9 +29,6 @@ type Config struct {
 	// cannot hear purges, so it caches nothing. An edge in the origin's
 	// process (serve) gets purges directly.
 	Standalone bool
-	// MaxRequestBody bounds request bodies the edge accepts before the origin
-	// applies its own per-endpoint limits.
-	MaxRequestBody int
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
 }
@@ -39,12 +36,11 @@ type Config struct {
 // DefaultConfig returns the defaults of the operator contract.
 func DefaultConfig() Config {
 	return Config{
-		Addr:           "127.0.0.1:8080",
-		OriginURL:      "http://127.0.0.1:8081",
-		CacheDir:       "./data/edge-cache",
-		CacheMem:       256 << 20,
-		CacheDisk:      8 << 30,
-		MaxRequestBody: 64 << 20,
+		Addr:      "127.0.0.1:8080",
+		OriginURL: "http://127.0.0.1:8081",
+		CacheDir:  "./data/edge-cache",
+		CacheMem:  256 << 20,
+		CacheDisk: 8 << 30,
 	}
 }
 
@@ -71,9 +67,6 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheDisk < 4<<20 {
 		return fmt.Errorf("--cache-disk %d: want at least 4 MiB", c.CacheDisk)
-	}
-	if c.MaxRequestBody <= 0 {
-		return errors.New("max request body must be positive")
 	}
 	return nil
 }

@@ -94,12 +94,13 @@ func New(cfg Config) (*Edge, error) {
 		e.metrics.forwarded, e.metrics.transform, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	e.scrape = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{}))
 	e.server = &fasthttp.Server{
-		Handler:            e.handle,
-		Name:               "pictor",
-		StreamRequestBody:  true,
-		MaxRequestBodySize: cfg.MaxRequestBody,
-		ReadBufferSize:     readBufferSize,
-		ErrorHandler:       requestError,
+		Handler: e.handle,
+		Name:    "pictor",
+		// Bodies stream to the origin, which bounds them per endpoint:
+		// fasthttp reads at most 8 KiB of one ahead, whatever its length.
+		StreamRequestBody: true,
+		ReadBufferSize:    readBufferSize,
+		ErrorHandler:      requestError,
 		// Headers and a typical image go out in one write: with fasthttp's
 		// default 4 KiB, a 25 KB JPEG took two syscalls.
 		WriteBufferSize:              64 << 10,
@@ -123,8 +124,6 @@ func requestError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.As(err, &small):
 		err = apierr.New(fasthttp.StatusRequestHeaderFieldsTooLarge, "The request line and headers must fit in %d KiB", readBufferSize>>10)
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		err = apierr.New(fasthttp.StatusRequestEntityTooLarge, "Request body too large")
 	case errors.As(err, &ne) && ne.Timeout():
 		err = apierr.New(fasthttp.StatusRequestTimeout, "The request was not received in time")
 	default:
