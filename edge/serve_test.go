@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pictorhq/pictor/origin/apitest"
 )
 
 // startEdge starts e on a loopback port and returns its base URL.
@@ -100,11 +101,13 @@ func TestBodiesOverConnections(t *testing.T) {
 	}
 }
 
-// TestUnreadableRequests: requests fasthttp cannot read are answered with
-// the standard error body and the fitting status, never plain text.
+// TestUnreadableRequests: requests fasthttp cannot read, or not in time,
+// are answered with the standard error body and the fitting status, never
+// plain text.
 func TestUnreadableRequests(t *testing.T) {
 	o := newFakeOrigin(t)
 	e := newTestEdge(t, o.URL)
+	e.server.ReadTimeout = time.Second
 	base := startEdge(t, e)
 	for _, tt := range []struct {
 		name, req string
@@ -115,6 +118,7 @@ func TestUnreadableRequests(t *testing.T) {
 		{"malformed request line", "GET\r\n\r\n", 400},
 		{"malformed header", "GET / HTTP/1.1\r\nHost e\r\n\r\n", 400},
 		{"bad Content-Length", "POST /v1/image HTTP/1.1\r\nHost: e\r\nContent-Length: -5\r\n\r\n", 400},
+		{"headers that never end", "GET / HTTP/1.1\r\nHost: e\r\n", 408},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
@@ -130,16 +134,11 @@ func TestUnreadableRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, _ := io.ReadAll(r.Body)
-			var std struct {
-				Error      string `json:"error"`
-				Message    string `json:"message"`
-				StatusCode int    `json:"statusCode"`
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if err := json.Unmarshal(body, &std); err != nil || r.StatusCode != tt.status || std.StatusCode != tt.status ||
-				std.Error == "" || std.Message == "" || r.Header.Get("Content-Type") != "application/json" {
-				t.Fatalf("%d %q: %s", r.StatusCode, r.Header.Get("Content-Type"), body)
-			}
+			apitest.WantError(t, &apitest.Response{Status: r.StatusCode, Header: r.Header, Body: body}, tt.status)
 		})
 	}
 }
