@@ -93,28 +93,36 @@ func BenchmarkCard(b *testing.B) {
 // time moves to its parent's when it is reaped). The machine may be shared,
 // so this measures a render's cost better than its latency does.
 func chromiumCPU(dir string) time.Duration {
-	var ticks int64
+	var total time.Duration
 	for _, pid := range Processes(dir) {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		// After the command: state is field 3; utime, stime, cutime and
-		// cstime are fields 14 to 17.
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			ticks += n
-		}
+		self, children := processCPU(pid)
+		total += self + children
 	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return total
+}
+
+// processCPU is the CPU time process pid has used, and that of its
+// children that exited; 0 when it is gone.
+func processCPU(pid int) (self, children time.Duration) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	// After the command: state is field 3; utime, stime, cutime and cstime
+	// are fields 14 to 17.
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 15 {
+		return 0, 0
+	}
+	var ticks [4]int64
+	for k, v := range f[11:15] {
+		ticks[k], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return time.Duration(ticks[0]+ticks[1]) * time.Second / clockTicks, time.Duration(ticks[2]+ticks[3]) * time.Second / clockTicks
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.

@@ -1,13 +1,9 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +35,7 @@ func TestPageThatNeverYields(t *testing.T) {
 		// The renderer that spun (seconds of CPU; an idle or spare one has
 		// a fraction of a second) goes with its discarded tab.
 		for _, pid := range processes(e.cfg.ProfileDir, true) {
-			if cpu := cpuTime(pid); cpu < 3*time.Second {
+			if cpu, _ := processCPU(pid); cpu < 3*time.Second {
 				continue
 			}
 			if err := waitExit(pid, 10*time.Second); err != nil {
@@ -50,23 +46,6 @@ func TestPageThatNeverYields(t *testing.T) {
 			t.Fatalf("render after page %d: box %v, want green", i, c)
 		}
 	}
-}
-
-// cpuTime is the CPU time process pid has used, 0 when it is gone.
-func cpuTime(pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command's closing parenthesis: state is the first,
-	// utime and stime the 12th and 13th, in clock ticks (100 a second).
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.Atoi(f[11])
-	stime, _ := strconv.Atoi(f[12])
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // waitExit waits, at most d, for process pid to end.
