@@ -115,7 +115,6 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 		return err
 	}))
 	if cause := context.Cause(ctx); errors.Is(cause, ErrCrashed) || errors.Is(cause, ErrPageMemory) || errors.Is(cause, ErrPageBusy) {
-		t.broken = true
 		return nil, cause
 	}
 	if res != nil {
@@ -146,7 +145,6 @@ func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore
 		}
 		return fmt.Errorf("%w: %s", ErrUnreachable, le.ErrorText)
 	}
-	t.broken = true
 	return fmt.Errorf("%w: %v", ErrBrowser, err)
 }
 

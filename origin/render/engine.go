@@ -408,7 +408,8 @@ func (e *Engine) renderOnce(ctx context.Context, deadline time.Time, r *Request)
 		// The tab's context ended: its browser died or it was closed.
 		t.broken = true
 		err = fmt.Errorf("%w: the tab went away: %v", ErrBrowser, err)
-	case errors.Is(err, ErrTimeout), errors.Is(err, ErrBrowser), errors.Is(err, ErrPageBusy):
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrBrowser), errors.Is(err, ErrCrashed), errors.Is(err, ErrPageMemory), errors.Is(err, ErrPageBusy):
+		// The page may still be running, or its renderer is gone.
 		t.broken = true
 	}
 	return nil, t, err
