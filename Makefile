@@ -28,11 +28,13 @@ FUZZTIME     ?= 30s
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install the system packages `make run` needs (idempotent)
+deps: ## install the system packages `make run` needs and Chromium's system user (idempotent)
 	@./deploy/install-packages.sh $(RUN_PACKAGES)
+	@./deploy/chromium-user.sh
 
 test-deps: ## install the system packages and npm fixtures `make test` needs (idempotent)
 	@./deploy/install-packages.sh $(TEST_PACKAGES)
+	@./deploy/chromium-user.sh
 	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
 	@for d in $(TSCLIENT) $(HBSJS); do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \

@@ -41,6 +41,14 @@ type Config struct {
 	Listener net.Listener
 	// Chromium is the browser binary.
 	Chromium string
+	// ChromiumUser is the system user Chromium runs as (--chromium-user);
+	// empty is render.Config.User's default.
+	ChromiumUser string
+	// ChromiumNoSandbox turns Chromium's sandbox off (--chromium-no-sandbox).
+	ChromiumNoSandbox bool
+	// ChromiumNoSiteIsolation turns Chromium's site isolation off
+	// (--chromium-no-site-isolation).
+	ChromiumNoSiteIsolation bool
 	// RenderTabs is how many renders run at once (default: CPU count).
 	RenderTabs int
 	// RenderQueue is how many renders may wait for a tab before creation

@@ -91,6 +91,9 @@ func (o *Origin) open() error {
 	}
 	rc := render.DefaultConfig()
 	rc.Chromium = o.cfg.Chromium
+	rc.User = o.cfg.ChromiumUser
+	rc.NoSandbox = o.cfg.ChromiumNoSandbox
+	rc.NoSiteIsolation = o.cfg.ChromiumNoSiteIsolation
 	rc.Tabs = o.cfg.RenderTabs
 	rc.Queue = o.cfg.RenderQueue
 	rc.FontsURL = o.cfg.FontsURL

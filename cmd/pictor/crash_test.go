@@ -39,7 +39,10 @@ func some(pids []int) bool { return len(pids) > 0 }
 // a browser a crash left behind.
 func TestCrashLeavesNoChromium(t *testing.T) {
 	dir := t.TempDir()
-	profiles := filepath.Join(dir, "chromium")
+	// Chromium runs as its own user (the suite runs as root), which cannot
+	// enter the test's private directory: its profiles are then where
+	// render.ProfileRoot says.
+	profiles := render.ProfileRoot(filepath.Join(dir, "chromium"))
 	serve := []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--origin-addr", "127.0.0.1:0", "--allow-private-urls"}
 
 	first, _ := startProcess(t, serve...)

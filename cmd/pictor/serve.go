@@ -29,8 +29,9 @@ type tierFlags struct {
 
 // renderFlags configure the origin's Chromium pool.
 type renderFlags struct {
-	tabs, queue                  int
-	fontsURL, browser, wasmCache string
+	tabs, queue                               int
+	fontsURL, browser, browserUser, wasmCache string
+	noSandbox, noSiteIsolation                bool
 }
 
 func (r *renderFlags) register(fs *flagSet) {
@@ -39,6 +40,9 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503")
 	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
 	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
+	fs.StringVar(&r.browserUser, "chromium-user", "", "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
+	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
+	fs.BoolVar(&r.noSiteIsolation, "chromium-no-site-isolation", false, "keep cross-site iframes in their page's renderer process (less memory for pages full of embeds, less isolation)")
 	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
 }
 
@@ -53,6 +57,9 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.RenderQueue = t.render.queue
 	cfg.FontsURL = t.render.fontsURL
 	cfg.Chromium = t.render.browser
+	cfg.ChromiumUser = t.render.browserUser
+	cfg.ChromiumNoSandbox = t.render.noSandbox
+	cfg.ChromiumNoSiteIsolation = t.render.noSiteIsolation
 	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.EdgeToken = t.edgeToken
 	return cfg

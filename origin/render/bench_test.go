@@ -52,7 +52,7 @@ func BenchmarkCard(b *testing.B) {
 		n         atomic.Int64
 	)
 	b.ResetTimer()
-	cpuBefore := chromiumCPU(e.cfg.ProfileDir)
+	cpuBefore := chromiumCPU(e.profiles)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -73,7 +73,7 @@ func BenchmarkCard(b *testing.B) {
 		}
 	})
 	elapsed := time.Since(start)
-	cpu := chromiumCPU(e.cfg.ProfileDir) - cpuBefore
+	cpu := chromiumCPU(e.profiles) - cpuBefore
 	b.StopTimer()
 	if len(latencies) == 0 {
 		return

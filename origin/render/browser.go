@@ -30,17 +30,36 @@ type browser struct {
 	drainClosed bool // drained is closed
 }
 
-// chromiumFlags are the switches every browser starts with, on top of
-// chromedp's defaults: headless as root, no background traffic, no UDP that
+// features are the Chromium features every browser runs without.
+//
+// BackForwardCache, RenderDocument and PaintHolding: a tab never goes back,
+// so keeping the rendered page alive in the back/forward cache when the tab
+// is reset to about:blank is waste; a new frame host per document
+// (RenderDocument) costs a frame, widget and compositor setup on every
+// navigation; and holding the previous document's paint until the new one
+// paints only delays the first frame. Together they cut a card's Chromium
+// CPU by about a fifth (docs/render-performance.md); none changes a pixel.
+const features = "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,InterestFeedContentSuggestions," +
+	"AutofillServerCommunication,BackForwardCache,RenderDocument,PaintHolding"
+
+// allocatorOptions are the switches every browser starts with, on top of
+// chromedp's defaults: Chromium's own sandbox (unless NoSandbox) as the
+// engine's account, no crash reporting, no background traffic, no UDP that
 // could bypass the egress proxy, hidden scrollbars.
 func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(e.cfg.Chromium),
 		chromedp.UserDataDir(profile),
-		chromedp.NoSandbox,
+		// chromedp adds --no-sandbox by itself when Pictor runs as root,
+		// unless the flag is set: Chromium runs as e.account instead.
+		chromedp.Flag("no-sandbox", e.cfg.NoSandbox),
+		chromedp.ModifyCmdFunc(browserCmd(e.account, profile)),
+		chromedp.NoInheritEnv,
 		chromedp.Headless,
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
+		chromedp.Flag("disable-breakpad", true),
+		chromedp.Flag("disable-crash-reporter", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
@@ -52,21 +71,10 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("font-render-hinting", "none"),
-		// Site isolation off: cross-origin iframes stay in the page's
-		// process, so the page's request interception (custom headers on
-		// subrequests) sees their requests too. Each render still has its
-		// own browser context, and every request goes through its egress.
-		//
-		// BackForwardCache, RenderDocument and PaintHolding off: a tab
-		// never goes back, so keeping the rendered page alive in the
-		// back/forward cache when the tab is reset to about:blank is waste;
-		// a new frame host per document (RenderDocument) costs a frame,
-		// widget and compositor setup on every navigation; and holding the
-		// previous document's paint until the new one paints only delays
-		// the first frame. Together they cut a card's Chromium CPU by about
-		// a fifth (docs/render-performance.md); none changes a pixel.
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication,IsolateOrigins,site-per-process,BackForwardCache,RenderDocument,PaintHolding"),
-		chromedp.Flag("disable-site-isolation-trials", true),
+		// Site isolation stays on unless NoSiteIsolation: a cross-site
+		// iframe gets a renderer process of its own (interceptHeaders
+		// attaches to it to add headers to its requests).
+		chromedp.Flag("disable-features", features),
 		// chromedp's defaults turn the popup blocker off; a page's
 		// window.open without a user gesture is blocked, as in a browser,
 		// instead of leaving windows open in the tab's context.
@@ -78,6 +86,11 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.WindowSize(DefaultWidth, DefaultHeight),
 	)
+	if e.cfg.NoSiteIsolation {
+		opts = append(opts,
+			chromedp.Flag("disable-features", features+",IsolateOrigins,site-per-process"),
+			chromedp.Flag("disable-site-isolation-trials", true))
+	}
 	if e.cfg.BrowserOutput != nil {
 		opts = append(opts, chromedp.CombinedOutput(e.cfg.BrowserOutput))
 	}
@@ -88,11 +101,15 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 // seconds, while ctx lasts and Stop has not given up on the engine.
 func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	start := time.Now()
-	if err := os.MkdirAll(e.cfg.ProfileDir, 0o700); err != nil {
+	if err := prepareProfileRoot(e.profiles, e.account); err != nil {
+		return nil, err
+	}
+	profile, err := os.MkdirTemp(e.profiles, "browser-")
+	if err != nil {
 		return nil, fmt.Errorf("%w: profile directory: %v", ErrBrowser, err)
 	}
-	profile, err := os.MkdirTemp(e.cfg.ProfileDir, "browser-")
-	if err != nil {
+	if err := prepareProfile(profile, e.account); err != nil {
+		os.RemoveAll(profile)
 		return nil, fmt.Errorf("%w: profile directory: %v", ErrBrowser, err)
 	}
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), e.allocatorOptions(profile)...)
@@ -120,7 +137,8 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 		b.pid = c.Browser.Process().Pid
 	}
 	e.metrics.browserStarts.Inc()
-	slog.Info("browser started", "pid", b.pid, "duration_ms", time.Since(start).Milliseconds())
+	slog.Info("browser started", "pid", b.pid, "user", e.account.name, "sandbox", !e.cfg.NoSandbox,
+		"duration_ms", time.Since(start).Milliseconds())
 	return b, nil
 }
 

@@ -11,12 +11,10 @@ import (
 	"math"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
 	cdpio "github.com/chromedp/cdproto/io"
 	"github.com/chromedp/cdproto/network"
@@ -477,79 +475,6 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 		return &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
 	return firstEvent(ctx, loaded)
-}
-
-// interceptHeaders adds the custom headers to requests of the allowed
-// origins (the top-level request only, unless HeadersOnSubrequests) and
-// X-SERVICE-SCREENSHOT to the top-level request.
-func interceptHeaders(ctx context.Context, tg *chromedp.Target, r *Request) (stop func(), err error) {
-	allowed := map[string]bool{}
-	requested := ""
-	if u, err := url.Parse(r.URL); err == nil {
-		requested = originOf(u)
-		allowed[requested] = true
-	}
-	for _, o := range r.HeaderOrigins {
-		allowed[strings.ToLower(strings.TrimRight(o, "/"))] = true
-	}
-	tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
-	if err != nil {
-		return nil, err
-	}
-	mainFrame := tree.FrameTree.Frame.ID
-	lctx, cancel := context.WithCancel(ctx)
-	paused := chromedp.Events(lctx, fetch.RequestPaused)
-	patterns := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
-	if r.HeadersOnSubrequests && len(r.Headers) > 0 {
-		patterns = []*fetch.RequestPattern{{URLPattern: "*"}}
-	}
-	if _, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: patterns}); err != nil {
-		cancel()
-		return nil, err
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ev, err := range paused {
-			if err != nil || lctx.Err() != nil {
-				return
-			}
-			// The top-level request: the main frame's document, redirects included.
-			top := ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == mainFrame
-			headers := make([]*fetch.HeaderEntry, 0, len(ev.Request.Headers)+len(r.Headers)+1)
-			for k, v := range ev.Request.Headers {
-				headers = append(headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
-			}
-			u, perr := url.Parse(ev.Request.URL)
-			if top && r.IdentifyAsService && perr == nil && originOf(u) == requested {
-				headers = append(headers, &fetch.HeaderEntry{Name: "X-SERVICE-SCREENSHOT", Value: "1"})
-			}
-			if perr == nil && allowed[originOf(u)] && (top || r.HeadersOnSubrequests) {
-				for k, v := range r.Headers {
-					headers = append(headers, &fetch.HeaderEntry{Name: k, Value: v})
-				}
-			}
-			cdp.Call(lctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID, Headers: headers})
-		}
-	}()
-	return func() {
-		cancel()
-		cdp.Call(context.WithoutCancel(ctx), tg, fetch.Disable, cdp.Empty{})
-		wg.Wait()
-	}, nil
-}
-
-func originOf(u *url.URL) string {
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
-		port = ""
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	return strings.ToLower(u.Scheme) + "://" + host
 }
 
 // clipFor decides which part of the document becomes the image. The

@@ -24,6 +24,17 @@ const InternalHost = "pictor.internal"
 type Config struct {
 	// Chromium is the browser binary.
 	Chromium string
+	// User is the system user Chromium runs as. Empty means this
+	// process's own user, or, when that is root, DefaultUser (FallbackUser
+	// when DefaultUser does not exist): Chromium's sandbox refuses root.
+	User string
+	// NoSandbox turns Chromium's sandbox off (--no-sandbox), for hosts
+	// without user namespaces. It is the only way to run Chromium as root.
+	NoSandbox bool
+	// NoSiteIsolation keeps cross-site iframes in their page's renderer
+	// process instead of one of their own: less memory for pages full of
+	// embeds, less protection between sites.
+	NoSiteIsolation bool
 	// Tabs is how many renders run at once.
 	Tabs int
 	// Queue is how many renders may wait for a tab; more get ErrQueueFull.

@@ -30,6 +30,8 @@ import (
 // fail with ErrBrowser and are tried again on a new browser.
 type Engine struct {
 	cfg      Config
+	account  account       // who Chromium runs as
+	profiles string        // where the browsers' profiles are: cfg.ProfileDir, or ProfileRoot of it
 	admitted chan struct{} // a token per caller inside Render
 	// lastActive is when a render last entered or left Render, in Unix
 	// nanoseconds.
@@ -110,9 +112,19 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	acct, err := resolveAccount(cfg.User, cfg.NoSandbox)
+	if err != nil {
+		return nil, err
+	}
+	profiles := cfg.ProfileDir
+	if acct.other {
+		profiles = ProfileRoot(cfg.ProfileDir)
+	}
 	kill, killNow := context.WithCancel(context.Background())
 	return &Engine{
 		cfg:      cfg,
+		account:  acct,
+		profiles: profiles,
 		admitted: make(chan struct{}, cfg.Tabs+cfg.Queue),
 		slots:    make(chan struct{}, cfg.Tabs),
 		quit:     make(chan struct{}),
@@ -126,14 +138,17 @@ func New(cfg Config) (*Engine, error) {
 // Start kills what a crashed earlier run left in the profile directory,
 // launches the browser and opens a warm tab per slot.
 func (e *Engine) Start(ctx context.Context) error {
-	killProcesses(e.cfg.ProfileDir)
+	killProcesses(e.profiles)
+	if err := prepareProfileRoot(e.profiles, e.account); err != nil {
+		return err
+	}
 	e.guardOnce.Do(func() {
 		e.guard.Add(1)
 		go e.guardMemory()
 	})
-	if entries, err := os.ReadDir(e.cfg.ProfileDir); err == nil {
+	if entries, err := os.ReadDir(e.profiles); err == nil {
 		for _, d := range entries {
-			os.RemoveAll(filepath.Join(e.cfg.ProfileDir, d.Name()))
+			os.RemoveAll(filepath.Join(e.profiles, d.Name()))
 		}
 	}
 	b, err := e.claim(ctx, false)
@@ -204,6 +219,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	closeTabs(idle) // quick once their browser is gone: only the egress sessions are left
 	e.watchers.Wait()
 	e.guard.Wait()
+	if e.profiles != e.cfg.ProfileDir {
+		os.Remove(e.profiles) // the directory of its own under os.TempDir(), once empty
+	}
 	return err
 }
 
@@ -231,7 +249,7 @@ func (e *Engine) guardMemory() {
 		if e.IdleFor() > 2*memoryCheckEvery {
 			continue
 		}
-		for _, pid := range processes(e.cfg.ProfileDir, true) {
+		for _, pid := range processes(e.profiles, true) {
 			if residentBytes(pid) > e.cfg.RendererMemory {
 				e.memoryKill.Store(time.Now().UnixNano())
 				syscall.Kill(pid, syscall.SIGKILL)

@@ -49,7 +49,7 @@ func newEngine(t testing.TB, configure ...func(*Config)) *Engine {
 		if err := e.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
-		if left := Processes(cfg.ProfileDir); len(left) > 0 {
+		if left := Processes(e.profiles); len(left) > 0 {
 			t.Errorf("chromium processes left after Stop: %v", left)
 		}
 	})

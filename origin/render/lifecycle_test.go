@@ -335,7 +335,7 @@ func TestBrowserRecycledAfterRenders(t *testing.T) {
 		t.Fatal("the render after the quota ran on the old browser")
 	}
 	eventually(t, "the old browser's processes exit", func() bool { return len(Processes(first.profile)) == 0 })
-	now := Processes(e.cfg.ProfileDir)
+	now := Processes(e.profiles)
 	if len(now) == 0 {
 		t.Fatal("no process of the new browser")
 	}
@@ -493,7 +493,7 @@ func TestStop(t *testing.T) {
 			} else if err != nil || o.err != nil {
 				t.Fatalf("Stop: %v, running render: %v; want both to succeed", err, o.err)
 			}
-			if left := Processes(e.cfg.ProfileDir); len(left) > 0 {
+			if left := Processes(e.profiles); len(left) > 0 {
 				t.Fatalf("chromium processes left when Stop returned: %v", left)
 			}
 		})
@@ -511,7 +511,7 @@ func TestStopIdleWithEndedContext(t *testing.T) {
 	if err := e.Stop(ctx); err != nil {
 		t.Fatalf("Stop of an idle engine with an ended context: %v", err)
 	}
-	if left := Processes(e.cfg.ProfileDir); len(left) > 0 {
+	if left := Processes(e.profiles); len(left) > 0 {
 		t.Fatalf("chromium processes left when Stop returned: %v", left)
 	}
 }
@@ -585,7 +585,7 @@ func TestRenderHammer(t *testing.T) {
 	}
 	cur := current(e)
 	eventually(t, "only the current browser runs", func() bool {
-		all, mine := Processes(e.cfg.ProfileDir), Processes(cur.profile)
+		all, mine := Processes(e.profiles), Processes(cur.profile)
 		slices.Sort(all)
 		slices.Sort(mine)
 		return len(mine) > 0 && slices.Equal(all, mine)
