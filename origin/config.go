@@ -46,9 +46,9 @@ type Config struct {
 	ChromiumUser string
 	// ChromiumNoSandbox turns Chromium's sandbox off (--chromium-no-sandbox).
 	ChromiumNoSandbox bool
-	// ChromiumNoSiteIsolation turns Chromium's site isolation off
-	// (--chromium-no-site-isolation).
-	ChromiumNoSiteIsolation bool
+	// ChromiumSiteIsolation turns Chromium's site isolation on
+	// (--chromium-site-isolation).
+	ChromiumSiteIsolation bool
 	// RenderTabs is how many renders run at once (default: CPU count).
 	RenderTabs int
 	// RenderQueue is how many renders may wait for a tab before creation

@@ -93,7 +93,7 @@ func (o *Origin) open() error {
 	rc.Chromium = o.cfg.Chromium
 	rc.User = o.cfg.ChromiumUser
 	rc.NoSandbox = o.cfg.ChromiumNoSandbox
-	rc.NoSiteIsolation = o.cfg.ChromiumNoSiteIsolation
+	rc.SiteIsolation = o.cfg.ChromiumSiteIsolation
 	rc.Tabs = o.cfg.RenderTabs
 	rc.Queue = o.cfg.RenderQueue
 	rc.FontsURL = o.cfg.FontsURL

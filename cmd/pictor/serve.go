@@ -31,7 +31,7 @@ type tierFlags struct {
 type renderFlags struct {
 	tabs, queue                               int
 	fontsURL, browser, browserUser, wasmCache string
-	noSandbox, noSiteIsolation                bool
+	noSandbox, siteIsolation                  bool
 }
 
 func (r *renderFlags) register(fs *flagSet) {
@@ -42,7 +42,7 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
 	fs.StringVar(&r.browserUser, "chromium-user", "", "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
 	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
-	fs.BoolVar(&r.noSiteIsolation, "chromium-no-site-isolation", false, "keep cross-site iframes in their page's renderer process (less memory for pages full of embeds, less isolation)")
+	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
 	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
 }
 
@@ -59,7 +59,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.Chromium = t.render.browser
 	cfg.ChromiumUser = t.render.browserUser
 	cfg.ChromiumNoSandbox = t.render.noSandbox
-	cfg.ChromiumNoSiteIsolation = t.render.noSiteIsolation
+	cfg.ChromiumSiteIsolation = t.render.siteIsolation
 	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.EdgeToken = t.edgeToken
 	return cfg

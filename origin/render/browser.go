@@ -71,9 +71,7 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("font-render-hinting", "none"),
-		// Site isolation stays on unless NoSiteIsolation: a cross-site
-		// iframe gets a renderer process of its own (interceptHeaders
-		// attaches to it to add headers to its requests).
+		// Site isolation is off unless SiteIsolation (below).
 		chromedp.Flag("disable-features", features),
 		// chromedp's defaults turn the popup blocker off; a page's
 		// window.open without a user gesture is blocked, as in a browser,
@@ -86,7 +84,10 @@ func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.WindowSize(DefaultWidth, DefaultHeight),
 	)
-	if e.cfg.NoSiteIsolation {
+	if !e.cfg.SiteIsolation {
+		// Cross-site iframes stay in their page's renderer process. With
+		// isolation on, each gets a process (and a DevTools target) of its
+		// own, which interceptHeaders attaches to.
 		opts = append(opts,
 			chromedp.Flag("disable-features", features+",IsolateOrigins,site-per-process"),
 			chromedp.Flag("disable-site-isolation-trials", true))

@@ -201,23 +201,22 @@ func (s *isolationSites) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestSiteIsolation: a cross-site iframe, and one inside it, run in
-// targets of their own (site isolation is on, unless NoSiteIsolation);
+// TestSiteIsolation: with SiteIsolation, a cross-site iframe, and one
+// inside it, run in targets of their own (without, in the page's);
 // their requests get the custom headers of include_headers_on_subrequests
 // either way; and the tab is left as it was: the next render on it,
 // without custom headers, shows its cross-site frames and sends no header.
 func TestSiteIsolation(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		off      bool
 		isolated bool
-	}{{"on", false, true}, {"off, as asked", true, false}} {
-		t.Run(tc.name, func(t *testing.T) { testSiteIsolation(t, tc.off, tc.isolated) })
+	}{{"off by default", false}, {"on, as asked", true}} {
+		t.Run(tc.name, func(t *testing.T) { testSiteIsolation(t, tc.isolated) })
 	}
 }
 
-func testSiteIsolation(t *testing.T, off, isolated bool) {
-	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.NoSiteIsolation = off })
+func testSiteIsolation(t *testing.T, isolated bool) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.SiteIsolation = isolated })
 	sites := newIsolationSites(t)
 	top := sites.url("127.0.0.1", "/top")
 	render := func(headers map[string]string) <-chan error {
