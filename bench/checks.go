@@ -26,7 +26,11 @@ type CheckResult struct {
 // serves the file (throughput and p99), half of nginx's throughput over
 // 10,000 images drawn by Zipf, and a GET-time resize within 1.5× of a
 // vipsthumbnail process; and of the whole service under a soak of
-// renders, memory under 1.5 GiB and flat.
+// renders, memory under 1.5 GiB and flat. Of Chromium's sandbox, on as
+// Pictor ships, against --chromium-no-sandbox: the benchmark card's render
+// and memory within 5 %. Of site isolation, off as Pictor ships, the bar
+// it would have to clear to be turned on: a render of a page with
+// cross-site iframes within 10 % of the default's.
 func Checks() []Check {
 	return append([]Check{
 		latencyBelow("render-card/sequential", 0.50, 150*time.Millisecond),
@@ -35,6 +39,9 @@ func Checks() []Check {
 		quantileRatioAtMost("hot-image/pictor", "hot-image/nginx", 0.99, 1),
 		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.5, "%.2f"),
 		quantileRatioAtMost("resize/pictor", "resize/vipsthumbnail", 0.50, 1.5),
+		sandboxCost.latencyCheck(isolationCard, 0.50, 1.05, "renders within 5 % of before the sandbox"),
+		sandboxCost.memoryCheck(isolationCard, 1.05, "memory within 5 % of before the sandbox"),
+		siteIsolationCost.latencyCheck(isolationEmbed, 0.50, 1.10, "would justify turning it on"),
 	}, soakChecks()...)
 }
 

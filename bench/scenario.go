@@ -41,7 +41,7 @@ type Env struct {
 // those sharing the default server first, the baseline needing no server
 // last, so that it runs on a quiet machine.
 func Scenarios() []Scenario {
-	return []Scenario{renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), chromiumCLIScenario(), soakScenario()}
+	return []Scenario{renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), chromiumCLIScenario(), soakScenario(), renderIsolationScenario()}
 }
 
 // Select returns the scenarios named, in the order named; no names

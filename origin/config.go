@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/render"
 )
@@ -67,7 +68,40 @@ type Config struct {
 	// Now is the clock of timestamps, rate-limit windows and billing
 	// periods; nil is the wall clock. Tests set it.
 	Now func() time.Time
+
+	// HeaderTimeout bounds the reading of a request's line and headers,
+	// from its first byte: past it the client gets 408 and is closed.
+	// 0 means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// BodyGrace and BodyMinRate are the slowest a request body may arrive
+	// (api.BodyRate): from the end of its headers, a body must have
+	// delivered BodyMinRate bytes for every second past BodyGrace, or it
+	// gets 408 and its connection is closed. 0 means the defaults.
+	//
+	// Behind an edge, which holds its clients to the same rule, the
+	// origin must be the more lenient, since the edge relays what it reads
+	// as it reads it: BodyGrace at least the edge's grace plus 5 s (the
+	// relay's delay), BodyMinRate at most the edge's rate. The defaults
+	// are the edge's defaults (10 s, 4 KiB/s) with that margin.
+	BodyGrace   time.Duration
+	BodyMinRate int64
+	// CompactIdle is how long the render engine must have been idle before
+	// fresh PNG masters are re-compressed in the background; 0 means 1 s,
+	// a negative value never (image.Service.Compact still does it).
+	CompactIdle time.Duration
 }
+
+// Defaults of the request limits of the origin's port.
+const (
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultBodyGrace     = 15 * time.Second
+	DefaultBodyMinRate   = 4 << 10 // bytes per second
+)
+
+// ShutdownForceWait bounds how long Stop waits, once its context has ended
+// and every connection was closed, for the requests still running to
+// return (each follows its request's context, canceled then).
+const ShutdownForceWait = 5 * time.Second
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
@@ -80,6 +114,9 @@ func DefaultConfig() Config {
 		RenderTabs:       rc.Tabs,
 		RenderQueue:      rc.Queue,
 		FontsURL:         rc.FontsURL,
+		HeaderTimeout:    DefaultHeaderTimeout,
+		BodyGrace:        DefaultBodyGrace,
+		BodyMinRate:      DefaultBodyMinRate,
 	}
 }
 
@@ -97,6 +134,25 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--public-url %q: want an absolute http(s) URL", c.PublicURL)
 		}
 	}
+	// Zero is the default; the flags are the edge's, for the same rules.
+	if c.HeaderTimeout < 0 {
+		return fmt.Errorf("--header-timeout %v: want a positive duration", c.HeaderTimeout)
+	}
+	if c.BodyGrace < 0 {
+		return fmt.Errorf("--body-grace %v: want a positive duration", c.BodyGrace)
+	}
+	if c.BodyMinRate < 0 || c.BodyMinRate > 1<<30 {
+		return fmt.Errorf("--body-min-rate %d: want 1 byte to 1 GiB per second", c.BodyMinRate)
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.BodyGrace == 0 {
+		c.BodyGrace = DefaultBodyGrace
+	}
+	if c.BodyMinRate == 0 {
+		c.BodyMinRate = DefaultBodyMinRate
+	}
 	if c.Announce == nil {
 		c.Announce = os.Stdout
 	}
@@ -104,4 +160,8 @@ func (c *Config) Validate() error {
 		c.Now = time.Now
 	}
 	return nil
+}
+
+func (c *Config) bodyRate() api.BodyRate {
+	return api.BodyRate{Grace: c.BodyGrace, MinRate: c.BodyMinRate}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/cursor"
@@ -51,10 +52,13 @@ type Origin struct {
 	hub      *edgehub.Hub
 	sandbox  *wasm.Engine
 	tpls     *template.Store
-	ln       net.Listener
+	ln       *api.Listener
 	srv      *http.Server
 	ready    atomic.Bool
 	served   chan error
+	// endRequests cancels the context of every request, when Stop's
+	// grace is over (cause apierr.ErrShuttingDown).
+	endRequests context.CancelCauseFunc
 }
 
 // New opens the store and wires the API. The caller must Stop the result,
@@ -125,12 +129,18 @@ func (o *Origin) open() error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
-		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
+	o.images, err = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
+		CompactIdle: o.cfg.CompactIdle,
+		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
+	if err != nil {
+		return err
+	}
+	body := o.cfg.bodyRate()
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
 		Limiter:       ratelimit.NewMemory(o.cfg.Now),
 		Registerer:    o.registry,
+		Body:          &body,
 	}, o.routes(box))
 	return nil
 }
@@ -191,6 +201,10 @@ func (o *Origin) Addr() string {
 	return o.ln.Addr().String()
 }
 
+// maxHeaderBytes bounds a request's line and headers (net/http allows
+// 4 KiB more); past it net/http answers 431, in the standard body.
+const maxHeaderBytes = 64 << 10
+
 // PublicURL is the base of returned URLs.
 func (o *Origin) PublicURL() string {
 	if o.cfg.PublicURL != "" {
@@ -229,16 +243,20 @@ func (o *Origin) Start(ctx context.Context) error {
 			return fmt.Errorf("origin listen %s: %w", o.cfg.Addr, err)
 		}
 	}
-	o.ln = ln
+	o.ln = api.NewListener(ln, maxHeaderBytes)
+	requests, endRequests := context.WithCancelCause(context.Background())
+	o.endRequests = endRequests
 	o.srv = &http.Server{
 		Handler:           o.router,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: o.cfg.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return requests },
 	}
+	o.ln.ServerHooks(o.srv)
 	o.served = make(chan error, 1)
-	go func() { o.served <- o.srv.Serve(ln) }()
+	go func() { o.served <- o.srv.Serve(o.ln) }()
 	o.ready.Store(true)
 	slog.InfoContext(ctx, "origin listening", "addr", o.Addr())
 	return nil
@@ -268,21 +286,28 @@ Use them as HTTP Basic credentials (api_id:api_key).
 	return nil
 }
 
-// Stop drains in-flight requests, stops the admin endpoint and closes the
-// store last. It is safe after a partial start.
+// Stop drains in-flight requests until ctx ends, then ends the rest: their
+// contexts are canceled and every connection is closed (slow bodies,
+// streams and hijacked connections included). It stops the admin endpoint
+// and closes the store last, and returns within ctx's deadline plus
+// ShutdownForceWait and the render engine's stop. It is safe after a
+// partial start.
 func (o *Origin) Stop(ctx context.Context) error {
 	o.ready.Store(false)
 	var errs []error
 	if o.hub != nil {
 		o.hub.Close() // edge streams never go idle by themselves
 	}
+	running := 0
 	if o.srv != nil {
 		if err := o.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("drain origin: %w", err))
+			running = o.forceStop()
 		}
 		if err := <-o.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+		o.endRequests(apierr.ErrShuttingDown)
 		o.srv = nil
 	}
 	if o.admin != nil {
@@ -307,11 +332,40 @@ func (o *Origin) Stop(ctx context.Context) error {
 		}
 		o.sandbox = nil
 	}
-	if err := o.closeStore(); err != nil {
+	if running > 0 {
+		// A request still runs and may yet use the store: closing it under
+		// the request would crash the process. The process is ending.
+		errs = append(errs, fmt.Errorf("origin: %d requests still running %v after shutdown; store left open", running, ShutdownForceWait))
+	} else if err := o.closeStore(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
+
+// forceStop ends what Shutdown's grace left running. It cancels every
+// request's context, so that those waiting on it (a render, a purge) answer
+// 503 at once, and gives them answerWait to; then it closes the listener
+// and every connection (slow bodies, streams, hijacked connections) and
+// waits up to ShutdownForceWait for the handlers to return. It returns how
+// many still run.
+func (o *Origin) forceStop() int {
+	o.endRequests(apierr.ErrShuttingDown)
+	answered, cancel := context.WithTimeout(context.Background(), answerWait)
+	o.router.Wait(answered)
+	cancel()
+	o.srv.Close()
+	if n := o.ln.CloseAll(); n > 0 {
+		slog.Warn("origin stop: closed connections still open after the grace", "connections", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownForceWait)
+	defer cancel()
+	n, _ := o.router.Wait(ctx)
+	return n
+}
+
+// answerWait is how long requests whose context Stop canceled get to
+// answer before their connections are closed.
+const answerWait = time.Second
 
 func (o *Origin) closeStore() error {
 	if o.store == nil {

@@ -1,17 +1,20 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/field"
 	"github.com/pictorhq/pictor/origin/logging"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
@@ -36,6 +39,9 @@ type Config struct {
 	Limiter       ratelimit.Limiter
 	// Registerer receives the HTTP metrics; nil skips them.
 	Registerer prometheus.Registerer
+	// Body, when set, is the slowest a request body may arrive (see
+	// BodyRate); nil sets no minimum.
+	Body *BodyRate
 }
 
 // Router dispatches requests along the route table.
@@ -45,6 +51,10 @@ type Router struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	limited  *prometheus.CounterVec
+
+	mu       sync.Mutex
+	inflight int
+	idle     chan struct{} // closed when inflight drops to 0, nil while none waits
 }
 
 // New builds the router. It panics on a route that is neither public nor
@@ -82,10 +92,17 @@ func New(cfg Config, routes []Route) *Router {
 // ServeHTTP implements http.Handler.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	markAnswering(r.Context())
+	rt.enter()
+	defer rt.leave()
 	id := logging.AcceptRequestID(r.Header.Get("X-Request-Id"))
 	w.Header().Set("X-Request-Id", id)
 	r = r.WithContext(logging.WithRequestID(r.Context(), id))
 	sw := &statusWriter{ResponseWriter: w}
+	if rt.cfg.Body != nil && r.Body != nil && r.Body != http.NoBody {
+		sw.body = &rateBody{ReadCloser: r.Body, rc: http.NewResponseController(w), rate: *rt.cfg.Body, start: start}
+		r.Body = sw.body
+	}
 	route := "unmatched"
 	defer func() {
 		if v := recover(); v != nil {
@@ -158,6 +175,14 @@ func (rt *Router) guard(route Route) http.Handler {
 				return
 			}
 		}
+		// url.URL.Query, which handlers may use, drops a malformed pair
+		// silently; such a query is refused here instead, naming the
+		// parameter. (Public routes read their query with field.Query
+		// themselves, or not at all.)
+		if _, err := field.Query(r); err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
 		route.Handler(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
 }
@@ -179,9 +204,57 @@ func (rt *Router) limit(w http.ResponseWriter, r *http.Request, p *auth.Principa
 		g, quota, int(ratelimit.Window/time.Second))
 }
 
+// enter and leave count the requests in ServeHTTP, for Wait.
+func (rt *Router) enter() {
+	rt.mu.Lock()
+	rt.inflight++
+	rt.mu.Unlock()
+}
+
+func (rt *Router) leave() {
+	rt.mu.Lock()
+	rt.inflight--
+	if rt.inflight == 0 && rt.idle != nil {
+		close(rt.idle)
+		rt.idle = nil
+	}
+	rt.mu.Unlock()
+}
+
+// InFlight returns how many requests are being handled.
+func (rt *Router) InFlight() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.inflight
+}
+
+// Wait returns once no request is being handled, or with how many still
+// are when ctx ends first.
+func (rt *Router) Wait(ctx context.Context) (int, error) {
+	rt.mu.Lock()
+	if rt.inflight == 0 {
+		rt.mu.Unlock()
+		return 0, nil
+	}
+	if rt.idle == nil {
+		rt.idle = make(chan struct{})
+	}
+	idle := rt.idle
+	rt.mu.Unlock()
+	select {
+	case <-idle:
+		return 0, nil
+	case <-ctx.Done():
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.inflight, ctx.Err()
+	}
+}
+
 // statusWriter records the status and size of a response.
 type statusWriter struct {
 	http.ResponseWriter
+	body   *rateBody // nil without a body or a minimum rate
 	status int
 	bytes  int64
 	wrote  bool
@@ -190,6 +263,7 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		w.answering()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -197,6 +271,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = http.StatusOK, true
+		w.answering()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
@@ -208,6 +283,23 @@ func (w *statusWriter) code() int {
 		return http.StatusOK
 	}
 	return w.status
+}
+
+// answering runs once, before the header goes out.
+func (w *statusWriter) answering() {
+	if w.body != nil {
+		w.body.answering(w.ResponseWriter.Header())
+	}
+}
+
+// EnableFullDuplex exempts the body from the minimum rate (it is read
+// alongside the answer, at the pace of the conversation), then enables
+// full duplex on the connection.
+func (w *statusWriter) EnableFullDuplex() error {
+	if w.body != nil {
+		w.body.exempt.Store(true)
+	}
+	return http.NewResponseController(w.ResponseWriter).EnableFullDuplex()
 }
 
 // Unwrap lets http.ResponseController reach the connection (flush, deadlines).

@@ -121,14 +121,30 @@ func Internal(cause error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Message: "Internal error", Cause: cause}
 }
 
+// ErrBodyTimeout marks a request body that did not arrive in time: slower
+// than the origin's minimum transfer rate (package api), or past a read
+// deadline. Whoever reads a body wraps its read error with it, and From
+// answers it with 408 and closes the connection, since the rest of the body
+// is still on it.
+var ErrBodyTimeout = errors.New("request body not received in time")
+
+// ErrShuttingDown is the cause with which a server ends the requests still
+// running when its shutdown grace is over: Write answers a request whose
+// context it canceled with 503 and Retry-After, not as a client gone.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
 // From converts any error to an *Error: an *Error in the chain is used as is,
-// a canceled context becomes 499 (logged only), a deadline 504, anything else 500.
+// ErrBodyTimeout becomes 408, a canceled context 499 (logged only), a
+// deadline 504, anything else 500.
 func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	switch {
+	case errors.Is(err, ErrBodyTimeout):
+		e := &Error{Status: http.StatusRequestTimeout, Message: "The request body was not received in time", Cause: err}
+		return e.WithHeader("Connection", "close")
 	case errors.Is(err, context.Canceled):
 		return &Error{Status: 499, Title: "Client Closed Request", Message: "Request canceled", Cause: err}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -148,6 +164,10 @@ func Encode(err error) (status int, header http.Header, body []byte) {
 // level with the cause, client errors at debug level.
 func Write(w http.ResponseWriter, r *http.Request, err error) {
 	e := From(err)
+	if e.Status == 499 && errors.Is(context.Cause(r.Context()), ErrShuttingDown) {
+		e = &Error{Status: http.StatusServiceUnavailable, Message: "The server is shutting down; try again", Cause: err}
+		e.WithHeader("Retry-After", "1").WithHeader("Connection", "close")
+	}
 	status, header, body := Encode(e)
 	h := w.Header()
 	for k, vs := range header {

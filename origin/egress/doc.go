@@ -16,6 +16,12 @@
 // ...), their IPv6 embeddings and metadata host names such as
 // metadata.google.internal stay blocked. The scheme rules stay as well.
 //
+// What a session answers itself instead of relaying (a refusal, a failed
+// lookup, dial or upstream, an error of the internal host) carries
+// AnswerHeader with a marker no site knows, and is kept as a Failure:
+// Session.Answered and Session.Tunnel let a render tell such an answer, or
+// a failed tunnel, from a page of the site and say what went wrong.
+//
 // Hosts are read the way Chromium and inet_aton read them: decimal, octal,
 // hex and short IPv4 forms, bracketed IPv6 with zones, trailing dots, upper
 // case, and IDN (NFKC-mapped, then punycode). A host whose last label is

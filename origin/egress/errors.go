@@ -24,6 +24,13 @@ var (
 	// ErrDial reports that no checked address of a host accepted a
 	// connection.
 	ErrDial = errors.New("cannot connect")
+	// ErrUpstream reports a relayed request whose upstream failed after the
+	// connection was made: reset, closed or timed out before its answer, or
+	// answered with something that is not HTTP.
+	ErrUpstream = errors.New("upstream failed")
+	// ErrNotServed reports an error answer of the internal host: it holds no
+	// such document.
+	ErrNotServed = errors.New("not served by the internal host")
 	// ErrClosed reports a request that arrived while its session closed.
 	ErrClosed = errors.New("egress session closed")
 )

@@ -50,7 +50,14 @@ const maxBlocked = 1000
 const (
 	readHeaderTimeout = 30 * time.Second
 	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 1 << 20
+	// maxHeaderBytes bounds the head of an upstream response.
+	maxHeaderBytes = 1 << 20
+	// maxRequestHeaderBytes bounds the head of a request from Chromium. It
+	// is above anything Chromium sends (URLs of up to 2 MiB, cookies, the
+	// custom headers), so that net/http never answers a request with a 431
+	// of its own: an answer that carries no AnswerHeader would be taken for
+	// the site's.
+	maxRequestHeaderBytes = 4 << 20
 )
 
 // Session is the proxy of one render, listening on 127.0.0.1.
@@ -68,10 +75,15 @@ type Session struct {
 	cancel   context.CancelFunc
 	served   chan struct{}
 
+	// marker is the secret part of AnswerHeader.
+	marker string
+
 	mu       sync.Mutex
 	closed   bool
 	conns    map[*trackedConn]struct{}
 	blocked  []Blocked
+	failures []Failure // the last maxFailures answers of the session's own, by seq % maxFailures
+	failed   uint64    // answers of the session's own so far
 	handlers sync.WaitGroup
 
 	closeOnce sync.Once
@@ -84,6 +96,7 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		g:      g,
 		policy: p,
 		log:    g.cfg.Logger,
+		marker: newMarker(),
 		served: make(chan struct{}),
 		conns:  map[*trackedConn]struct{}{},
 	}
@@ -130,7 +143,7 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		Handler:                      http.HandlerFunc(s.serve),
 		ReadHeaderTimeout:            readHeaderTimeout,
 		IdleTimeout:                  idleTimeout,
-		MaxHeaderBytes:               maxHeaderBytes,
+		MaxHeaderBytes:               maxRequestHeaderBytes,
 		ErrorLog:                     errorLog,
 		BaseContext:                  func(net.Listener) context.Context { return s.ctx },
 		DisableGeneralOptionsHandler: true,
@@ -183,7 +196,11 @@ func (s *Session) Close() error {
 // serve dispatches one proxy request.
 func (s *Session) serve(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
-		http.Error(w, "egress: session closed", http.StatusServiceUnavailable)
+		kind, target := kindHTTP, r.RequestURI
+		if r.Method == http.MethodConnect {
+			kind, target = kindConnect, r.Host
+		}
+		s.answer(w, http.StatusServiceUnavailable, "egress: session closed", newFailure(kind, target, ErrClosed))
 		return
 	}
 	defer s.handlers.Done()
@@ -319,10 +336,12 @@ func stripProxyHeaders(h http.Header) {
 }
 
 // upstreamResponse counts a relayed request and drops the Proxy-* headers
-// of its response.
+// of its response, and any AnswerHeader: only the session's own answers
+// carry one.
 func (s *Session) upstreamResponse(resp *http.Response) error {
 	s.g.metrics.requests.WithLabelValues(kindHTTP, outcomeAllowed).Inc()
 	stripProxyHeaders(resp.Header)
+	resp.Header.Del(AnswerHeader)
 	return nil
 }
 
@@ -335,7 +354,10 @@ func (s *Session) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
 		slog.String("target", r.RequestURI), slog.Any("error", err))
-	http.Error(w, "egress: upstream unavailable", status)
+	if !errors.Is(err, ErrDial) && !errors.Is(err, ErrBlockedAddress) && !errors.Is(err, ErrInvalidHost) {
+		err = fmt.Errorf("%w: %w", ErrUpstream, err)
+	}
+	s.answer(w, status, "egress: upstream unavailable", newFailure(kindHTTP, r.RequestURI, err))
 }
 
 // serveInternal hands a request for InternalHost to Policy.Internal.
@@ -345,7 +367,7 @@ func (s *Session) serveInternal(w http.ResponseWriter, r *http.Request) {
 	in.RequestURI = in.URL.RequestURI()
 	stripProxyHeaders(in.Header)
 	s.g.metrics.requests.WithLabelValues(kindInternal, outcomeAllowed).Inc()
-	s.policy.Internal.ServeHTTP(w, in)
+	s.policy.Internal.ServeHTTP(&internalWriter{ResponseWriter: w, s: s, target: r.RequestURI}, in)
 }
 
 // serveConnect opens a tunnel to a checked address.
@@ -470,7 +492,7 @@ func (s *Session) refuse(w http.ResponseWriter, r *http.Request, kind, target st
 	s.g.metrics.requests.WithLabelValues(kind, outcome).Inc()
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "egress request blocked",
 		slog.String("kind", kind), slog.String("target", target), slog.Any("error", err))
-	http.Error(w, "Blocked by the Pictor egress policy: "+reason, status)
+	s.answer(w, status, "Blocked by the Pictor egress policy: "+reason, newFailure(kind, target, err))
 }
 
 // fail answers a request the policy allowed but that could not be relayed.
@@ -482,7 +504,7 @@ func (s *Session) fail(w http.ResponseWriter, r *http.Request, kind, target stri
 	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout
 	}
-	http.Error(w, "egress: upstream unavailable", status)
+	s.answer(w, status, "egress: upstream unavailable", newFailure(kind, target, err))
 }
 
 // control re-checks, on the socket about to connect, the address the

@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -361,7 +362,7 @@ func DecodeAny(w http.ResponseWriter, r *http.Request, maxBytes int64) (*Object,
 	if ct == "" {
 		return decodeJSONBody(w, r, maxBytes)
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return nil, unsupported(ct, "application/json, multipart/form-data or application/x-www-form-urlencoded")
 	}
@@ -369,34 +370,32 @@ func DecodeAny(w http.ResponseWriter, r *http.Request, maxBytes int64) (*Object,
 	case isJSONType(mt):
 		return decodeJSONBody(w, r, maxBytes)
 	case mt == "application/x-www-form-urlencoded":
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
-		if err != nil {
-			return nil, bodyError(err, maxBytes, "form body")
-		}
-		v, err := url.ParseQuery(string(body))
-		if err != nil {
-			return nil, apierr.BadRequest("Malformed form body: %v", err)
-		}
-		return FromForm(v), nil
+		return decodeURLEncoded(w, r, maxBytes)
 	case mt == "multipart/form-data":
-		r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
-		// Everything stays in memory: the body is already capped at maxBytes.
-		if err := r.ParseMultipartForm(maxBytes); err != nil {
-			return nil, bodyError(err, maxBytes, "multipart body")
-		}
-		if r.MultipartForm != nil {
-			defer r.MultipartForm.RemoveAll()
-			return FromForm(url.Values(r.MultipartForm.Value)), nil
-		}
-		return FromForm(url.Values{}), nil
+		return decodeMultipart(w, r, maxBytes, params["boundary"])
 	}
 	return nil, unsupported(ct, "application/json, multipart/form-data or application/x-www-form-urlencoded")
 }
 
+// bodyError turns a failed body read into its answer. A body that did not
+// arrive in time (the router's minimum transfer rate, or any read deadline)
+// is apierr.ErrBodyTimeout, which apierr answers with 408: never a 400.
 func bodyError(err error, maxBytes int64, what string) error {
+	var ae *apierr.Error
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) || errors.Is(err, multipart.ErrMessageTooLarge) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, apierr.ErrBodyTimeout):
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w: %w", apierr.ErrBodyTimeout, err)
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &tooBig):
 		return apierr.New(http.StatusRequestEntityTooLarge, "Request body is larger than %d bytes", maxBytes)
+	case errors.Is(err, multipart.ErrMessageTooLarge):
+		// NextPart's only limit a body within maxBytes can reach.
+		return apierr.New(http.StatusRequestEntityTooLarge, "A part of the multipart body has more than %d header lines", MaxPartHeaders)
 	}
 	e := apierr.BadRequest("Malformed %s", what)
 	e.Cause = err

@@ -198,7 +198,11 @@ type ListEntry struct {
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	cursors := h.Cursors
 	p := auth.FromContext(r.Context())
-	q := r.URL.Query()
+	q, err := field.Query(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
 	var errs field.Errors
 	count := defaultListCount
 	if vs, ok := q["count"]; ok {
@@ -235,7 +239,9 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		out.Images[i] = ListEntry{ID: img.ID, URL: h.link(img, false).URL, CreatedAt: img.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 	}
 	if more {
-		tok := cursors.Encode(scope, imgs[len(imgs)-1].ID)
+		// The position is the last image's sort key: signed URLs' ids are
+		// not time-ordered.
+		tok := cursors.Encode(scope, imgs[len(imgs)-1].SortKey)
 		out.NextPageToken = &tok
 	}
 	respond.JSON(w, r, http.StatusOK, out)

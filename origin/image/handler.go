@@ -294,8 +294,60 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	// Notes for the edge's cache (it strips them): what to purge this by.
 	hd.Set("X-Pictor-Org", f.Image.OrgID)
 	hd.Set("X-Pictor-Image", f.Image.ID)
-	// ServeContent answers Range, If-None-Match, If-Modified-Since and HEAD.
-	http.ServeContent(w, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
+	ranges := rangeFormats[format]
+	if !ranges {
+		// The ETag names the image, not its bytes (the compactor re-encodes
+		// a PNG master under it): a range could splice two versions, so
+		// these formats are sent whole, as the edge does.
+		r.Header.Del("Range")
+		r.Header.Del("If-Range")
+	}
+	// ServeContent answers Range (PDF), If-None-Match, If-Modified-Since
+	// and HEAD; contentWriter gives its errors the standard body.
+	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
+}
+
+// rangeFormats are the formats whose bytes never change once made, the only
+// ones a Range is served for.
+var rangeFormats = map[imageparams.Format]bool{imageparams.FormatPDF: true}
+
+// contentWriter sits between http.ServeContent and the client: ServeContent
+// answers a failed precondition (412) or an unsatisfiable range (416) in
+// plain text, which it turns into the standard body, and it advertises
+// byte ranges only where they are served.
+type contentWriter struct {
+	http.ResponseWriter
+	r      *http.Request
+	ranges bool
+	failed bool
+}
+
+func (cw *contentWriter) WriteHeader(code int) {
+	h := cw.Header()
+	if !cw.ranges {
+		h.Del("Accept-Ranges")
+	}
+	if code < 400 {
+		cw.ResponseWriter.WriteHeader(code)
+		return
+	}
+	cw.failed = true
+	msg := http.StatusText(code)
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		msg = "The requested range is not satisfiable"
+	case http.StatusPreconditionFailed:
+		msg = "A precondition of the request (If-Match or If-Unmodified-Since) does not hold"
+	}
+	h.Set("Cache-Control", "no-store")
+	apierr.Write(cw.ResponseWriter, cw.r, apierr.New(code, "%s", msg))
+}
+
+func (cw *contentWriter) Write(b []byte) (int, error) {
+	if cw.failed {
+		return len(b), nil // ServeContent's plain text, replaced
+	}
+	return cw.ResponseWriter.Write(b)
 }
 
 func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*File, error) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/pictorhq/pictor/kv"
 )
 
@@ -47,7 +49,10 @@ func (s *Service) deleteOne(orgID, id string) (bool, error) {
 	b := s.cfg.Store.NewBatch()
 	defer b.Close()
 	b.Delete(recordKey(id))
-	b.Delete(orgKey(orgID, id))
+	if img.SortKey != "" {
+		b.Delete(listKey(orgID, img.SortKey))
+	}
+	b.Delete(legacyListKey(orgID, id)) // not migrated yet, if ever
 	if img.DedupeKey != "" {
 		if cur, err := s.cfg.Store.Get(dedupeKey(orgID, img.DedupeKey)); err == nil && string(cur) == id {
 			b.Delete(dedupeKey(orgID, img.DedupeKey))
@@ -63,14 +68,22 @@ func (s *Service) deleteOne(orgID, id string) (bool, error) {
 }
 
 // List returns up to count of the organization's images newest first,
-// after the image id after, and whether more follow.
+// after the sort key after, and whether more follow. A position that is a
+// signed URL's image id (a page token issued before sort keys) is read as
+// that image's sort key.
 func (s *Service) List(orgID, after string, count int) ([]*Image, bool, error) {
 	snap := s.cfg.Store.Snapshot()
 	defer snap.Close()
-	prefix := []byte("org-img/" + orgID + "/")
+	recs := records{snap}
+	prefix := []byte(listPrefix + orgID + "/")
 	opts := kv.IterOptions{Reverse: true}
 	if after != "" {
-		opts.After = orgKey(orgID, after)
+		if u, err := uuid.Parse(after); err == nil && u.Version() != 7 {
+			if img, err := recs.get(after); err == nil && img.OrgID == orgID && img.SortKey != "" {
+				after = img.SortKey
+			}
+		}
+		opts.After = listKey(orgID, after)
 	}
 	it := snap.Iterate(prefix, opts)
 	defer it.Close()
@@ -79,7 +92,7 @@ func (s *Service) List(orgID, after string, count int) ([]*Image, bool, error) {
 		if len(out) == count {
 			return out, true, nil
 		}
-		img, err := (records{snap}).get(string(it.Key()[len(prefix):]))
+		img, err := recs.get(string(it.Value()))
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

@@ -1,10 +1,15 @@
 package image
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/imageparams"
@@ -28,7 +33,13 @@ type Failure struct {
 
 // Rendition is one stored file of an image.
 type Rendition struct {
-	Size int64  `json:"size"`
+	Size int64 `json:"size"`
+	// ETag names the rendition for the image's lifetime: a hash of the
+	// bytes it was first stored with. The compactor re-encodes a PNG
+	// master later (same pixels, fewer bytes) and keeps it, so an edge
+	// filled before and one filled after agree with the origin, and a
+	// client's If-None-Match still matches. Since the bytes under it may
+	// differ, only formats whose bytes never change (PDF) answer Range.
 	ETag string `json:"etag"`
 }
 
@@ -48,15 +59,34 @@ type Image struct {
 	PDFFailure *Failure `json:"pdf_failure,omitempty"`
 	// DedupeKey is the image's entry in the dedupe index, if any.
 	DedupeKey string `json:"dedupe_key,omitempty"`
+	// SortKey is the image's place in its organization's list, newest
+	// last: a UUIDv7 made at creation. It is the id itself for images
+	// created through the API (UUIDv7 ids); signed URLs' images have
+	// content-addressed ids, which are not time-ordered, and one of their
+	// own. Records written before sort keys get one at start
+	// (migrateIndex).
+	SortKey string `json:"sort_key,omitempty"`
 }
 
 // ErrNotFound is returned for an unknown image.
 var ErrNotFound = errors.New("image not found")
 
+// Key layout of images (see kv/doc.go for the others):
+//
+//	img/<image_id>                     image record (JSON)
+//	org-list/<org_id>/<sort_key>       image id; lists an organization's images in creation order
+//	dedupe/<org_id>/<hash>             image id of the latest image with those parameters
+//	org-img/<org_id>/<image_id>        empty; the list index before sort keys, moved to
+//	                                   org-list/ at start (migrateIndex)
 func recordKey(id string) []byte { return []byte("img/" + id) }
-func orgKey(org, id string) []byte {
-	return []byte("org-img/" + org + "/" + id)
-}
+
+const listPrefix = "org-list/"
+
+func listKey(org, sortKey string) []byte { return []byte(listPrefix + org + "/" + sortKey) }
+
+const legacyPrefix = "org-img/"
+
+func legacyListKey(org, id string) []byte { return []byte(legacyPrefix + org + "/" + id) }
 
 // records reads and writes image records.
 type records struct{ kv kv.Reader }
@@ -84,7 +114,7 @@ func (r records) add(b kv.Batch, img *Image) error {
 		return err
 	}
 	b.Put(recordKey(img.ID), raw)
-	b.Put(orgKey(img.OrgID, img.ID), nil)
+	b.Put(listKey(img.OrgID, img.SortKey), []byte(img.ID))
 	if img.DedupeKey != "" {
 		b.Put(dedupeKey(img.OrgID, img.DedupeKey), []byte(img.ID))
 	}
@@ -107,4 +137,96 @@ func (r records) put(img *Image) error {
 		return fmt.Errorf("store image %s: %w", img.ID, err)
 	}
 	return nil
+}
+
+// newSortKey returns the sort key of an image created now with id: the id
+// itself when it is a UUIDv7 (made now), else a fresh UUIDv7.
+func newSortKey(id string) string {
+	if u, err := uuid.Parse(id); err == nil && u.Version() == 7 {
+		return id
+	}
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// sortKeyAt is a UUIDv7 of the millisecond of t whose other bits come from
+// seed, so that the same image always gets the same key.
+func sortKeyAt(t time.Time, seed string) string {
+	sum := sha256.Sum256([]byte("pictor sort key v1\x00" + seed))
+	var u uuid.UUID
+	copy(u[:], sum[:])
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	copy(u[:6], ms[2:])
+	u[6] = (u[6] & 0x0f) | 0x70 // version 7
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u.String()
+}
+
+// legacySortKey is the sort key of an image recorded before sort keys:
+// its id when that is a UUIDv7 (the order the list had), else one made
+// from its creation time.
+func legacySortKey(img *Image) string {
+	if u, err := uuid.Parse(img.ID); err == nil && u.Version() == 7 {
+		return img.ID
+	}
+	return sortKeyAt(img.CreatedAt, img.ID)
+}
+
+// migrateBatch is how many images one atomic step of migrateIndex moves.
+const migrateBatch = 256
+
+// migrateIndex moves the list index written before sort keys
+// (org-img/<org>/<id>) to org-list/, giving each image its sort key. It runs
+// at start, before anything is served; each step is one atomic batch that
+// removes the old entries it moved, so an interrupted run resumes where it
+// stopped, and a run with nothing left to move reads one empty range. It
+// returns how many images it moved.
+func migrateIndex(store kv.Store) (int, error) {
+	moved := 0
+	for {
+		var keys []string
+		it := store.Iterate([]byte(legacyPrefix), kv.IterOptions{})
+		for len(keys) < migrateBatch && it.Next() {
+			keys = append(keys, string(it.Key()))
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return moved, fmt.Errorf("migrate image index: %w", err)
+		}
+		if len(keys) == 0 {
+			return moved, nil
+		}
+		n, err := migrateStep(store, keys)
+		moved += n
+		if err != nil {
+			return moved, fmt.Errorf("migrate image index: %w", err)
+		}
+	}
+}
+
+func migrateStep(store kv.Store, keys []string) (int, error) {
+	b := store.NewBatch()
+	defer b.Close()
+	moved := 0
+	for _, k := range keys {
+		b.Delete([]byte(k))
+		_, id, _ := strings.Cut(k[len(legacyPrefix):], "/")
+		img, err := (records{store}).get(id)
+		if errors.Is(err, ErrNotFound) {
+			continue // an entry its image outlived
+		}
+		if err != nil {
+			return 0, err
+		}
+		if img.SortKey == "" {
+			img.SortKey = legacySortKey(img)
+			raw, err := json.Marshal(img)
+			if err != nil {
+				return 0, err
+			}
+			b.Put(recordKey(img.ID), raw)
+		}
+		b.Put(listKey(img.OrgID, img.SortKey), []byte(img.ID))
+		moved++
+	}
+	return moved, b.Commit()
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// wait in the render queue at once (default 1); the others wait here,
 	// so that a batch cannot fill the queue GETs need.
 	BackgroundRenders int
+	// CompactIdle is how long the engine must have been idle before the
+	// background worker re-compresses a fresh master; 0 means
+	// DefaultCompactIdle, a negative value turns the worker off (Compact
+	// still works).
+	CompactIdle time.Duration
 }
 
 // Service creates images and produces their files.
@@ -74,17 +79,29 @@ type Service struct {
 	cancel  context.CancelFunc
 }
 
-// NewService returns a service; Close stops its background work.
-func NewService(cfg Config) *Service {
+// NewService returns a service; Close stops its background work. It first
+// moves a list index written by an older version to the current layout
+// (migrateIndex).
+func NewService(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.CompactIdle == 0 {
+		cfg.CompactIdle = DefaultCompactIdle
+	}
+	if n, err := migrateIndex(cfg.Store); err != nil {
+		return nil, err
+	} else if n > 0 {
+		slog.Info("image list index migrated to sort keys", "images", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, records: records{cfg.Store}, seed: maphash.MakeSeed(), compact: make(chan string, 256),
 		ahead: make(chan struct{}, max(1, cfg.BackgroundRenders)), ctx: ctx, cancel: cancel}
-	s.wg.Add(1)
-	go s.compactor()
-	return s
+	if cfg.CompactIdle > 0 {
+		s.wg.Add(1)
+		go s.compactor()
+	}
+	return s, nil
 }
 
 // Close stops background renders and compaction and waits for them.
@@ -139,8 +156,9 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 			return nil, err
 		}
 	}
-	// Open under the record lock, so the file matches the ETag even while
-	// the compactor swaps the master.
+	// Open under the record lock, so the file is the one the record
+	// describes even while the compactor swaps the master (same ETag,
+	// other bytes: see Rendition.ETag).
 	unlock := s.lock(id)
 	defer unlock()
 	img, err = s.records.get(id)
@@ -204,9 +222,11 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case s.compact <- id:
-		default: // the compactor is behind; this master stays as captured
+		if s.cfg.CompactIdle > 0 {
+			select {
+			case s.compact <- id:
+			default: // the compactor is behind; this master stays as captured
+			}
 		}
 		return img, nil
 	})
@@ -293,22 +313,30 @@ func setRendition(img *Image, format imageparams.Format, data []byte) {
 }
 
 // fail records a render failure that will not change on retry, and turns
-// every failure into its API error.
+// every failure into its API error. An image whose site could not be
+// reached, or was refused, never had a page to capture: its master's
+// failure gives its credits back (see failMaster).
 func (s *Service) fail(img *Image, err error, pdf bool) error {
 	f, permanent := classify(err)
 	if !permanent {
 		return apierrFor(f, err)
 	}
-	if _, uerr := s.update(img.ID, func(img *Image) {
-		if pdf {
-			img.PDFFailure = f
-		} else {
-			img.State, img.Failure = StateFailed, f
-		}
-	}); uerr != nil {
+	var uerr error
+	if pdf {
+		_, uerr = s.update(img.ID, func(img *Image) { img.PDFFailure = f })
+	} else {
+		uerr = s.failMaster(img.ID, f, noPage(err))
+	}
+	if uerr != nil {
 		return uerr
 	}
 	return apierrFor(f, err)
+}
+
+// noPage reports a render that failed because its main document could not
+// be loaded at all: there was no page, not a page that did not work.
+func noPage(err error) bool {
+	return errors.Is(err, render.ErrUnreachable) || errors.Is(err, render.ErrBlockedURL)
 }
 
 // classify maps a render error to the failure a GET answers, and whether it
@@ -350,15 +378,15 @@ func failureError(f *Failure) error {
 	return apierr.New(f.Status, "%s", f.Message)
 }
 
-// compactQuiet is how long the render engine must have been idle before
-// the compactor takes a core: a client rendering one image after another
-// leaves the engine idle for a few milliseconds between renders, and a
-// compaction started then would slow its next render.
-const compactQuiet = time.Second
+// DefaultCompactIdle is how long the render engine must have been idle
+// before the compactor takes a core: a client rendering one image after
+// another leaves the engine idle for a few milliseconds between renders,
+// and a compaction started then would slow its next render.
+const DefaultCompactIdle = time.Second
 
 // compactor re-encodes fresh masters with stronger compression, off the
 // request path (captures use Chromium's fast encoder for latency) and only
-// once no render has run or waited for compactQuiet: on 2 cores it would
+// once no render has run or waited for CompactIdle: on 2 cores it would
 // otherwise take a quarter of the renders' CPU. Under steady load masters
 // stay as captured until the load pauses; those it has no room for stay
 // as captured.
@@ -373,7 +401,7 @@ func (s *Service) compactor() {
 			return
 		case id = <-s.compact:
 		}
-		for s.cfg.Engine.IdleFor() < compactQuiet {
+		for s.cfg.Engine.IdleFor() < s.cfg.CompactIdle {
 			select {
 			case <-s.ctx.Done():
 				return
@@ -386,10 +414,27 @@ func (s *Service) compactor() {
 	}
 }
 
+// Compact re-encodes the image's PNG master now, whatever the render
+// engine's load (the background worker waits for it to be idle). It keeps
+// the master's ETag (see Rendition.ETag) and does nothing when the master
+// does not exist yet, is compact already, or would not shrink.
+func (s *Service) Compact(id string) error { return s.compactOne(id) }
+
 func (s *Service) compactOne(id string) error {
+	before, err := s.records.get(id)
+	if err != nil {
+		return err
+	}
+	rend, ok := before.Renditions[string(imageparams.FormatPNG)]
+	if !ok {
+		return nil
+	}
 	data, err := s.cfg.Blobs.Read(id, fileNames[imageparams.FormatPNG])
 	if err != nil {
 		return err
+	}
+	if int64(len(data)) != rend.Size {
+		return nil // not the file the record describes: it is being replaced
 	}
 	small, err := codec.CompactPNG(data)
 	if err != nil || len(small) >= len(data) {
@@ -401,10 +446,16 @@ func (s *Service) compactOne(id string) error {
 	if err != nil {
 		return err
 	}
+	// The image may have been deleted and created again under its id (a
+	// signed URL's) while this one was being encoded.
+	if img.SortKey != before.SortKey || img.Renditions[string(imageparams.FormatPNG)] != rend {
+		return nil
+	}
 	if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPNG], small); err != nil {
 		return err
 	}
-	setRendition(img, imageparams.FormatPNG, small)
+	rend.Size = int64(len(small)) // the ETag stays: it names the pixels
+	img.Renditions[string(imageparams.FormatPNG)] = rend
 	return s.records.put(img)
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -75,9 +74,9 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Forbidden("Missing permission: signed URLs need a key with %s", perm.ImagesCreate))
 		return
 	}
-	query, err := url.ParseQuery(r.URL.RawQuery)
+	query, err := field.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		apierr.Write(w, r, apierr.BadRequest("Malformed query string"))
+		apierr.Write(w, r, err)
 		return
 	}
 	params, err := h.parse(r.Context(), signer.Org, field.FromForm(query))
@@ -133,9 +132,9 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, invalidToken())
 		return
 	}
-	query, err := url.ParseQuery(r.URL.RawQuery)
+	query, err := field.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		apierr.Write(w, r, apierr.BadRequest("Malformed query string"))
+		apierr.Write(w, r, err)
 		return
 	}
 	version := 0

@@ -7,10 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math"
+	"net"
+	"net/netip"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -24,6 +29,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/codec"
 	"github.com/pictorhq/pictor/origin/consent"
+	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/twemoji"
 )
 
@@ -106,10 +112,14 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 			return
 		}
 	}()
+	docs, err := watchDocuments(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: watch the page: %v", ErrBrowser, err)
+	}
 	var res *Result
-	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		var err error
-		res, err = e.run(ctx, t, tg, r, blockedBefore, cancel)
+		res, err = e.run(ctx, t, tg, r, docs, cancel)
 		return err
 	}))
 	if cause := context.Cause(ctx); errors.Is(cause, ErrCrashed) || errors.Is(cause, ErrPageMemory) || errors.Is(cause, ErrPageBusy) {
@@ -121,13 +131,20 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 		}
 	}
 	if err != nil {
-		return nil, e.classify(ctx, t, r, blockedBefore, err)
+		return nil, classify(ctx, err)
 	}
 	return res, nil
 }
 
-// classify turns a failure into one of the package's errors.
-func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore int, err error) error {
+// classify turns a failure into one of the package's errors. It is the one
+// place that decides what a failed main document is: its text is what the
+// caller sees, so it names the cause and the host asked for, never an
+// address of Pictor's own.
+func classify(ctx context.Context, err error) error {
+	var le *loadError
+	if errors.As(err, &le) {
+		return le.classify()
+	}
 	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable, ErrTimeout, ErrPageBusy} {
 		if errors.Is(err, target) {
 			return err
@@ -136,17 +153,121 @@ func (e *Engine) classify(ctx context.Context, t *tab, r *Request, blockedBefore
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %v", ErrTimeout, err)
 	}
-	var le *chromedp.LoadError
-	if errors.As(err, &le) {
-		if r.URL != "" && len(t.session.Blocked()) > blockedBefore {
-			return fmt.Errorf("%w (%s)", ErrBlockedURL, le.ErrorText)
-		}
-		return fmt.Errorf("%w: %s", ErrUnreachable, le.ErrorText)
-	}
 	return fmt.Errorf("%w: %v", ErrBrowser, err)
 }
 
-func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, fail context.CancelCauseFunc) (*Result, error) {
+// classify says why the main document did not load: ErrBlockedURL for a
+// target the egress refused, ErrTimeout for one that did not answer in
+// time, ErrBrowser when the egress itself failed, and ErrUnreachable for
+// the rest.
+func (e *loadError) classify() error {
+	if a := e.answer; a != nil {
+		return classifyAnswer(a)
+	}
+	// The host only: the URL's path and query may hold what the caller
+	// would not show to whoever has the image's address.
+	host := "the site"
+	if u, err := url.Parse(e.url); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	code := strings.TrimPrefix(e.errorText, "net::")
+	switch {
+	case code == "ERR_PROXY_CONNECTION_FAILED":
+		return fmt.Errorf("%w: the egress proxy could not be reached", ErrBrowser)
+	case code == "ERR_NAME_NOT_RESOLVED":
+		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
+	case code == "ERR_CONNECTION_REFUSED":
+		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
+	case code == "ERR_CONNECTION_RESET":
+		return fmt.Errorf("%w: connection reset by %s", ErrUnreachable, host)
+	case code == "ERR_CONNECTION_CLOSED", code == "ERR_EMPTY_RESPONSE":
+		return fmt.Errorf("%w: %s closed the connection without answering", ErrUnreachable, host)
+	case code == "ERR_TIMED_OUT", code == "ERR_CONNECTION_TIMED_OUT":
+		return fmt.Errorf("%w: %s did not answer in time", ErrTimeout, host)
+	case code == "ERR_TUNNEL_CONNECTION_FAILED":
+		return fmt.Errorf("%w: could not connect to %s", ErrUnreachable, host)
+	case strings.HasPrefix(code, "ERR_CERT_"):
+		return fmt.Errorf("%w: the TLS certificate of %s is not valid (%s)", ErrUnreachable, host, e.errorText)
+	case strings.HasPrefix(code, "ERR_SSL_"), strings.Contains(code, "_TLS_"):
+		return fmt.Errorf("%w: the TLS handshake with %s failed (%s)", ErrUnreachable, host, e.errorText)
+	case code == "":
+		return fmt.Errorf("%w: %s could not be loaded", ErrUnreachable, host)
+	}
+	return fmt.Errorf("%w: %s could not be loaded (%s)", ErrUnreachable, host, e.errorText)
+}
+
+// classifyAnswer says why the egress answered a main document itself.
+func classifyAnswer(a *egress.Failure) error {
+	host := a.Authority()
+	if host == "" {
+		host = "the requested host"
+	}
+	var ae *egress.AddressError
+	switch err := a.Err; {
+	case err == nil:
+		return fmt.Errorf("%w: the request for %s was not relayed", ErrUnreachable, host)
+	case errors.Is(err, egress.ErrClosed):
+		return fmt.Errorf("%w: the egress session closed", ErrBrowser)
+	case errors.As(err, &ae):
+		// The range only: the address a name resolves to is the
+		// deployment's network, not the caller's business.
+		name := hostname(host)
+		if !ae.Addr.IsValid() {
+			return fmt.Errorf("%w: %s is a %s", ErrBlockedURL, name, ae.Range)
+		}
+		if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
+			return fmt.Errorf("%w: %s is a %s address", ErrBlockedURL, name, ae.Range)
+		}
+		return fmt.Errorf("%w: %s resolves to a %s address", ErrBlockedURL, name, ae.Range)
+	case errors.Is(err, egress.ErrBlockedScheme):
+		if a.Connect {
+			return fmt.Errorf("%w: %s is not served over https", ErrBlockedURL, host)
+		}
+		return fmt.Errorf("%w: %s is not served to renders", ErrBlockedURL, host)
+	case errors.Is(err, egress.ErrInvalidHost):
+		if a.Host == "" {
+			return fmt.Errorf("%w: its host is not valid", ErrBlockedURL)
+		}
+		return fmt.Errorf("%w: %s is not a valid host", ErrBlockedURL, host)
+	case errors.Is(err, egress.ErrNotServed):
+		return fmt.Errorf("%w: %s serves no such document", ErrBlockedURL, hostname(host))
+	case errors.Is(err, egress.ErrResolve):
+		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("%w: connection reset by %s", ErrUnreachable, host)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("%w: no route to %s", ErrUnreachable, host)
+	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
+		if errors.Is(err, egress.ErrDial) {
+			return fmt.Errorf("%w: timed out connecting to %s", ErrTimeout, host)
+		}
+		return fmt.Errorf("%w: %s did not answer in time", ErrTimeout, host)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: %s closed the connection without answering", ErrUnreachable, host)
+	case errors.Is(err, egress.ErrDial):
+		return fmt.Errorf("%w: could not connect to %s", ErrUnreachable, host)
+	}
+	return fmt.Errorf("%w: %s sent no valid answer", ErrUnreachable, host)
+}
+
+// hostname is the host of a host:port.
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		if strings.IndexByte(h, ':') >= 0 {
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return hostport
+}
+
+// errReplaced is a capture the page replaced: it committed another document
+// while it was taken.
+var errReplaced = errors.New("the page replaced its document during the capture")
+
+func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, fail context.CancelCauseFunc) (*Result, error) {
 	deadline := time.Now().Add(r.MaxWait)
 	remaining := func() time.Duration {
 		if d := time.Until(deadline); d > 0 {
@@ -183,14 +304,23 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	}
 	t.origins["http://"+InternalHost] = true
 
-	if err := navigate(ctx, tg, target, remaining()); err != nil {
+	loader, err := navigate(ctx, tg, target, remaining())
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		return nil, docs.failedNavigation(loader, target, le.ErrorText)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// A page may navigate itself (a form that submits, a location change, a
 	// meta refresh) while the steps run: then wait for the new document and
-	// run them again, a bounded number of times.
+	// run them again, a bounded number of times. The last time, a capture
+	// the page replaced by a page of its own stands.
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, t, tg, r, blockedBefore, remaining, fail)
+		res, err := e.afterLoad(ctx, tg, r, docs, remaining, fail)
+		if errors.Is(err, errReplaced) && attempt == 2 {
+			return res, nil
+		}
 		if err == nil || attempt == 2 || !navigatedAway(err) {
 			return res, err
 		}
@@ -203,7 +333,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 // navigatedAway reports a step that failed because the page replaced its
 // document. DevTools says so only in its error text.
 func navigatedAway(err error) bool {
-	if errors.Is(err, errCaptureStalled) {
+	if errors.Is(err, errCaptureStalled) || errors.Is(err, errReplaced) {
 		return true
 	}
 	msg := err.Error()
@@ -259,16 +389,17 @@ func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
 // render_when_ready, ms_delay and full_screen's scrolling, and one that
 // waits for fonts and images and measures the clip. Without those options
 // both are the same evaluation.
-func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, blockedBefore int, remaining func() time.Duration,
+func (e *Engine) afterLoad(ctx context.Context, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
 	fail context.CancelCauseFunc) (*Result, error) {
 	// The steps wait for the page's main thread; a capture or a print may
 	// keep it busy for long on a big document, so they are not watched.
 	unwatch := watchBusy(ctx, tg, e.cfg.BusyLimit, fail)
 	defer unwatch()
-	if r.URL != "" {
-		if err := t.refusedDocument(ctx, tg, blockedBefore); err != nil {
-			return nil, err
-		}
+	// The document must be the site's (or the caller's HTML, or one it
+	// navigated to), not an error page Chromium or the egress made.
+	loader, err := docs.check(ctx, tg)
+	if err != nil {
+		return nil, err
 	}
 	var s script
 	if r.URL != "" {
@@ -334,7 +465,7 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 			return nil, err
 		}
 		res.Settled = settled
-		return res, nil
+		return res, recheck(ctx, tg, docs, loader, remaining())
 	}
 	clip, err := clipFor(ctx, tg, r, &s)
 	if err != nil {
@@ -346,7 +477,25 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 		return nil, err
 	}
 	res.Settled = settled
-	return res, nil
+	return res, recheck(ctx, tg, docs, loader, remaining())
+}
+
+// recheck looks at the main frame again once the output is taken: a
+// navigation the page started before or during it is waited for (within
+// wait), and the document it leaves must pass the check too. errReplaced
+// says that another document of the site's replaced the checked one.
+func recheck(ctx context.Context, tg *chromedp.Target, docs *documents, checked cdp.LoaderID, wait time.Duration) error {
+	if err := docs.settle(ctx, wait); err != nil {
+		return err
+	}
+	loader, err := docs.check(ctx, tg)
+	if err != nil {
+		return err
+	}
+	if loader != checked {
+		return errReplaced
+	}
+	return nil
 }
 
 // area says which part of the document becomes the image, for the settle
@@ -364,25 +513,6 @@ func (r *Request) area() (kind string, limit float64) {
 		return "content", 0
 	}
 	return "viewport", 0
-}
-
-// refusedDocument returns ErrBlockedURL when the main frame shows the
-// egress's refusal instead of a page: the egress answers a refused plain-http
-// request with a 403 of its own, which Chromium displays like any response,
-// so the URL of a URL render, or a redirect of it, that the egress refused
-// is the main frame's URL among the targets refused during this render.
-func (t *tab) refusedDocument(ctx context.Context, tg *chromedp.Target, blockedBefore int) error {
-	tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
-	if err != nil {
-		return err
-	}
-	current := tree.FrameTree.Frame.URL
-	for _, b := range t.session.Blocked()[blockedBefore:] {
-		if b.Target == current {
-			return fmt.Errorf("%w: %s: %v", ErrBlockedURL, current, b.Reason)
-		}
-	}
-	return nil
 }
 
 // emulation is the state the emulation commands set.
@@ -453,7 +583,7 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 // navigate loads target and waits for its load event, at most wait: then
 // the page is captured as it is, since max_wait_ms caps waiting. A document
 // that never started loading is an error.
-func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time.Duration) error {
+func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time.Duration) (cdp.LoaderID, error) {
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired)
@@ -466,15 +596,15 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 	}
 	res, err := cdp.Call(nctx, tg, page.Navigate, page.NavigateParams{URL: target})
 	if err != nil && nctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("%w: no response within max_wait_ms", ErrTimeout)
+		return "", fmt.Errorf("%w: no response within max_wait_ms", ErrTimeout)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if res.ErrorText != "" {
-		return &chromedp.LoadError{ErrorText: res.ErrorText}
+		return res.LoaderID, &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
-	return firstEvent(ctx, loaded)
+	return res.LoaderID, firstEvent(ctx, loaded)
 }
 
 // clipFor decides which part of the document becomes the image. The

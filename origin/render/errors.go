@@ -9,7 +9,7 @@ var (
 	ErrSelectorNotFound = errors.New("the selector matched no element")
 	ErrInvalidSelector  = errors.New("the selector is not valid CSS")
 	ErrNotReady         = errors.New("the page never called ScreenshotReady()")
-	ErrBlockedURL       = errors.New("the URL is not allowed: it resolves to a private, loopback or reserved address")
+	ErrBlockedURL       = errors.New("the URL is not allowed")
 	ErrTooLarge         = errors.New("the output exceeds its size limit")
 	ErrEmpty            = errors.New("the content has no visible size")
 	ErrPageMemory       = errors.New("the page used more memory than a render may")

@@ -32,7 +32,8 @@ type tab struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	session *egress.Session
-	org     string // "" until its first render
+	frame   cdp.FrameID // the main frame: the same for every document the tab loads
+	org     string      // "" until its first render
 	uses    int
 	broken  bool // interrupted or failed: never reused
 	closed  sync.Once
@@ -76,13 +77,18 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
 			return err
 		}
+		tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+		if err != nil {
+			return err
+		}
+		t.frame = tree.FrameTree.Frame.ID
 		// A page never writes to the server's disk.
 		if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: chromedp.FromContext(ctx).BrowserContextID,
 		}); err != nil {
 			return err
 		}
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript})
+		_, err = cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript})
 		return err
 	}))
 	if !stop() && err == nil {

@@ -125,6 +125,38 @@ func Charge(r kv.Reader, b kv.Batch, o *org.Org, now time.Time, credits int64) (
 	return used + credits, nil
 }
 
+// Refund gives back credits that Charge added at chargedAt: it takes them
+// off that moment's period and its hour, day and month buckets, in batch b
+// after reading r. A counter it brings to zero is removed, so a charge and
+// its refund leave the store as it was. The caller holds the
+// organization's write lock until b is committed, as for Charge.
+func Refund(r kv.Reader, b kv.Batch, o *org.Org, chargedAt time.Time, credits int64) error {
+	if credits <= 0 {
+		return nil
+	}
+	chargedAt = chargedAt.UTC()
+	for _, k := range [][]byte{
+		periodKey(o.ID, PeriodAt(o, chargedAt).Start),
+		bucketKey(o.ID, "hour", chargedAt.Format("2006-01-02T15")),
+		bucketKey(o.ID, "day", chargedAt.Format("2006-01-02")),
+		bucketKey(o.ID, "month", chargedAt.Format("2006-01")),
+	} {
+		n, err := read(r, k)
+		if err != nil {
+			return err
+		}
+		if n <= credits {
+			err = b.Delete(k)
+		} else {
+			err = b.Put(k, encode(n-credits))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Report is the body of GET /v1/usage.
 type Report struct {
 	Data             Buckets        `json:"data"`
