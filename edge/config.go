@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 )
 
 // Config configures the edge tier.
@@ -31,16 +32,45 @@ type Config struct {
 	Standalone bool
 	// Listener, when set, is used instead of listening on Addr.
 	Listener net.Listener
+
+	// MaxConns bounds the client connections open at once; one more is
+	// answered 503 (standard body, Retry-After) and closed at once.
+	MaxConns int
+	// MaxConnsPerIP bounds the connections of one client address; one more
+	// is answered 429 and closed. 0 means no per-address limit.
+	MaxConnsPerIP int
+	// HeaderTimeout bounds the time from a request's first byte (a new
+	// connection's accept, for its first request) to the end of its
+	// headers: a slower client gets 408 and is closed.
+	HeaderTimeout time.Duration
+	// BodyGrace and BodyMinRate bound a request body's upload: after
+	// BodyGrace, the body must have arrived at BodyMinRate bytes per second
+	// on average since its headers, or it gets 408 and is closed.
+	BodyGrace   time.Duration
+	BodyMinRate int64
+	// IdleTimeout bounds the wait for the next request on a keep-alive
+	// connection.
+	IdleTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults of the operator contract.
 func DefaultConfig() Config {
 	return Config{
-		Addr:      "127.0.0.1:8080",
-		OriginURL: "http://127.0.0.1:8081",
-		CacheDir:  "./data/edge-cache",
-		CacheMem:  256 << 20,
-		CacheDisk: 8 << 30,
+		Addr:          "127.0.0.1:8080",
+		OriginURL:     "http://127.0.0.1:8081",
+		CacheDir:      "./data/edge-cache",
+		CacheMem:      256 << 20,
+		CacheDisk:     8 << 30,
+		MaxConns:      4_096,
+		MaxConnsPerIP: 1_000,
+		HeaderTimeout: 10 * time.Second,
+		BodyGrace:     10 * time.Second,
+		// 4 KiB/s (32 kbit/s) is below any mobile uplink still in service:
+		// a 7 MiB body (the largest the origin takes) at that rate takes
+		// 30 minutes, and a 2G/EDGE upload (≥ 50 kbit/s) passes. A client
+		// must keep sending to keep its connection.
+		BodyMinRate: 4 << 10,
+		IdleTimeout: 2 * time.Minute,
 	}
 }
 
@@ -67,6 +97,24 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheDisk < 4<<20 {
 		return fmt.Errorf("--cache-disk %d: want at least 4 MiB", c.CacheDisk)
+	}
+	if c.MaxConns < 1 {
+		return fmt.Errorf("--max-conns %d: want at least 1", c.MaxConns)
+	}
+	if c.MaxConnsPerIP < 0 || c.MaxConnsPerIP > c.MaxConns {
+		return fmt.Errorf("--max-conns-per-ip %d: want 0 (no limit) to --max-conns (%d)", c.MaxConnsPerIP, c.MaxConns)
+	}
+	if c.HeaderTimeout <= 0 {
+		return fmt.Errorf("--header-timeout %v: want a positive duration", c.HeaderTimeout)
+	}
+	if c.BodyGrace < 0 {
+		return fmt.Errorf("--body-grace %v: want 0 or more", c.BodyGrace)
+	}
+	if c.BodyMinRate < 1 || c.BodyMinRate > 1<<30 {
+		return fmt.Errorf("--body-min-rate %d: want 1 byte to 1 GiB per second", c.BodyMinRate)
+	}
+	if c.IdleTimeout <= 0 {
+		return errors.New("IdleTimeout must be positive")
 	}
 	return nil
 }

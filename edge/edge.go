@@ -9,6 +9,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +37,6 @@ type Edge struct {
 	flights  singleflight.Group
 	sub      *edgesync.Subscriber
 	server   *fasthttp.Server
-	ln       net.Listener
 	served   chan error
 	ready    atomic.Bool
 	stopSub  context.CancelFunc
@@ -45,12 +46,25 @@ type Edge struct {
 	metrics  edgeMetrics
 	idPrefix []byte
 	idSeq    atomic.Uint64
+
+	lnMu sync.Mutex
+	ln   *listener // set by Start
+
+	// base is the context every relay and fill derives from; Stop cancels
+	// it once the drain is over.
+	base     context.Context
+	cancel   context.CancelFunc
+	inflight inflight
+
+	// prefetchTimeout bounds the body bytes fasthttp reads before the
+	// handler (8 KiB at most): BodyGrace plus their time at BodyMinRate.
+	prefetchTimeout time.Duration
 }
 
 type edgeMetrics struct {
 	hitsL1, hitsL2, misses, fetches prometheus.Counter
 	bytes                           prometheus.Counter
-	forwarded                       *prometheus.CounterVec
+	forwarded, refused              *prometheus.CounterVec
 	transform                       prometheus.Histogram
 }
 
@@ -59,11 +73,13 @@ func New(cfg Config) (*Edge, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	fwd, err := forward.New(cfg.OriginURL)
+	fwd, err := forward.New(forward.Config{Origin: cfg.OriginURL, BodyGrace: cfg.BodyGrace, BodyMinRate: cfg.BodyMinRate})
 	if err != nil {
 		return nil, err
 	}
 	e := &Edge{cfg: cfg, fwd: fwd, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-")}
+	e.base, e.cancel = context.WithCancel(context.Background())
+	e.prefetchTimeout = cfg.BodyGrace + time.Duration(float64(prefetchBytes)/float64(cfg.BodyMinRate)*float64(time.Second))
 	cc := cache.DefaultConfig()
 	cc.Dir, cc.MemBytes, cc.DiskBytes, cc.Registerer = cfg.CacheDir, cfg.CacheMem, cfg.CacheDisk, e.registry
 	cc.MaxEntryBytes = min(cc.MaxEntryBytes, cc.DiskBytes/4)
@@ -87,11 +103,22 @@ func New(cfg Config) (*Edge, error) {
 		bytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "pictor_edge_served_bytes_total", Help: "Body bytes served from the cache."}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_forwarded_total",
 			Help: "Requests relayed to the origin, by status code."}, []string{"code"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_connections_refused_total",
+			Help: "Connections answered at once and closed: at --max-conns (limit), at --max-conns-per-ip (per_ip), out of file descriptors (descriptors)."},
+			[]string{"reason"}),
 		transform: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pictor_edge_transform_duration_seconds",
 			Help: "Time to make a transformed rendition.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 	}
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pictor_edge_connections_open", Help: "Client connections open."},
+		func() float64 {
+			if ln := e.listener(); ln != nil {
+				return float64(ln.open())
+			}
+			return 0
+		})
 	e.registry.MustRegister(e.metrics.hitsL1, e.metrics.hitsL2, e.metrics.misses, e.metrics.fetches, e.metrics.bytes,
-		e.metrics.forwarded, e.metrics.transform, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		e.metrics.forwarded, e.metrics.refused, e.metrics.transform, open,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	e.scrape = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{}))
 	e.server = &fasthttp.Server{
 		Handler: e.handle,
@@ -103,18 +130,44 @@ func New(cfg Config) (*Edge, error) {
 		ErrorHandler:      requestError,
 		// Headers and a typical image go out in one write: with fasthttp's
 		// default 4 KiB, a 25 KB JPEG took two syscalls.
-		WriteBufferSize:              64 << 10,
-		IdleTimeout:                  2 * time.Minute,
-		ReadTimeout:                  5 * time.Minute,
+		WriteBufferSize: 64 << 10,
+		// ReadTimeout runs from a request's first byte (a connection's
+		// accept, for its first request) to the end of its headers; a body
+		// gets its own deadlines (headerReceived, then the forwarder's
+		// minimum rate).
+		ReadTimeout:    cfg.HeaderTimeout,
+		IdleTimeout:    cfg.IdleTimeout,
+		HeaderReceived: e.headerReceived,
+		// The listener admits at most MaxConns and answers the next one
+		// with the standard body; fasthttp's own limit (plain text) is a
+		// backstop it never reaches: a connection leaves the listener's
+		// count at Close, a moment before its worker is free again.
+		Concurrency:                  2 * cfg.MaxConns,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
-		Logger:                       fasthttpLogger{},
+		// fasthttp's error logs otherwise quote the request's bytes,
+		// credentials included.
+		SecureErrorLogMessage: true,
+		Logger:                fasthttpLogger{},
 	}
 	return e, nil
 }
 
 // readBufferSize bounds a request's line and headers.
 const readBufferSize = 16 << 10
+
+// prefetchBytes is what fasthttp reads of a streamed body before the
+// handler runs.
+const prefetchBytes = 8 << 10
+
+// headerReceived gives a request with a body the time to send the part
+// fasthttp reads ahead; the header deadline would otherwise apply to it.
+func (e *Edge) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if hasBody(h) {
+		return fasthttp.RequestConfig{ReadTimeout: e.prefetchTimeout}
+	}
+	return fasthttp.RequestConfig{}
+}
 
 // requestError answers a request fasthttp could not read, with the
 // standard error body instead of fasthttp's plain text.
@@ -134,18 +187,37 @@ func requestError(ctx *fasthttp.RequestCtx, err error) {
 
 // Addr returns the listen address, once started.
 func (e *Edge) Addr() string {
-	if e.ln == nil {
-		return e.cfg.Addr
+	if ln := e.listener(); ln != nil {
+		return ln.Addr().String()
 	}
-	return e.ln.Addr().String()
+	return e.cfg.Addr
+}
+
+func (e *Edge) listener() *listener {
+	e.lnMu.Lock()
+	defer e.lnMu.Unlock()
+	return e.ln
 }
 
 // syncWait bounds how long a starting edge waits to catch up with the
 // origin's purges before it serves anyway (the origin may be down).
 const syncWait = 10 * time.Second
 
+// fdHeadroom is what the edge leaves of its open-file limit to files and
+// connections to the origin when it compares the limit with MaxConns.
+const fdHeadroom = 256
+
 // Start catches up with the origin's purge log, then begins serving.
 func (e *Edge) Start(ctx context.Context) error {
+	if soft, hard, err := raiseOpenFileLimit(); err != nil {
+		slog.WarnContext(ctx, "edge cannot raise its open-file limit", "error", err)
+	} else {
+		slog.InfoContext(ctx, "edge open-file limit", "limit", soft, "hard_limit", hard)
+		if uint64(e.cfg.MaxConns)+fdHeadroom > soft {
+			slog.WarnContext(ctx, "the open-file limit is below --max-conns: past it new connections are answered 503",
+				"limit", soft, "max_conns", e.cfg.MaxConns)
+		}
+	}
 	if e.sub != nil {
 		subCtx, cancel := context.WithCancel(context.Background())
 		e.stopSub, e.subDone = cancel, make(chan struct{})
@@ -159,47 +231,109 @@ func (e *Edge) Start(ctx context.Context) error {
 	} else if e.cfg.Standalone {
 		slog.Warn("edge has no edge token: it cannot hear purges, so it caches nothing and relays every request")
 	}
-	ln := e.cfg.Listener
-	if ln == nil {
+	inner := e.cfg.Listener
+	if inner == nil {
 		var err error
-		if ln, err = net.Listen("tcp", e.cfg.Addr); err != nil {
+		if inner, err = net.Listen("tcp", e.cfg.Addr); err != nil {
 			return fmt.Errorf("edge listen %s: %w", e.cfg.Addr, err)
 		}
 	}
+	ln := newListener(inner, e.cfg.MaxConns, e.cfg.MaxConnsPerIP, e.metrics.refused)
+	e.lnMu.Lock()
 	e.ln = ln
+	e.lnMu.Unlock()
 	e.served = make(chan error, 1)
-	go func() { e.served <- e.server.Serve(ln) }()
+	go func() {
+		err := e.server.Serve(ln)
+		if err != nil {
+			slog.Error("edge stopped accepting connections", "error", err)
+		}
+		e.served <- err
+	}()
 	e.ready.Store(true)
 	slog.InfoContext(ctx, "edge listening", "addr", e.Addr(), "origin", e.cfg.OriginURL)
 	return nil
 }
 
-// Stop stops accepting, lets in-flight requests finish, stops following
-// purges and closes the cache. It is safe after a partial start.
+// Bounds of Stop.
+const (
+	// defaultDrain is how long Stop lets requests finish when its context
+	// has no deadline.
+	defaultDrain = 30 * time.Second
+	// forceWait is how long Stop waits, after the drain, for the handlers
+	// of the connections it closed to return.
+	forceWait = 2 * time.Second
+)
+
+// Stop stops accepting and lets in-flight requests finish until ctx ends
+// (30 s if it has no deadline). Then it cancels whatever is still relayed
+// to the origin or filling the cache, closes every connection left (a
+// client sending a request slowly, a response still streaming), logs at
+// warn what it cut off, and waits at most forceWait for their handlers.
+// It stops following purges and closes the cache, unless a handler still
+// runs (then it reports an error and leaves the cache open). It is safe
+// after a partial start and returns within ctx's deadline plus forceWait
+// and the time to close the cache.
 func (e *Edge) Stop(ctx context.Context) error {
 	e.ready.Store(false)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultDrain)
+		defer cancel()
+	}
 	var errs []error
-	if e.ln != nil {
-		if err := e.server.ShutdownWithContext(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("drain edge: %w", err))
+	handlersDone := true
+	if e.served != nil {
+		began := time.Now()
+		drainErr := e.server.ShutdownWithContext(ctx)
+		if ctx.Err() != nil {
+			if err := e.force(time.Since(began)); err != nil {
+				errs = append(errs, err)
+				handlersDone = false
+			}
+		} else if drainErr != nil {
+			errs = append(errs, fmt.Errorf("drain edge: %w", drainErr))
 		}
 		if err := <-e.served; err != nil {
 			errs = append(errs, err)
 		}
-		e.ln = nil
+		e.served = nil
 	}
+	e.cancel()
 	if e.stopSub != nil {
 		e.stopSub()
 		<-e.subDone
 		e.stopSub = nil
 	}
 	e.fwd.Close()
-	if e.cache != nil {
+	if e.cache != nil && handlersDone {
 		if err := e.cache.Close(); err != nil && !errors.Is(err, cache.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// force ends what the drain left: it cancels relays and fills, closes the
+// connections and waits at most forceWait for their handlers to return.
+func (e *Edge) force(drained time.Duration) error {
+	ln := e.listener()
+	inFlight := e.inflight.attr(time.Now())
+	// Connections first: a canceled relay would otherwise answer its client
+	// 503 on a connection about to close.
+	closed := ln.closeAll()
+	e.cancel()
+	slog.Warn("edge drain timed out: closed the connections left and canceled the requests in flight",
+		"drain", drained.Round(time.Millisecond).String(), "connections", closed, inFlight)
+	select {
+	case <-ln.waitEmpty():
+		return nil
+	case <-time.After(forceWait):
+		left := ln.open()
+		slog.Warn("edge handlers still running after their connections were closed; the cache is left open",
+			"connections", left, e.inflight.attr(time.Now()))
+		return fmt.Errorf("stop edge: %d connections still served %v after they were closed", left, forceWait)
+	}
 }
 
 var (
@@ -217,21 +351,41 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetBytesKV(hdrRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
 		rid = ctx.Response.Header.PeekBytes(hdrRequestID)
 	}
+	if problem := framingProblem(&ctx.Request.Header); problem != "" {
+		// The bytes after it may be the rest of a body: none is a request.
+		ctx.SetConnectionClose()
+		forward.WriteError(ctx, apierr.BadRequest("Malformed HTTP request: %s", problem))
+		return
+	}
 	path := ctx.Path()
 	switch {
 	case bytes.Equal(path, pathHealthz):
 		e.healthz(ctx)
+		closeIfUnread(ctx)
 		return
 	case bytes.Equal(path, pathMetrics):
 		e.scrape(ctx)
+		closeIfUnread(ctx)
 		return
 	case e.caching() && (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
 		if e.serveImage(ctx, rid) {
+			closeIfUnread(ctx)
 			return
 		}
 	}
-	e.fwd.Forward(ctx, string(rid))
+	token := e.inflight.begin(string(rid), string(ctx.Method()), string(path))
+	e.fwd.Forward(e.base, ctx, string(rid), func() { e.inflight.end(token) })
 	e.metrics.forwarded.WithLabelValues(strconv.Itoa(ctx.Response.StatusCode())).Inc()
+}
+
+// closeIfUnread closes the connection after a request answered without
+// reading its body: the rest of the body (fasthttp reads at most 8 KiB of
+// one ahead, and nothing of a chunked one) would be read as the next
+// request.
+func closeIfUnread(ctx *fasthttp.RequestCtx) {
+	if hasBody(&ctx.Request.Header) {
+		ctx.SetConnectionClose()
+	}
 }
 
 // caching reports whether the edge may answer from its cache: it needs a
@@ -254,12 +408,19 @@ func validRequestID(id []byte) bool {
 func (e *Edge) healthz(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	if !e.ready.Load() {
+	switch {
+	case !e.ready.Load():
 		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 		ctx.SetBodyString(`{"status":"starting"}` + "\n")
-		return
+	case e.listener() != nil && e.listener().overloaded():
+		// Out of file descriptors, or at --max-conns: new connections are
+		// being refused.
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.Response.Header.Set("Retry-After", retryAfterValue)
+		ctx.SetBodyString(`{"status":"overloaded"}` + "\n")
+	default:
+		ctx.SetBodyString(`{"status":"ok"}` + "\n")
 	}
-	ctx.SetBodyString(`{"status":"ok"}` + "\n")
 }
 
 // Purges, as the purge channel or an origin in the same process deliver them.
@@ -276,9 +437,16 @@ func (e *Edge) PurgeTag(tag string) (int, error) { return e.cache.PurgeTag(tag) 
 // PurgeAll drops the whole cache (an edge that fell off the purge log).
 func (e *Edge) PurgeAll() error { return e.cache.PurgeAll() }
 
-// fasthttpLogger routes fasthttp's own messages to slog.
+// fasthttpLogger routes fasthttp's own messages to slog. A connection that
+// ended in a client's error (closed mid-request, malformed) is the client's
+// doing, answered already: debug, or a flood of such clients would flood
+// the log.
 type fasthttpLogger struct{}
 
 func (fasthttpLogger) Printf(format string, args ...any) {
-	slog.Warn("fasthttp", "detail", fmt.Sprintf(format, args...))
+	level := slog.LevelWarn
+	if strings.HasPrefix(format, "error when serving connection ") {
+		level = slog.LevelDebug
+	}
+	slog.Log(context.Background(), level, "fasthttp", "detail", fmt.Sprintf(format, args...))
 }

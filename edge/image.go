@@ -71,9 +71,15 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		}
 		return false // anything else: the origin decides
 	}
-	id, ext := rest, []byte(nil)
+	id, ext, dotted := rest, []byte(nil), false
 	if i := bytes.IndexByte(rest, '.'); i >= 0 {
-		id, ext = rest[:i], rest[i+1:]
+		id, ext, dotted = rest[:i], rest[i+1:], true
+	}
+	if dotted && validID(id) && (len(ext) == 0 || bytes.IndexByte(ext, '.') >= 0) {
+		// "<id>." or "<id>..png" names no format: ParseFormat would read
+		// the empty extension as none (PNG). The origin answers 404 too.
+		forward.WriteError(ctx, apierr.NotFound("Image not found"))
+		return true
 	}
 	format, ok := transform.ParseFormat(string(ext))
 	if !ok || !validID(id) {
@@ -89,7 +95,9 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	ent, level, hit := e.cache.Get(kb.b)
 	if !hit {
 		e.metrics.misses.Inc()
+		token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
 		ent, err = e.fill(ctx, string(kb.b), string(id), format, opts, requestID)
+		e.inflight.end(token)
 		if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
 			return false // streamed through instead
 		}
@@ -346,7 +354,7 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 		}
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.base, 30*time.Second)
 	defer cancel()
 	out, err := transform.Apply(ctx, master.Body, opts, format)
 	e.metrics.transform.Observe(time.Since(start).Seconds())
@@ -365,7 +373,7 @@ func etagOf(b []byte) string {
 // fetch GETs path from the origin and turns a 200 into an entry.
 func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	e.metrics.fetches.Inc()
-	req, err := http.NewRequest(http.MethodGet, e.cfg.OriginURL+path, nil)
+	req, err := http.NewRequestWithContext(e.base, http.MethodGet, e.cfg.OriginURL+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -420,9 +428,11 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 	key := string(kb.b)
 	rid := string(requestID)
 	path := string(uri.RequestURI())
+	token := e.inflight.begin(rid, string(ctx.Method()), string(uri.Path()))
 	ent, err := e.flight(key, func() (*cache.Entry, error) {
 		return e.fetch(path, rid, "", "") // the origin names the purge tag
 	})
+	e.inflight.end(token)
 	if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
 		return false
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/pictorhq/pictor/edge"
 )
 
 // flagSet is a flag.FlagSet whose flags also read PICTOR_* environment
@@ -62,3 +64,19 @@ func (fs *flagSet) require(names ...string) error {
 }
 
 func osGetenv(k string) string { return os.Getenv(k) }
+
+// registerEdgeLimits registers the edge's connection and slow-client
+// limits, which serve and edge share, on cfg.
+func registerEdgeLimits(fs *flagSet, cfg *edge.Config) {
+	def := edge.DefaultConfig()
+	fs.IntVar(&cfg.MaxConns, "max-conns", def.MaxConns,
+		"client connections the edge holds at once; one more is answered 503 and closed")
+	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", def.MaxConnsPerIP,
+		"client connections from one address; one more is answered 429 and closed (0: no limit)")
+	fs.DurationVar(&cfg.HeaderTimeout, "header-timeout", def.HeaderTimeout,
+		"time from a request's first byte to the end of its headers; a slower client gets 408")
+	fs.DurationVar(&cfg.BodyGrace, "body-grace", def.BodyGrace,
+		"time a request body may take before --body-min-rate applies")
+	fs.Int64Var(&cfg.BodyMinRate, "body-min-rate", def.BodyMinRate,
+		"bytes per second a request body must average after --body-grace; a slower client gets 408")
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/pictorhq/pictor/edge"
@@ -15,8 +16,18 @@ import (
 	"github.com/pictorhq/pictor/origin/logging"
 )
 
-// shutdownGrace bounds how long in-flight requests may take to finish.
-const shutdownGrace = 30 * time.Second
+// shutdownGrace bounds how long in-flight requests may take to finish;
+// stopBound is what the components may take past it to stop (the edge
+// closes what is left and waits for its handlers, the stores close) before
+// serveUntilDone gives up on them and returns. Variables for tests.
+var (
+	shutdownGrace = 30 * time.Second
+	stopBound     = 5 * time.Second
+)
+
+// relayMargin is what the origin of serve adds to the edge's body grace:
+// the relay's delay between the two.
+const relayMargin = 5 * time.Second
 
 func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
 
@@ -69,6 +80,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("serve", e.stderr, e.getenv)
 	var t tierFlags
 	def := edge.DefaultConfig()
+	limits := def
 	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key, caches)")
 	fs.StringVar(&t.addr, "addr", "127.0.0.1:8080", "public listen address (edge)")
 	fs.StringVar(&t.originAddr, "origin-addr", "127.0.0.1:8081", "internal listen address (origin)")
@@ -80,6 +92,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges (default: <data-dir>/edge.token)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
+	registerEdgeLimits(fs, &limits)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -105,7 +118,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	ocfg.Addr = originLn.Addr().String()
 	ocfg.Listener = originLn
 	ocfg.PublicURL = publicURL
-	ecfg := def
+	ecfg := limits
 	ecfg.Addr = edgeLn.Addr().String()
 	ecfg.Listener = edgeLn
 	ecfg.OriginURL = "http://" + originLn.Addr().String()
@@ -115,6 +128,16 @@ func runServe(ctx context.Context, args []string, e env) error {
 	ecfg.CacheDir = t.cacheDir
 	if ecfg.CacheDir == "" {
 		ecfg.CacheDir = filepath.Join(t.dataDir, "edge-cache")
+	}
+	// The origin behind this edge must be the more lenient with bodies,
+	// since the edge relays what it reads as it reads it (origin.Config).
+	ocfg.BodyGrace = ecfg.BodyGrace + relayMargin
+	ocfg.BodyMinRate = ecfg.BodyMinRate
+	// A bad edge setting fails before the origin starts.
+	if err := ecfg.Validate(); err != nil {
+		edgeLn.Close()
+		originLn.Close()
+		return err
 	}
 
 	o, err := origin.New(ocfg)
@@ -143,6 +166,8 @@ type component interface {
 
 // serveUntilDone starts the components in order, prints announce and
 // waits for ctx; then it stops them in reverse order within shutdownGrace.
+// It returns within shutdownGrace + stopBound whatever the components do:
+// one still stopping then is reported, and left to the process's exit.
 func serveUntilDone(ctx context.Context, e env, announce string, comps ...component) error {
 	var err error
 	for _, c := range comps {
@@ -162,10 +187,27 @@ func serveUntilDone(ctx context.Context, e env, announce string, comps ...compon
 		errs = append(errs, err)
 	}
 	// Stop everything New created, started or not, newest first.
-	for i := len(comps) - 1; i >= 0; i-- {
-		if serr := comps[i].Stop(stopCtx); serr != nil {
-			errs = append(errs, serr)
+	var current atomic.Int32 // the component being stopped
+	stopped := make(chan []error, 1)
+	go func() {
+		var errs []error
+		for i := len(comps) - 1; i >= 0; i-- {
+			current.Store(int32(i))
+			if serr := comps[i].Stop(stopCtx); serr != nil {
+				errs = append(errs, serr)
+			}
 		}
+		stopped <- errs
+	}()
+	limit := time.NewTimer(shutdownGrace + stopBound)
+	defer limit.Stop()
+	select {
+	case serrs := <-stopped:
+		errs = append(errs, serrs...)
+	case <-limit.C:
+		what := fmt.Sprintf("%T", comps[current.Load()])
+		slog.Error("shutdown did not finish in time; giving up", "stopping", what, "limit", shutdownGrace+stopBound)
+		errs = append(errs, fmt.Errorf("shutdown: %s still stopping after %v", what, shutdownGrace+stopBound))
 	}
 	return errors.Join(errs...)
 }
@@ -184,6 +226,7 @@ func runEdge(ctx context.Context, args []string, e env) error {
 	fs.Int64Var(&cfg.CacheMem, "cache-mem", def.CacheMem, "memory cache size in bytes")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL of image URLs (default http://<addr>)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	registerEdgeLimits(fs, &cfg)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -220,6 +263,17 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.edgeToken, "edge-token", "", "token edges present on the purge channel (default: <data-dir>/edge.token)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
+	def := origin.DefaultConfig()
+	var limits struct {
+		header, grace time.Duration
+		rate          int64
+	}
+	fs.DurationVar(&limits.header, "header-timeout", def.HeaderTimeout,
+		"time from a request's first byte to the end of its headers; a slower client gets 408")
+	fs.DurationVar(&limits.grace, "body-grace", def.BodyGrace,
+		"time a request body may take before --body-min-rate applies (behind an edge: at least the edge's plus 5s)")
+	fs.Int64Var(&limits.rate, "body-min-rate", def.BodyMinRate,
+		"bytes per second a request body must average after --body-grace (behind an edge: at most the edge's)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -231,6 +285,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("--addr %s: %w", t.addr, err)
 	}
 	cfg := t.originConfig(e)
+	cfg.HeaderTimeout, cfg.BodyGrace, cfg.BodyMinRate = limits.header, limits.grace, limits.rate
 	cfg.Addr = ln.Addr().String()
 	cfg.Listener = ln
 	if cfg.PublicURL == "" {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -25,18 +26,50 @@ var hopByHop = map[string]bool{
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// Config configures a Forwarder.
+type Config struct {
+	// Origin is the origin's base URL.
+	Origin string
+	// BodyGrace and BodyMinRate bound a request body's upload: after
+	// BodyGrace from the start of the relay, the body must have arrived at
+	// BodyMinRate bytes per second on average, or the client gets 408.
+	BodyGrace   time.Duration
+	BodyMinRate int64
+}
+
+// DefaultConfig returns a Config without an origin and the edge's body limits.
+func DefaultConfig() Config {
+	return Config{BodyGrace: 10 * time.Second, BodyMinRate: 4 << 10}
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("origin URL %q: want an absolute http(s) URL", c.Origin)
+	}
+	if c.BodyGrace < 0 {
+		return fmt.Errorf("body grace %v: want 0 or more", c.BodyGrace)
+	}
+	if c.BodyMinRate < 1 {
+		return fmt.Errorf("body minimum rate %d: want at least 1 byte per second", c.BodyMinRate)
+	}
+	return nil
+}
+
 // Forwarder relays requests to one origin.
 type Forwarder struct {
+	cfg    Config
 	origin *url.URL
 	client *http.Client
 }
 
 // New returns a Forwarder to the origin base URL.
-func New(origin string) (*Forwarder, error) {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("origin URL %q: want an absolute http(s) URL", origin)
+func New(cfg Config) (*Forwarder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	u, _ := url.Parse(cfg.Origin)
 	transport := &http.Transport{
 		Proxy:                 nil, // never relay through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -47,6 +80,7 @@ func New(origin string) (*Forwarder, error) {
 		ResponseHeaderTimeout: 0,    // renders may take long; the origin enforces its own deadlines
 	}
 	return &Forwarder{
+		cfg:    cfg,
 		origin: u,
 		client: &http.Client{
 			Transport:     transport,
@@ -61,40 +95,73 @@ func (f *Forwarder) Client() *http.Client { return f.client }
 // Close releases idle connections.
 func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 
-// Forward relays ctx's request to the origin and streams the response into
-// ctx. requestID is sent as X-Request-Id.
-func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, requestID string) {
-	up := newUpload()
-	req, err := f.newRequest(ctx, requestID, up)
+// Forward relays rc's request to the origin and streams the response into
+// rc. requestID is sent as X-Request-Id. ctx bounds the relay: when it
+// ends, the origin request is abandoned (the edge's shutdown). done, if
+// not nil, runs once the relay is over: after the response body has been
+// streamed, which may be after Forward returns.
+//
+// A request body the client does not deliver whole (malformed chunks, a
+// connection closed early, slower than the minimum rate) is answered 400 or
+// 408 and the connection is closed: what follows on it cannot be told
+// apart from the body.
+func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, requestID string, done func()) {
+	up := newUpload(rc.Conn(), f.cfg.BodyGrace, f.cfg.BodyMinRate, done)
+	streaming := false
+	defer func() {
+		if !streaming {
+			up.finish()
+		}
+	}()
+	req, err := f.newRequest(ctx, rc, requestID, up)
 	if err != nil {
-		WriteError(ctx, apierr.BadRequest("Malformed request"))
+		rc.SetConnectionClose() // the body, if any, was not read
+		WriteError(rc, apierr.BadRequest("Malformed request"))
 		return
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
-		up.finish(ctx.Conn())
-		slog.Warn("origin request failed", "request_id", requestID, "error", err)
-		if errors.Is(err, context.DeadlineExceeded) {
-			WriteError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
-			return
+		up.finish()
+	}
+	if bodyErr := up.failure(); bodyErr != nil {
+		if err == nil { // the origin answered first; the client's error wins
+			resp.Body.Close()
 		}
-		WriteError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
+		rc.SetConnectionClose()
+		slog.Info("request body unreadable", "request_id", requestID, "error", bodyErr.Cause)
+		WriteError(rc, bodyErr)
+		return
+	}
+	if err != nil {
+		if !up.complete() {
+			rc.SetConnectionClose() // the rest of the body is still on the connection
+		}
+		switch {
+		case ctx.Err() != nil:
+			WriteError(rc, apierr.New(http.StatusServiceUnavailable, "The edge is shutting down").WithHeader("Retry-After", "1"))
+		case errors.Is(err, context.DeadlineExceeded):
+			slog.Warn("origin request failed", "request_id", requestID, "error", err)
+			WriteError(rc, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
+		default:
+			slog.Warn("origin request failed", "request_id", requestID, "error", err)
+			WriteError(rc, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
+		}
 		return
 	}
 	if !up.complete() {
 		// The origin answered before the upload ended: the rest of the body
 		// is still on the connection, which therefore cannot carry another
 		// request.
-		ctx.SetConnectionClose()
+		rc.SetConnectionClose()
 	}
-	f.writeResponse(ctx, resp, up)
+	streaming = f.writeResponse(rc, resp, up)
 }
 
-func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string, up *upload) (*http.Request, error) {
+func (f *Forwarder) newRequest(ctx context.Context, rc *fasthttp.RequestCtx, requestID string, up *upload) (*http.Request, error) {
 	target := *f.origin
-	target.Path = strings.TrimRight(f.origin.Path, "/") + string(ctx.Path())
+	target.Path = strings.TrimRight(f.origin.Path, "/") + string(rc.Path())
 	target.RawPath = ""
-	uri := ctx.URI()
+	uri := rc.URI()
 	// Keep the path exactly as the client encoded it.
 	if raw := string(uri.PathOriginal()); raw != "" {
 		if i := strings.IndexByte(raw, '?'); i >= 0 {
@@ -105,23 +172,24 @@ func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string, up *u
 	target.RawQuery = string(uri.QueryString())
 
 	var body io.Reader
-	contentLength := int64(ctx.Request.Header.ContentLength())
+	contentLength := int64(rc.Request.Header.ContentLength())
 	switch {
 	case contentLength > 0 || contentLength == -1: // -1: chunked
-		up.src = ctx.RequestBodyStream()
+		up.src = rc.RequestBodyStream()
 		if up.src == nil {
-			up.src = bytes.NewReader(ctx.Request.Body())
+			up.src = bytes.NewReader(rc.Request.Body())
 		}
+		up.length = contentLength
 		body = up
 	default:
 		contentLength = 0
 	}
-	req, err := http.NewRequestWithContext(context.Background(), string(ctx.Method()), target.String(), body)
+	req, err := http.NewRequestWithContext(ctx, string(rc.Method()), target.String(), body)
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength = contentLength
-	for key, value := range ctx.Request.Header.All() {
+	for key, value := range rc.Request.Header.All() {
 		k := string(key)
 		if hopByHop[http.CanonicalHeaderKey(k)] || strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") ||
 			strings.EqualFold(k, "Expect") { // the edge already answered 100-continue
@@ -130,23 +198,25 @@ func (f *Forwarder) newRequest(ctx *fasthttp.RequestCtx, requestID string, up *u
 		req.Header.Add(k, string(value))
 	}
 	req.Header.Set("X-Request-Id", requestID)
-	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
-	clientIP := ctx.RemoteIP().String()
+	req.Header.Set("X-Forwarded-Host", string(rc.Host()))
+	clientIP := rc.RemoteIP().String()
 	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
 		clientIP = prior + ", " + clientIP
 	}
 	req.Header.Set("X-Forwarded-For", clientIP)
 	proto := "http"
-	if ctx.IsTLS() {
+	if rc.IsTLS() {
 		proto = "https"
 	}
 	req.Header.Set("X-Forwarded-Proto", proto)
 	return req, nil
 }
 
-func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response, up *upload) {
-	ctx.SetStatusCode(resp.StatusCode)
-	h := &ctx.Response.Header
+// writeResponse relays resp into rc; it reports whether its body streams
+// (download.Close ends the upload then).
+func (f *Forwarder) writeResponse(rc *fasthttp.RequestCtx, resp *http.Response, up *upload) bool {
+	rc.SetStatusCode(resp.StatusCode)
+	h := &rc.Response.Header
 	h.Del("Content-Type") // fasthttp's default; the origin's value, if any, follows
 	for k, vs := range resp.Header {
 		// X-Pictor-* headers are the origin's notes to the edge.
@@ -157,49 +227,65 @@ func (f *Forwarder) writeResponse(ctx *fasthttp.RequestCtx, resp *http.Response,
 			h.Add(k, v)
 		}
 	}
-	if ctx.IsHead() || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusNoContent {
+	if rc.IsHead() || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusNoContent {
 		resp.Body.Close()
-		up.finish(ctx.Conn())
-		ctx.Response.SkipBody = true
+		rc.Response.SkipBody = true
 		if resp.ContentLength >= 0 {
 			h.SetContentLength(int(resp.ContentLength))
 		}
-		return
+		return false
 	}
 	// fasthttp closes the stream once the body has been sent, before it
-	// recycles ctx; download.Close ends the upload at that point.
-	ctx.SetBodyStream(&download{body: resp.Body, up: up, conn: ctx.Conn()}, int(resp.ContentLength))
+	// recycles rc; download.Close ends the upload at that point.
+	rc.SetBodyStream(&download{body: resp.Body, up: up}, int(resp.ContentLength))
+	return true
 }
 
 // WriteError answers with the standard error body.
-func WriteError(ctx *fasthttp.RequestCtx, err error) {
+func WriteError(rc *fasthttp.RequestCtx, err error) {
 	status, header, body := apierr.Encode(err)
 	for k, vs := range header {
 		for _, v := range vs {
-			ctx.Response.Header.Add(k, v)
+			rc.Response.Header.Add(k, v)
 		}
 	}
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	rc.SetStatusCode(status)
+	rc.SetContentType("application/json")
+	rc.SetBody(body)
 }
 
 // upload relays the request body from fasthttp to the origin. fasthttp
 // recycles the request once the response is written, so every read of the
 // body must end before that: finish stops new reads and waits for one in
 // flight, interrupting it if the client is still sending.
+//
+// It also holds the client to the minimum rate, counting only the time
+// spent waiting for the client (not the time the origin took to take what
+// was read): before each read it sets the connection's read deadline to
+// what is left of grace + read/rate, and it records a read that failed on
+// the client's side (a malformed chunk, a connection closed early, that
+// deadline) for Forward to answer.
 type upload struct {
-	src io.Reader
+	src    io.Reader
+	length int64 // the declared Content-Length, -1 for chunked
+	conn   net.Conn
+	grace  time.Duration
+	rate   int64
 
-	mu      sync.Mutex
-	idle    sync.Cond
-	reading bool
-	closed  bool
-	eof     bool
+	mu       sync.Mutex
+	idle     sync.Cond
+	reading  bool
+	closed   bool
+	eof      bool
+	read     int64         // bytes read
+	waited   time.Duration // time spent in reads
+	deadline time.Time
+	err      *apierr.Error // the client's failure, if any
+	done     func()        // run by the first finish
 }
 
-func newUpload() *upload {
-	u := &upload{}
+func newUpload(conn net.Conn, grace time.Duration, rate int64, done func()) *upload {
+	u := &upload{conn: conn, grace: grace, rate: rate, done: done}
 	u.idle.L = &u.mu
 	return u
 }
@@ -210,19 +296,53 @@ func (u *upload) Read(p []byte) (int, error) {
 		u.mu.Unlock()
 		return 0, errUploadEnded
 	}
+	if u.err != nil {
+		u.mu.Unlock()
+		return 0, u.err
+	}
 	u.reading = true
+	began := time.Now()
+	allowed := u.grace + time.Duration(float64(u.read)/float64(u.rate)*float64(time.Second))
+	u.deadline = began.Add(allowed - u.waited)
+	if u.conn != nil {
+		// Set under the lock: finish's expired deadline must win over this one.
+		u.conn.SetReadDeadline(u.deadline)
+	}
 	u.mu.Unlock()
 
 	n, err := u.src.Read(p)
 
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	u.reading = false
-	if err == io.EOF {
-		u.eof = true
-	}
 	u.idle.Broadcast()
-	u.mu.Unlock()
+	u.read += int64(n)
+	u.waited += time.Since(began)
+	if err == io.EOF && u.length >= 0 && u.read < u.length {
+		err = io.ErrUnexpectedEOF // fasthttp reports a short body as its end
+	}
+	switch {
+	case err == io.EOF:
+		u.eof = true
+	case err != nil && !u.closed: // not finish's interruption
+		u.err = clientBodyError(err, !time.Now().Before(u.deadline))
+		return n, u.err
+	}
 	return n, err
+}
+
+// clientBodyError is the answer to a body that could not be read: 408 when
+// it was too slow, 400 when it was malformed or cut off.
+func clientBodyError(err error, pastDeadline bool) *apierr.Error {
+	var ne net.Error
+	if pastDeadline || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		e := apierr.New(http.StatusRequestTimeout, "The request body was not received in time")
+		e.Cause = err
+		return e
+	}
+	e := apierr.BadRequest("The request body is malformed or incomplete")
+	e.Cause = err
+	return e
 }
 
 // Close is the transport's: it has no more use for the body.
@@ -240,18 +360,29 @@ func (u *upload) complete() bool {
 	return u.src == nil || u.eof
 }
 
-// finish ends every use of the request body.
-func (u *upload) finish(conn net.Conn) {
+// failure returns the client's failure to deliver the body, if any.
+func (u *upload) failure() *apierr.Error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.err
+}
+
+// finish ends every use of the request body, and the relay.
+func (u *upload) finish() {
+	u.mu.Lock()
 	u.closed = true
-	if !u.reading {
-		return
+	if u.reading && u.conn != nil {
+		// A read is blocked on the client: wake it with an expired deadline.
+		u.conn.SetReadDeadline(time.Now())
+		for u.reading {
+			u.idle.Wait()
+		}
 	}
-	// A read is blocked on the client: wake it with an expired deadline.
-	conn.SetReadDeadline(time.Now())
-	for u.reading {
-		u.idle.Wait()
+	done := u.done
+	u.done = nil
+	u.mu.Unlock()
+	if done != nil {
+		done()
 	}
 }
 
@@ -262,13 +393,12 @@ var errUploadEnded = errors.New("the request body was cut off after the response
 type download struct {
 	body io.ReadCloser
 	up   *upload
-	conn net.Conn
 }
 
 func (d *download) Read(p []byte) (int, error) { return d.body.Read(p) }
 
 func (d *download) Close() error {
 	err := d.body.Close()
-	d.up.finish(d.conn)
+	d.up.finish()
 	return err
 }

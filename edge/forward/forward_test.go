@@ -3,6 +3,7 @@ package forward
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,7 +26,7 @@ func startEdge(t *testing.T, f *Forwarder) string {
 		t.Fatal(err)
 	}
 	srv := &fasthttp.Server{
-		Handler:            func(ctx *fasthttp.RequestCtx) { f.Forward(ctx, "rid-1") },
+		Handler:            func(ctx *fasthttp.RequestCtx) { f.Forward(context.Background(), ctx, "rid-1", nil) },
 		StreamRequestBody:  true,
 		MaxRequestBodySize: 1 << 20, // smaller than the uploads below: they must stream
 	}
@@ -36,7 +37,9 @@ func startEdge(t *testing.T, f *Forwarder) string {
 
 func newForwarder(t *testing.T, origin string) *Forwarder {
 	t.Helper()
-	f, err := New(origin)
+	cfg := DefaultConfig()
+	cfg.Origin = origin
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +203,9 @@ func TestForwardHead(t *testing.T) {
 
 func TestNewRejectsBadOrigin(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "localhost:8081", "http://"} {
-		if _, err := New(u); err == nil {
+		cfg := DefaultConfig()
+		cfg.Origin = u
+		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%q) accepted", u)
 		}
 	}
