@@ -23,7 +23,7 @@ TEST_TIMEOUT ?= 14m
 BENCH_FLAGS  ?=
 FUZZTIME     ?= 30s
 
-.PHONY: help deps test-deps build run test test-short fuzz lint fmt bench clean
+.PHONY: help deps test-deps build run test test-short hostile fuzz lint fmt bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,11 @@ run: deps build ## install, build and start `pictor serve` on ./data
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -run 'Allocat' ./edge/...
+
+HOSTILE := Hostile|MalformedFraming|UnreadBody|ImageWithoutFormat|SlowClients|ConnectionLimits|AcceptErrors|StopIsBounded|DescriptorExhaustion|ServeUntilDoneIsBounded|EdgeLimitFlags|MainDocument|FailuresNeverReach|RefundsAreExact|SitePagesAreCaptured|OwnAnswersAreMarked|AnswerCannotBeForged|ETagSurvives|PortAnswers|NetHTTPAnswers|SlowBody|BodyTimeout|MalformedRequestInput|QueryNames|FormFieldLimits|ListNewestFirst|ChromiumSandboxed|SiteIsolation
+
+hostile: test-deps ## run only the hostile suite (raw sockets, real Chromium; part of make test)
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
