@@ -128,6 +128,11 @@ func (s *server) ensure(ctx context.Context, flags []string) (*Pictor, error) {
 		s.rep.Failures = append(s.rep.Failures, fmt.Sprintf(
 			"%s serve has no --render-tabs: its pool is the CPU count, not --pool-size %d", s.cfg.Pictor, s.cfg.PoolSize))
 	}
+	// The load generator is one client address with up to --edge-clients
+	// connections, as nginx sees it too: no per-address limit.
+	if ServeHasFlag(ctx, s.cfg.Pictor, "max-conns-per-ip") {
+		extra = append(extra, "--max-conns-per-ip", "0", "--max-conns", strconv.Itoa(max(4096, 2*s.cfg.EdgeClients)))
+	}
 	s.progress.Notef("starting %s serve %s on a fresh data directory", s.cfg.Pictor, strings.Join(extra, " "))
 	s.running, s.startErr = StartPictor(ctx, s.cfg.Pictor, extra, s.log, s.cfg.StartTimeout)
 	return s.running, s.startErr
