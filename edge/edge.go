@@ -243,13 +243,23 @@ func (e *Edge) Start(ctx context.Context) error {
 	e.ln = ln
 	e.lnMu.Unlock()
 	e.served = make(chan error, 1)
+	served := e.served
 	go func() {
 		err := e.server.Serve(ln)
 		if err != nil {
 			slog.Error("edge stopped accepting connections", "error", err)
 		}
-		e.served <- err
+		served <- err
 	}()
+	// Serve registers the listener before its first Accept. A drain that
+	// began before then would find no listener, return at once, and leave
+	// the server serving for good; so Start returns once it serves.
+	select {
+	case <-ln.accepting:
+	case err := <-served:
+		e.served = nil
+		return fmt.Errorf("edge serve: %w", err)
+	}
 	e.ready.Store(true)
 	slog.InfoContext(ctx, "edge listening", "addr", e.Addr(), "origin", e.cfg.OriginURL)
 	return nil
@@ -286,6 +296,9 @@ func (e *Edge) Stop(ctx context.Context) error {
 	if e.served != nil {
 		began := time.Now()
 		drainErr := e.server.ShutdownWithContext(ctx)
+		// Closed by the drain already; closed here too, so that serving
+		// ends whatever the drain found.
+		e.listener().Close()
 		if ctx.Err() != nil {
 			if err := e.force(time.Since(began)); err != nil {
 				errs = append(errs, err)

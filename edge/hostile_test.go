@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -651,5 +652,33 @@ func TestConfigValidate(t *testing.T) {
 	cfg.MaxConnsPerIP = 0 // no per-address limit
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("defaults without a per-address limit: %v", err)
+	}
+}
+
+// TestStopRightAfterStart: Stop at once after Start returns, however late
+// the scheduler runs the goroutine that serves, stops the edge. Serving
+// that began after the drain looked for listeners served forever, and
+// Stop waited for it: a `pictor serve` stopped right after it started
+// hung until serveUntilDone gave up (one processor makes that order
+// likely).
+func TestStopRightAfterStart(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	origin := httptest.NewServer(http.NotFoundHandler())
+	defer origin.Close()
+	for i := range 20 {
+		e := newTunedEdge(t, origin.URL, nil)
+		startEdge(t, e)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stopped := make(chan error, 1)
+		go func() { stopped <- e.Stop(ctx) }()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("stop %d: %v", i, err)
+			}
+		case <-time.After(5*time.Second + forceWait + 10*time.Second):
+			t.Fatalf("stop %d right after start did not return", i)
+		}
+		cancel()
 	}
 }

@@ -65,6 +65,9 @@ type listener struct {
 
 	closed    chan struct{}
 	closeOnce sync.Once
+	// accepting is closed when Accept is first called: the server serves.
+	accepting     chan struct{}
+	acceptingOnce sync.Once
 
 	// Used by Accept alone (fasthttp calls it from one goroutine).
 	lastLog map[string]time.Time
@@ -74,7 +77,7 @@ func newListener(inner net.Listener, maxConns, maxPerIP int, refused *prometheus
 	l := &listener{
 		Listener: inner, maxConns: maxConns, maxPerIP: maxPerIP, refused: refused,
 		conns: map[*conn]struct{}{}, perIP: map[netip.Addr]int{},
-		spare: -1, closed: make(chan struct{}), lastLog: map[string]time.Time{},
+		spare: -1, closed: make(chan struct{}), accepting: make(chan struct{}), lastLog: map[string]time.Time{},
 		replies: map[string][]byte{
 			refusedLimit:       refusal(apierr.New(http.StatusServiceUnavailable, "The server is at its connection limit; retry later")),
 			refusedDescriptors: refusal(apierr.New(http.StatusServiceUnavailable, "The server is out of connections; retry later")),
@@ -96,6 +99,7 @@ func refusal(e *apierr.Error) []byte {
 // Accept returns the next admitted connection; it returns an error only
 // once the listener is closed.
 func (l *listener) Accept() (net.Conn, error) {
+	l.acceptingOnce.Do(func() { close(l.accepting) })
 	var delay time.Duration
 	for {
 		c, err := l.Listener.Accept()
