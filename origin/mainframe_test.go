@@ -50,7 +50,7 @@ func newFailureWorld(t *testing.T) *failureWorld {
 	w.dns.names["plain.test"] = []string{plainIP}
 	w.dials.routes[refusedIP+":80"] = closed
 	w.dials.routes[refusedIP+":443"] = closed
-	w.dials.routes[resetIP+":80"] = resetListener(t)
+	w.dials.routes[resetIP+":80"] = apitest.ResetServer(t)
 	w.dials.routes[plainIP+":443"] = w.other.addr()
 	return w
 }
@@ -65,31 +65,6 @@ func closedAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-// resetListener accepts connections and resets each at once (RST).
-func resetListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*net.TCPConn).SetLinger(0)
-			_ = c.Close()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // pageWithStatus serves html with a status of the site's choosing.

@@ -34,33 +34,8 @@ func startEdgeLimited(t *testing.T, nofile int, environ []string, args ...string
 	limit := fmt.Sprintf("--nofile=%d:%d", nofile, nofile)
 	cmd := exec.Command(prlimit, append([]string{limit, "--", buildBinary(t), "edge"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "PICTOR_LOG_LEVEL=info"), environ...)
-	p := &process{cmd: cmd, lines: make(chan string, 64), stderr: &apitest.Buffer{}}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-	}()
-	for line := range p.lines {
-		if i := strings.Index(line, "is listening on "); i >= 0 {
-			return p, strings.TrimPrefix(strings.Fields(line[i+len("is listening on "):])[0], "http://")
-		}
-	}
-	t.Fatalf("the edge did not start:\n%s", p.stderr.String())
-	return nil, ""
+	p, url := startCmd(t, cmd)
+	return p, strings.TrimPrefix(url, "http://")
 }
 
 // openFiles counts the descriptors a process holds.

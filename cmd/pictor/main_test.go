@@ -282,6 +282,13 @@ func startProcess(t *testing.T, args ...string) (*process, string) {
 	t.Helper()
 	cmd := exec.Command(buildBinary(t), args...)
 	cmd.Env = append(os.Environ(), "PICTOR_LOG_LEVEL=info", "PICTOR_WASM_CACHE="+wasmCache)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts a pictor command (cmd.Env set) and waits for it to
+// announce its address, which it returns.
+func startCmd(t *testing.T, cmd *exec.Cmd) (*process, string) {
+	t.Helper()
 	p := &process{cmd: cmd, lines: make(chan string, 64), stderr: &apitest.Buffer{}}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -307,7 +314,7 @@ func startProcess(t *testing.T, args ...string) (*process, string) {
 			return p, strings.Fields(line[i+len("is listening on "):])[0]
 		}
 	}
-	t.Fatalf("%v did not start:\n%s", args, p.stderr.String())
+	t.Fatalf("%v did not start:\n%s", cmd.Args, p.stderr.String())
 	return nil, ""
 }
 

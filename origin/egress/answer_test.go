@@ -10,36 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// resetServer accepts connections and resets each at once (RST, not FIN).
-func resetServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*net.TCPConn).SetLinger(0)
-			_ = c.Close()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
+	"github.com/pictorhq/pictor/origin/apitest"
+)
 
 // closedPort is a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
@@ -69,7 +45,7 @@ func TestOwnAnswersAreMarked(t *testing.T) {
 	to := map[string]string{
 		"93.184.215.1:80": site.Listener.Addr().String(),
 		"93.184.215.2:80": closedPort(t),
-		"93.184.215.3:80": resetServer(t),
+		"93.184.215.3:80": apitest.ResetServer(t),
 	}
 	res := &fakeResolver{answers: map[string][][]string{
 		"public.test":  {{"93.184.215.1"}},
