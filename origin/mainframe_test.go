@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"image/color"
 	"io"
-	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +42,7 @@ type failureWorld struct {
 func newFailureWorld(t *testing.T) *failureWorld {
 	t.Helper()
 	w := &failureWorld{newEgressWorld(t)}
-	closed := closedAddr(t)
+	closed := apitest.ClosedAddr(t)
 	w.dns.names["refused.test"] = []string{refusedIP}
 	w.dns.names["reset.test"] = []string{resetIP}
 	w.dns.names["plain.test"] = []string{plainIP}
@@ -55,18 +53,6 @@ func newFailureWorld(t *testing.T) *failureWorld {
 	return w
 }
 
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // pageWithStatus serves html with a status of the site's choosing.
 func (rc *recorder) pageWithStatus(path string, status int, html string) {
 	rc.mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
@@ -74,18 +60,6 @@ func (rc *recorder) pageWithStatus(path string, status int, html string) {
 		w.WriteHeader(status)
 		io.WriteString(w, "<!DOCTYPE html>"+html)
 	})
-}
-
-// sample reads one sample of a Prometheus text page; 0 when absent.
-func sample(t testing.TB, base, name string) float64 {
-	t.Helper()
-	body := apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/metrics"}).Body
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`).FindSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
 }
 
 // usageReport is the whole GET /v1/usage body: buckets and periods.
@@ -137,12 +111,12 @@ func (o *testOrigin) wantFailure(t *testing.T, tc failure) {
 	}
 
 	// Recorded: the same answer again, without a render.
-	renders := sample(t, o.URL, `pictor_render_total{outcome="target"}`) + sample(t, o.URL, `pictor_render_total{outcome="ok"}`)
+	renders := apitest.Metric(t, o.URL, `pictor_render_total{outcome="target"}`) + apitest.Metric(t, o.URL, `pictor_render_total{outcome="ok"}`)
 	again := o.get(t, c.URL)
 	if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
 		t.Fatalf("second GET: %d %s, want the first answer again: %d %s", again.Status, again.Body, first.Status, first.Body)
 	}
-	if now := sample(t, o.URL, `pictor_render_total{outcome="target"}`) + sample(t, o.URL, `pictor_render_total{outcome="ok"}`); now != renders {
+	if now := apitest.Metric(t, o.URL, `pictor_render_total{outcome="target"}`) + apitest.Metric(t, o.URL, `pictor_render_total{outcome="ok"}`); now != renders {
 		t.Errorf("the second GET rendered again (%v renders, then %v)", renders, now)
 	}
 	if after := o.usageReport(t, o.Owner); after != usageBefore {
@@ -283,7 +257,7 @@ func TestFailuresNeverReachTheEdgeCache(t *testing.T) {
 	})
 	base := "http://" + e.Addr()
 	hits := func() float64 {
-		return sample(t, base, "pictor_edge_hits_l1_total") + sample(t, base, "pictor_edge_hits_l2_total")
+		return apitest.Metric(t, base, "pictor_edge_hits_l1_total") + apitest.Metric(t, base, "pictor_edge_hits_l2_total")
 	}
 
 	_, bad := o.create(t, o.Owner, map[string]any{"url": "http://nonexistent.invalid/"})

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,18 +21,6 @@ import (
 )
 
 const box800 = `<div style="width:400px;height:200px;background:rgb(255,0,0)"></div>`
-
-// metric reads one sample of a Prometheus text page.
-func metric(t *testing.T, base, name string) float64 {
-	t.Helper()
-	body := apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/metrics"}).Body
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`).FindSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
-}
 
 func createImage(t *testing.T, base string, c apitest.Creds, body map[string]any) (string, string) {
 	t.Helper()
@@ -65,8 +52,8 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 	id, path := createImage(t, s.URL, s.Owner, map[string]any{"html": box800})
 
 	// A cold URL under 200 parallel GETs: one origin fetch, one render.
-	fetches := metric(t, s.URL, "pictor_edge_origin_fetches_total")
-	renders := metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`)
+	fetches := apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total")
+	renders := apitest.Metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`)
 	var wg sync.WaitGroup
 	bodies := make([][]byte, 200)
 	for i := range bodies {
@@ -84,10 +71,10 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 			t.Fatalf("GET %d failed or differs", i)
 		}
 	}
-	if got := metric(t, s.URL, "pictor_edge_origin_fetches_total") - fetches; got != 1 {
+	if got := apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total") - fetches; got != 1 {
 		t.Fatalf("%v origin fetches for one cold image, want 1", got)
 	}
-	if got := metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`) - renders; got > 1 {
+	if got := apitest.Metric(t, s.OriginURL, `pictor_render_total{outcome="ok"}`) - renders; got > 1 {
 		t.Fatalf("%v renders for one image", got)
 	}
 
@@ -142,13 +129,13 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 	}
 
 	// Equivalent URLs share one entry: no new origin fetch, same bytes.
-	before := metric(t, s.URL, "pictor_edge_origin_fetches_total")
+	before := apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total")
 	x := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + "?width=200&height=100&utm=1"})
 	y := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: path + ".png?utm=2&height=100&width=200"})
 	if !bytes.Equal(x.Body, y.Body) || x.Header.Get("ETag") != y.Header.Get("ETag") {
 		t.Fatal("equivalent URLs differ")
 	}
-	if got := metric(t, s.URL, "pictor_edge_origin_fetches_total") - before; got != 0 {
+	if got := apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total") - before; got != 0 {
 		t.Fatalf("equivalent URLs fetched the origin %v times", got)
 	}
 
@@ -197,7 +184,7 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 		apitest.WantError(t, apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: p}), 404)
 	}
 	for _, name := range []string{"pictor_edge_hits_l1_total", "pictor_edge_misses_total", "pictor_edge_served_bytes_total", "pictor_edge_transform_duration_seconds_count"} {
-		if metric(t, s.URL, name) == 0 {
+		if apitest.Metric(t, s.URL, name) == 0 {
 			t.Fatalf("metric %s is zero", name)
 		}
 	}
@@ -344,7 +331,7 @@ func TestSignedURLsAtTheEdge(t *testing.T) {
 	query := "html=" + url.QueryEscape(box800) + "&device_scale=1"
 	direct := fmt.Sprintf("/v1/image/create-and-render/%s/%s?%s", k.APIID, image.Sign(k.APIKey, query), query)
 
-	fetches := func() float64 { return metric(t, s.URL, "pictor_edge_origin_fetches_total") }
+	fetches := func() float64 { return apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total") }
 	// get answers p, and reports whether the edge fetched it from the origin.
 	get := func(p string, w, h int, want color.NRGBA) bool {
 		t.Helper()

@@ -60,15 +60,9 @@ func TestHostileServe(t *testing.T) {
 	}
 
 	t.Run("a site that refuses the connection is no image and costs nothing", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		closedPort := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
 		usage := s.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &s.Owner})
 		apitest.WantStatus(t, usage, 200)
-		_, path := createImage(t, s.URL, s.Owner, map[string]any{"url": fmt.Sprintf("http://127.0.0.1:%d/", closedPort)})
+		_, path := createImage(t, s.URL, s.Owner, map[string]any{"url": "http://" + apitest.ClosedAddr(t) + "/"})
 		for range 2 {
 			r := s.do(t, apitest.Request{Method: "GET", Path: path})
 			apitest.WantMessage(t, apitest.WantError(t, r, 502), "connection refused")

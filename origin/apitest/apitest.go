@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -312,4 +314,28 @@ func ResetServer(t testing.TB) string {
 		wg.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// ClosedAddr returns a loopback address nothing listens on.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// Metric reads one sample of base's Prometheus page; 0 when absent.
+func Metric(t testing.TB, base, name string) float64 {
+	t.Helper()
+	body := Do(t, base, Request{Method: "GET", Path: "/metrics"}).Body
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
 }

@@ -17,18 +17,6 @@ import (
 	"github.com/pictorhq/pictor/origin/apitest"
 )
 
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestOwnAnswersAreMarked: every answer the session makes itself carries
 // AnswerHeader, is never cached, and Answered gives the failure it
 // reports, with the host and port asked for; relayed answers (a site's own
@@ -44,7 +32,7 @@ func TestOwnAnswersAreMarked(t *testing.T) {
 	t.Cleanup(site.Close)
 	to := map[string]string{
 		"93.184.215.1:80": site.Listener.Addr().String(),
-		"93.184.215.2:80": closedPort(t),
+		"93.184.215.2:80": apitest.ClosedAddr(t),
 		"93.184.215.3:80": apitest.ResetServer(t),
 	}
 	res := &fakeResolver{answers: map[string][][]string{
