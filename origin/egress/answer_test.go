@@ -65,11 +65,14 @@ func TestOwnAnswersAreMarked(t *testing.T) {
 	s := openSession(t, g, Policy{InternalHost: "pictor.internal", Internal: internal})
 
 	tests := []struct {
-		name      string
-		head      []string
-		status    int
-		own       bool
-		want      error
+		name   string
+		head   []string
+		status int
+		own    bool
+		want   error
+		// orWant is also right: a reset can come back from the dial
+		// itself when the peer resets before the dial looks.
+		orWant    error
 		wantErrno syscall.Errno
 		host      string
 		port      uint16
@@ -87,7 +90,7 @@ func TestOwnAnswersAreMarked(t *testing.T) {
 		{name: "connection refused", head: []string{"GET http://refused.test/ HTTP/1.1", "Host: refused.test"}, status: 502, own: true,
 			want: ErrDial, wantErrno: syscall.ECONNREFUSED, host: "refused.test", port: 80},
 		{name: "connection reset", head: []string{"GET http://reset.test/ HTTP/1.1", "Host: reset.test"}, status: 502, own: true,
-			want: ErrUpstream, wantErrno: syscall.ECONNRESET, host: "reset.test", port: 80},
+			want: ErrUpstream, orWant: ErrDial, wantErrno: syscall.ECONNRESET, host: "reset.test", port: 80},
 		{name: "document the internal host does not hold", head: []string{"GET http://pictor.internal/doc/other HTTP/1.1", "Host: pictor.internal"}, status: 404, own: true,
 			want: ErrNotServed, host: "pictor.internal", port: 80},
 		{name: "refused tunnel", head: []string{"CONNECT private.test:443 HTTP/1.1", "Host: private.test:443"}, status: 403, own: true,
@@ -119,7 +122,7 @@ func TestOwnAnswersAreMarked(t *testing.T) {
 			if !ok {
 				t.Fatalf("Answered(%q) does not know the session's own answer", marker)
 			}
-			if !errors.Is(f.Err, tc.want) {
+			if !errors.Is(f.Err, tc.want) && (tc.orWant == nil || !errors.Is(f.Err, tc.orWant)) {
 				t.Errorf("failure %v, want %v", f.Err, tc.want)
 			}
 			if tc.wantErrno != 0 && !errors.Is(f.Err, tc.wantErrno) {
