@@ -380,7 +380,7 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		e.scrape(ctx)
 		closeIfUnread(ctx)
 		return
-	case e.caching() && (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
+	case (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
 		if e.serveImage(ctx, rid) {
 			closeIfUnread(ctx)
 			return

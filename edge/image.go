@@ -58,16 +58,22 @@ var keyPool = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 256)
 // serveImage answers GET/HEAD of an image, a rendition or a signed URL from
 // the cache, filling it from the origin on a miss. It returns false when the
 // request is not one it serves (the caller forwards it).
+//
+// An edge without a purge channel (see caching) caches nothing: it relays
+// masters and signed URLs to the origin as they are, and still makes
+// transformed renditions itself, from a master it fetches for each one,
+// since the origin serves masters only.
 func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	rest := ctx.Path()[len(imagePrefix):]
 	kb := keyPool.Get().(*keyBuf)
 	defer keyPool.Put(kb)
+	caching := e.caching()
 	if bytes.HasPrefix(rest, signedPrefix) {
-		return e.serveSigned(ctx, kb, requestID)
+		return caching && e.serveSigned(ctx, kb, requestID)
 	}
 	if bytes.IndexByte(rest, '/') >= 0 {
 		if bytes.HasPrefix(rest, []byte("t-")) {
-			return e.serveSigned(ctx, kb, requestID) // a signed template URL
+			return caching && e.serveSigned(ctx, kb, requestID) // a signed template URL
 		}
 		return false // anything else: the origin decides
 	}
@@ -90,15 +96,31 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		forward.WriteError(ctx, err)
 		return true
 	}
+	if !caching && opts.IsIdentity() {
+		return false // the origin serves the master itself
+	}
 	kb.b = append(append(append(append(append(kb.b[:0], keyImage...), id...), '|'), format...), '|')
 	kb.b = opts.Key(kb.b)
-	ent, level, hit := e.cache.Get(kb.b)
+	var (
+		ent   *cache.Entry
+		level cache.Level
+		hit   bool
+	)
+	if caching {
+		ent, level, hit = e.cache.Get(kb.b)
+	}
 	if !hit {
 		e.metrics.misses.Inc()
 		token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
 		ent, err = e.fill(ctx, string(kb.b), string(id), format, opts, requestID)
 		e.inflight.end(token)
 		if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
+			if !opts.IsIdentity() {
+				// The origin serves masters only: relaying would answer
+				// the untransformed image with 200.
+				forward.WriteError(ctx, apierr.New(http.StatusBadGateway, "The image is too large for the edge to transform; request it without transformation parameters"))
+				return true
+			}
 			return false // streamed through instead
 		}
 		if err != nil {
@@ -315,9 +337,13 @@ func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format transform.F
 // flight makes key's entry once however many misses ask at a time, and
 // caches it as of before it began (a purge meanwhile wins, see
 // PutSince). A miss that raced with a flight finishing just before its
-// own began finds that flight's entry instead of making it again.
+// own began finds that flight's entry instead of making it again. An edge
+// that does not cache shares the flight and keeps nothing.
 func (e *Edge) flight(key string, produce func() (*cache.Entry, error)) (*cache.Entry, error) {
 	v, err, _ := e.flights.Do(key, func() (any, error) {
+		if !e.caching() {
+			return produce()
+		}
 		if ent, ok := e.cache.Recheck([]byte(key)); ok {
 			return ent, nil
 		}
@@ -343,7 +369,13 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 		return nil, apierr.BadRequest("PDF renditions take no transformation parameters")
 	}
 	masterKey := "i|" + id + "|png|"
-	master, _, ok := e.cache.Get([]byte(masterKey))
+	var (
+		master *cache.Entry
+		ok     bool
+	)
+	if e.caching() {
+		master, _, ok = e.cache.Get([]byte(masterKey))
+	}
 	if !ok {
 		var err error
 		master, err = e.flight(masterKey, func() (*cache.Entry, error) {

@@ -376,3 +376,77 @@ func TestSignedURLsAtTheEdge(t *testing.T) {
 		t.Fatal("another key's signed URL was purged")
 	}
 }
+
+// TestEdgeWithoutToken runs an edge process without an edge token (no
+// purge channel) beside one with it: both answer a transformed rendition
+// with the transformed image, never the master; the edge without a token
+// keeps nothing, so a delete shows at once, and a signed or plain master
+// is the origin's own answer.
+func TestEdgeWithoutToken(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		Key struct {
+			APIID  string `json:"api_id"`
+			APIKey string `json:"api_key"`
+		} `json:"key"`
+	}
+	decodeJSON(t, out, &created)
+	creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	token := strings.Repeat("t", 40)
+
+	_, originURL := startProcess(t, "origin", "--data-dir", dir, "--addr", "127.0.0.1:0", "--allow-private-urls", "--edge-token", token)
+	_, bare := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", filepath.Join(t.TempDir(), "bare"))
+	_, synced := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", filepath.Join(t.TempDir(), "synced"), "--edge-token", token)
+
+	id, path := createImage(t, originURL, creds, map[string]any{"html": box800})
+	for _, tc := range []struct {
+		name, query string
+		w, h        int
+	}{
+		{"master", "", 800, 400},
+		{"width", "?width=300", 300, 150},
+		{"height", "?height=100", 200, 100},
+		{"crop", "?crop_width=80&crop_height=40", 80, 40},
+	} {
+		for name, base := range map[string]string{"without token": bare, "with token": synced} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				for range 2 { // a miss, then what a cache would answer
+					r := apitest.Do(t, base, apitest.Request{Method: "GET", Path: path + tc.query})
+					apitest.WantStatus(t, r, 200)
+					img, err := png.Decode(bytes.NewReader(r.Body))
+					if err != nil {
+						t.Fatalf("decode: %v", err)
+					}
+					if b := img.Bounds(); b.Dx() != tc.w || b.Dy() != tc.h {
+						t.Fatalf("GET %s%s: %d×%d, want %d×%d", path, tc.query, b.Dx(), b.Dy(), tc.w, tc.h)
+					}
+					if c := color.RGBAModel.Convert(img.At(tc.w/2, tc.h/2)).(color.RGBA); c.R < 250 || c.G > 5 || c.B > 5 {
+						t.Fatalf("GET %s%s: centre %v, want red", path, tc.query, c)
+					}
+				}
+			})
+		}
+	}
+	if hits := apitest.Metric(t, bare, "pictor_edge_hits_l1_total") + apitest.Metric(t, bare, "pictor_edge_hits_l2_total"); hits != 0 {
+		t.Fatalf("the edge without a token answered %v requests from its cache", hits)
+	}
+	if hits := apitest.Metric(t, synced, "pictor_edge_hits_l1_total"); hits == 0 {
+		t.Fatal("the edge with a token cached nothing")
+	}
+
+	// Bad transformation parameters are refused at the edge either way.
+	for _, base := range []string{bare, synced} {
+		apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: path + "?width=abc"}), 400)
+	}
+	// A delete shows at once on both: one kept nothing, the other was purged.
+	apitest.WantStatus(t, apitest.Do(t, originURL, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &creds}), 202)
+	for _, base := range []string{bare, synced} {
+		for _, q := range []string{"", "?width=300"} {
+			apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: path + q}), 404)
+		}
+	}
+}

@@ -218,7 +218,7 @@ func runEdge(ctx context.Context, args []string, e env) error {
 	cfg := def
 	var logLevel string
 	fs.StringVar(&cfg.OriginURL, "origin-url", "", "base URL of the origin (required)")
-	fs.StringVar(&cfg.EdgeToken, "edge-token", "", "the origin's purge channel token (its <data-dir>/edge.token); without it the edge caches nothing")
+	fs.StringVar(&cfg.EdgeToken, "edge-token", "", "the origin's purge channel token (its <data-dir>/edge.token); without it the edge caches nothing, relays masters and still makes transformed renditions")
 	fs.StringVar(&cfg.Name, "name", "", "name of this edge in the origin's logs")
 	fs.Int64Var(&cfg.CacheDisk, "cache-disk", def.CacheDisk, "disk cache size in bytes")
 	fs.StringVar(&cfg.Addr, "addr", def.Addr, "public listen address")
