@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -23,9 +24,9 @@ import (
 
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
-	edgesync "github.com/pictorhq/pictor/edge/sync"
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/edge/purgelog"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // Edge is a running edge tier.
@@ -35,7 +36,7 @@ type Edge struct {
 	cache    *cache.Cache
 	maxEntry int64
 	flights  singleflight.Group
-	sub      *edgesync.Subscriber
+	sub      *purgelog.Subscriber
 	server   *fasthttp.Server
 	served   chan error
 	ready    atomic.Bool
@@ -88,7 +89,7 @@ func New(cfg Config) (*Edge, error) {
 	}
 	e.maxEntry = cc.MaxEntryBytes
 	if cfg.EdgeToken != "" {
-		e.sub, err = edgesync.New(edgesync.Config{OriginURL: cfg.OriginURL, Token: cfg.EdgeToken, Name: cfg.Name,
+		e.sub, err = purgelog.New(purgelog.Config{OriginURL: cfg.OriginURL, Token: cfg.EdgeToken, Name: cfg.Name,
 			StateFile: filepath.Join(cfg.CacheDir, "purge.position"), Purger: e})
 		if err != nil {
 			e.cache.Close()
@@ -352,12 +353,12 @@ func (e *Edge) force(drained time.Duration) error {
 var (
 	pathHealthz  = []byte("/healthz")
 	pathMetrics  = []byte("/metrics")
-	hdrRequestID = []byte("X-Request-Id")
+	hdrRequestID = []byte(contract.HeaderRequestID)
 )
 
 func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 	rid := ctx.Request.Header.PeekBytes(hdrRequestID)
-	if validRequestID(rid) {
+	if contract.ValidRequestID(rid) {
 		ctx.Response.Header.SetBytesKV(hdrRequestID, rid)
 	} else {
 		var buf [48]byte
@@ -404,19 +405,6 @@ func closeIfUnread(ctx *fasthttp.RequestCtx) {
 // caching reports whether the edge may answer from its cache: it needs a
 // purge channel (an edge token, or an origin in the same process).
 func (e *Edge) caching() bool { return e.sub != nil || !e.cfg.Standalone }
-
-// validRequestID accepts a caller's id when it is short printable ASCII.
-func validRequestID(id []byte) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		if c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 func (e *Edge) healthz(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/json")

@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"context"
+	"github.com/pictorhq/pictor/origin/contract"
 	"image"
 	"image/color"
 	"image/png"
@@ -49,8 +50,8 @@ func newFakeOrigin(t testing.TB) *fakeOrigin {
 		w.Header().Set("Content-Type", "image/png")
 		w.Header().Set("ETag", `"0123456789abcdef"`)
 		w.Header().Set("Last-Modified", time.Unix(1_700_000_000, 0).UTC().Format(http.TimeFormat))
-		w.Header().Set(OrgHeader, "org-1")
-		w.Header().Set(ImageHeader, testID)
+		w.Header().Set(contract.HeaderOrg, "org-1")
+		w.Header().Set(contract.HeaderImage, testID)
 		w.Write(f.png)
 	}))
 	t.Cleanup(f.Close)
@@ -111,7 +112,7 @@ func TestEdgeServesFromCache(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
-	if len(h.Peek(OrgHeader)) != 0 {
+	if len(h.Peek(contract.HeaderOrg)) != 0 {
 		t.Fatal("the origin's note leaked to the client")
 	}
 	if _, err := e.PurgeImage(testID); err != nil {

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
-	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // Tests of the edge against clients that misbehave: malformed framing,

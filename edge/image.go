@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,15 +20,7 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	"github.com/pictorhq/pictor/edge/transform"
-	"github.com/pictorhq/pictor/origin/apierr"
-)
-
-// The origin's notes to the edge on image answers: which organization and
-// image an answer belongs to, for purges. The edge never relays them.
-const (
-	OrgHeader   = "X-Pictor-Org"
-	ImageHeader = "X-Pictor-Image"
-	TagHeader   = "X-Pictor-Tag" // an extra purge tag: a signing key, a template
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 var (
@@ -409,7 +402,7 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("X-Request-Id", rid)
+	req.Header.Set(contract.HeaderRequestID, rid)
 	resp, err := e.fwd.Client().Do(req)
 	if err != nil {
 		return nil, err
@@ -424,13 +417,13 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 		return nil, err
 	}
 	if imageID == "" {
-		imageID = resp.Header.Get(ImageHeader)
+		imageID = resp.Header.Get(contract.HeaderImage)
 	}
 	if tag == "" {
-		tag = resp.Header.Get(TagHeader)
+		tag = resp.Header.Get(contract.HeaderTag)
 	}
 	ent := &cache.Entry{Body: body, ContentType: resp.Header.Get("Content-Type"), ETag: resp.Header.Get("ETag"),
-		OrgID: resp.Header.Get(OrgHeader), ImageID: imageID, Tag: tag}
+		OrgID: resp.Header.Get(contract.HeaderOrg), ImageID: imageID, Tag: tag}
 	if lm, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
 		ent.LastModified = lm
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // Accept back-off after an error, as net/http does: 5 ms doubling to 1 s.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // startEdge starts e on a loopback port and returns its base URL.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/admin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 func (o *testOrigin) batch(t testing.TB, creds apitest.Creds, body map[string]any) *apitest.Response {

@@ -11,8 +11,8 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/admin"
-	"github.com/pictorhq/pictor/origin/apitest"
-	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 func TestAuthenticationFailures(t *testing.T) {
@@ -92,7 +92,7 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 			return nil
 		})
 	}
-	info, err := os.Stat(filepath.Join(o.DataDir, secretbox.KeyFile))
+	info, err := os.Stat(filepath.Join(o.DataDir, seal.KeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestMasterKeyFromEnvironment(t *testing.T) {
 	key := strings.Repeat("ab", 32)
 	o := startOrigin(t, func(c *origin.Config) { c.MasterKey = key })
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &o.Owner}), 200)
-	if _, err := os.Stat(filepath.Join(o.DataDir, secretbox.KeyFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(o.DataDir, seal.KeyFile)); !os.IsNotExist(err) {
 		t.Fatalf("a master key file was written although PICTOR_MASTER_KEY is set: %v", err)
 	}
 	if _, err := origin.New(origin.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", MasterKey: "short"}); err == nil ||

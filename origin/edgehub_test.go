@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	edgesync "github.com/pictorhq/pictor/edge/sync"
+	"github.com/pictorhq/pictor/edge/purgelog"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/admin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // purgeLog is a Purger that remembers what it was told.
@@ -53,13 +53,13 @@ func (r *purgeLog) has(list *[]string, id string) bool {
 
 // subscribe runs an edge's purge subscriber against the origin until the
 // returned stop is called.
-func subscribe(t *testing.T, o *testOrigin, state string, p edgesync.Purger) (*edgesync.Subscriber, func()) {
+func subscribe(t *testing.T, o *testOrigin, state string, p purgelog.Purger) (*purgelog.Subscriber, func()) {
 	t.Helper()
 	token, err := os.ReadFile(filepath.Join(o.DataDir, origin.EdgeTokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := edgesync.New(edgesync.Config{OriginURL: o.URL, Token: strings.TrimSpace(string(token)), Name: "test", StateFile: state, Purger: p})
+	s, err := purgelog.New(purgelog.Config{OriginURL: o.URL, Token: strings.TrimSpace(string(token)), Name: "test", StateFile: state, Purger: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestPurgeChannel(t *testing.T) {
 	}
 
 	// A wrong token is refused.
-	bad, err := edgesync.New(edgesync.Config{OriginURL: o.URL, Token: "wrong-token-wrong-token", StateFile: filepath.Join(t.TempDir(), "s"), Purger: &purgeLog{}})
+	bad, err := purgelog.New(purgelog.Config{OriginURL: o.URL, Token: "wrong-token-wrong-token", StateFile: filepath.Join(t.TempDir(), "s"), Purger: &purgeLog{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/admin"
-	"github.com/pictorhq/pictor/origin/apitest"
-	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // logs receives every log line of every origin this test binary runs.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 var (

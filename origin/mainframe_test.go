@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/edge"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // These tests prove that a render whose main document cannot be loaded

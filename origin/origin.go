@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,9 +21,9 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/api"
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
@@ -30,7 +31,7 @@ import (
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
-	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/template"
 	"github.com/pictorhq/pictor/wasm"
 )
@@ -81,7 +82,7 @@ func (o *Origin) open() error {
 		return err
 	}
 	o.store = store
-	box, err := secretbox.Load(o.cfg.MasterKey, o.cfg.DataDir)
+	box, err := seal.Load(o.cfg.MasterKey, o.cfg.DataDir)
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (o *Origin) open() error {
 	o.tpls = template.NewStore(store, o.cfg.Now)
 	o.images, err = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
 		CompactIdle: o.cfg.CompactIdle,
-		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, edgehub.ImagesDeleted, ids) }})
+		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func OpenStore(dataDir string) (kv.Store, error) {
 
 // AdminService returns the operator commands over an open store.
 func AdminService(store kv.Store, masterKey, dataDir string) (*admin.Service, error) {
-	box, err := secretbox.Load(masterKey, dataDir)
+	box, err := seal.Load(masterKey, dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func (o *Origin) Start(ctx context.Context) error {
 		return err
 	}
 	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys, OnSuspend: func(ctx context.Context, orgID string) error {
-		return o.purge(ctx, edgehub.OrgSuspended, []string{orgID})
+		return o.purge(ctx, contract.OrgSuspended, []string{orgID})
 	}}
 	if o.cfg.CreateDefaultOrg {
 		if err := o.bootstrap(svc); err != nil {
@@ -391,4 +392,4 @@ func (o *Origin) metrics() http.HandlerFunc {
 	return promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}).ServeHTTP
 }
 
-func (o *Origin) cursors(box *secretbox.Box) cursor.Codec { return cursor.New(box.MACKey("cursor")) }
+func (o *Origin) cursors(box *seal.Box) cursor.Codec { return cursor.New(box.MACKey("cursor")) }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // rawConn dials the origin's port.

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/pictorhq/pictor/origin/edgehub"
 )
 
 // Purger is an edge that drops cached copies when told.
@@ -52,13 +52,13 @@ func (o *Origin) purge(ctx context.Context, kind string, ids []string) error {
 	if p := o.cfg.Purger; p != nil {
 		var err error
 		switch kind {
-		case edgehub.ImagesDeleted:
+		case contract.ImagesDeleted:
 			err = p.PurgeImages(ctx, ids)
-		case edgehub.OrgSuspended:
+		case contract.OrgSuspended:
 			for _, id := range ids {
 				err = errors.Join(err, p.PurgeOrg(ctx, id))
 			}
-		case edgehub.KeyDisabled, edgehub.TagsPurged:
+		case contract.KeyDisabled, contract.TagsPurged:
 			for _, id := range ids {
 				err = errors.Join(err, p.PurgeTag(ctx, id))
 			}

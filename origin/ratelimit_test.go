@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 func TestRateLimitHeaders(t *testing.T) {

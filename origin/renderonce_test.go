@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // rendersOK reads pictor_render_total{outcome="ok"} from /metrics.

@@ -2,27 +2,27 @@ package origin
 
 import (
 	"context"
+	"github.com/pictorhq/pictor/origin/contract"
 	"net/http"
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
-	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
-	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/template"
 )
 
 // routes is the route table: every route of the origin with the permission
 // it requires and its rate-limit group. Nothing is served that is not here.
-func (o *Origin) routes(box *secretbox.Box) []api.Route {
+func (o *Origin) routes(box *seal.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
-		return o.purge(ctx, edgehub.KeyDisabled, []string{apiID})
+		return o.purge(ctx, contract.KeyDisabled, []string{contract.KeyTag(apiID)})
 	}}
 	templates := &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
 		OnChange: func(ctx context.Context, id string) error {
-			return o.purge(ctx, edgehub.TagsPurged, []string{"tpl:" + id})
+			return o.purge(ctx, contract.TagsPurged, []string{contract.TemplateTag(id)})
 		}}
 	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
@@ -30,7 +30,7 @@ func (o *Origin) routes(box *secretbox.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
 		// The purge channel authenticates edges with the edge token itself.
-		{Method: http.MethodPost, Pattern: "/internal/edge/stream", Public: true, Handler: o.hub.ServeHTTP},
+		{Method: http.MethodPost, Pattern: contract.StreamPath, Public: true, Handler: o.hub.ServeHTTP},
 
 		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create},
 		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Handler: images.Batch},

@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // These tests prove, end to end through a real origin and a real Chromium,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // startTestEdge runs an edge in front of o with a cache of its own.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 const card = `<div style="width:{{w}}px;height:50px;background:{{color}}">{{title}}</div>`

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // TestOfficialTypeScriptClient drives @html-css-to-image/client 0.9.0 (npm,

@@ -3,8 +3,8 @@ package origin
 import (
 	"net/http"
 
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/origin/usage"
 )

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // Tests of the edge process against hostile clients, and of a shutdown

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // server is a `pictor serve` running in-process on loopback ports.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish;

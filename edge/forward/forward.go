@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"io"
 	"log/slog"
 	"net"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // hopByHop headers belong to one connection and are never relayed.
@@ -197,7 +198,7 @@ func (f *Forwarder) newRequest(ctx context.Context, rc *fasthttp.RequestCtx, req
 		}
 		req.Header.Add(k, string(value))
 	}
-	req.Header.Set("X-Request-Id", requestID)
+	req.Header.Set(contract.HeaderRequestID, requestID)
 	req.Header.Set("X-Forwarded-Host", string(rc.Host()))
 	clientIP := rc.RemoteIP().String()
 	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
@@ -220,7 +221,7 @@ func (f *Forwarder) writeResponse(rc *fasthttp.RequestCtx, resp *http.Response, 
 	h.Del("Content-Type") // fasthttp's default; the origin's value, if any, follows
 	for k, vs := range resp.Header {
 		// X-Pictor-* headers are the origin's notes to the edge.
-		if hopByHop[k] || k == "Content-Length" || k == "Date" || k == "X-Request-Id" || strings.HasPrefix(k, "X-Pictor-") {
+		if hopByHop[k] || k == "Content-Length" || k == "Date" || k == contract.HeaderRequestID || strings.HasPrefix(k, contract.InternalPrefix) {
 			continue
 		}
 		for _, v := range vs {

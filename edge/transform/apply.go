@@ -10,8 +10,8 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/codec"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/codec"
 )
 
 // pngCompression is the deflate level of PNG results, as codec.CompactPNG

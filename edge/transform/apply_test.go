@@ -23,8 +23,8 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 	"golang.org/x/image/webp"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/codec"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/codec"
 )
 
 // gradient is a w×h master whose colour says where a pixel came from: red

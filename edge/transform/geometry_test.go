@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 func TestCropRect(t *testing.T) {

@@ -3,7 +3,7 @@ package transform
 import (
 	"bytes"
 
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/field"
 )
 
 // param is a known query parameter.

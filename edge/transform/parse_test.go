@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 func span(from, to, size Length, exact bool, align Align) Span {

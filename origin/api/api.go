@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -12,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
-	"github.com/pictorhq/pictor/origin/field"
-	"github.com/pictorhq/pictor/origin/logging"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 )
@@ -95,8 +96,8 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	markAnswering(r.Context())
 	rt.enter()
 	defer rt.leave()
-	id := logging.AcceptRequestID(r.Header.Get("X-Request-Id"))
-	w.Header().Set("X-Request-Id", id)
+	id := logging.AcceptRequestID(r.Header.Get(contract.HeaderRequestID))
+	w.Header().Set(contract.HeaderRequestID, id)
 	r = r.WithContext(logging.WithRequestID(r.Context(), id))
 	sw := &statusWriter{ResponseWriter: w}
 	if rt.cfg.Body != nil && r.Body != nil && r.Body != http.NoBody {

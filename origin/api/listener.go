@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // Listener is the origin port's listener. It makes every answer of the port

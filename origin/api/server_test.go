@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/perm"
 )
 

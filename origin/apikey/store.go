@@ -17,7 +17,7 @@ import (
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
-	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // MaxPerOrg is the most keys, disabled ones included, an organization holds.
@@ -61,7 +61,7 @@ func (k *Key) DisplayName() string {
 // Store keeps API keys in a kv.Store.
 type Store struct {
 	kv   kv.Store
-	box  *secretbox.Box
+	box  *seal.Box
 	orgs *org.Store
 	now  func() time.Time
 
@@ -72,7 +72,7 @@ type Store struct {
 var _ auth.Authenticator = (*Store)(nil)
 
 // NewStore returns a Store; now may be nil for the wall clock.
-func NewStore(s kv.Store, box *secretbox.Box, orgs *org.Store, now func() time.Time) *Store {
+func NewStore(s kv.Store, box *seal.Box, orgs *org.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}

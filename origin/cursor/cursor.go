@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 
-	"github.com/pictorhq/pictor/origin/secretbox"
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // ErrInvalid is returned for a token that was not issued for the scope.
@@ -18,12 +18,12 @@ const maxToken = 1024
 // Codec encodes and decodes tokens under one MAC key.
 type Codec struct{ key []byte }
 
-// New returns a Codec; key should come from secretbox.Box.MACKey.
+// New returns a Codec; key should come from seal.Box.MACKey.
 func New(key []byte) Codec { return Codec{key: key} }
 
 // Encode returns the token for position within scope.
 func (c Codec) Encode(scope, position string) string {
-	mac := secretbox.Sign(c.key, message(scope, position))
+	mac := seal.Sign(c.key, message(scope, position))
 	return base64.RawURLEncoding.EncodeToString(append([]byte(position), mac...))
 }
 
@@ -39,7 +39,7 @@ func (c Codec) Decode(scope, token string) (string, error) {
 		return "", ErrInvalid
 	}
 	position, mac := string(raw[:len(raw)-macLen]), raw[len(raw)-macLen:]
-	if !secretbox.Verify(c.key, message(scope, position), mac) {
+	if !seal.Verify(c.key, message(scope, position), mac) {
 		return "", ErrInvalid
 	}
 	return position, nil

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,21 +18,6 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 )
-
-// Kinds of event.
-const (
-	ImagesDeleted = "images.deleted" // IDs: image ids
-	OrgSuspended  = "org.suspended"  // IDs: the organization id
-	KeyDisabled   = "key.disabled"   // IDs: the api_id whose signed URLs stop working
-	TagsPurged    = "tags.purged"    // IDs: cache tags, e.g. "tpl:<template_id>" after a template changed
-)
-
-// Event is one purge.
-type Event struct {
-	Seq  uint64   `json:"seq"`
-	Kind string   `json:"kind"`
-	IDs  []string `json:"ids"`
-}
 
 // Retention bounds the log: an edge further behind than this many events
 // is told to drop its whole cache.
@@ -58,7 +44,7 @@ func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.closing) }) }
 
 type edge struct {
 	name    string
-	events  chan Event
+	events  chan contract.Event
 	lagging chan struct{} // closed when events overflowed: the edge must reconnect and replay
 	lagOnce sync.Once
 	mu      sync.Mutex
@@ -68,8 +54,8 @@ type edge struct {
 
 // New opens the hub over the store's event log. token authenticates edges.
 func New(store kv.Store, token string) (*Hub, error) {
-	if len(token) < 16 {
-		return nil, errors.New("edge token must be at least 16 characters")
+	if len(token) < contract.MinEdgeToken {
+		return nil, fmt.Errorf("edge token must be at least %d characters", contract.MinEdgeToken)
 	}
 	h := &Hub{store: store, token: token, edges: map[*edge]struct{}{}, closing: make(chan struct{})}
 	it := store.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
@@ -92,7 +78,7 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	}
 	h.mu.Lock()
 	h.seq++
-	ev := Event{Seq: h.seq, Kind: kind, IDs: ids}
+	ev := contract.Event{Seq: h.seq, Kind: kind, IDs: ids}
 	raw, _ := json.Marshal(ev)
 	b := h.store.NewBatch()
 	b.Put(eventKey(ev.Seq), raw)
@@ -164,18 +150,19 @@ func (h *Hub) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(h.token)) == 1
 }
 
-// ServeHTTP serves the edge channel at POST /internal/edge/stream: the
+// ServeHTTP serves the edge channel at POST contract.StreamPath: the
 // request body carries the edge's acknowledgements (one decimal sequence
 // number per line) and the response streams events (one JSON object per
-// line), starting after the request's ?since= position. An event with Kind
-// "reset" tells an edge that fell off the log to drop everything.
+// line), starting after the request's contract.StreamSince position. A
+// contract.Reset frame tells an edge that fell off the log to drop
+// everything.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pictor-edge"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+contract.StreamRealm+`"`)
 		http.Error(w, `{"error":"Unauthorized","message":"Invalid edge token","statusCode":401}`, http.StatusUnauthorized)
 		return
 	}
-	since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	since, err := strconv.ParseUint(r.URL.Query().Get(contract.StreamSince), 10, 64)
 	if err != nil {
 		since = 0
 	}
@@ -184,7 +171,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "full duplex unsupported", http.StatusInternalServerError)
 		return
 	}
-	e := &edge{name: r.URL.Query().Get("name") + "@" + r.RemoteAddr, events: make(chan Event, 1024), lagging: make(chan struct{}),
+	e := &edge{name: r.URL.Query().Get(contract.StreamName) + "@" + r.RemoteAddr, events: make(chan contract.Event, 1024), lagging: make(chan struct{}),
 		acked: since, ackedCh: make(chan struct{})}
 	// Register before reading the log, so no event falls between the two.
 	h.mu.Lock()
@@ -199,7 +186,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
-	send := func(ev Event) error {
+	send := func(ev contract.Event) error {
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}
@@ -218,14 +205,14 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sent := since
 	if head > since {
 		if head-since > Retention {
-			if send(Event{Seq: head, Kind: "reset"}) != nil {
+			if send(contract.Event{Seq: head, Kind: contract.Reset}) != nil {
 				return
 			}
 			sent = head
 		} else {
 			it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(since)})
 			for it.Next() {
-				var ev Event
+				var ev contract.Event
 				if json.Unmarshal(it.Value(), &ev) != nil || ev.Seq > head {
 					continue
 				}
@@ -239,7 +226,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// A heartbeat tells the edge it is caught up (and keeps proxies open).
-	if send(Event{Seq: sent, Kind: "ready"}) != nil {
+	if send(contract.Event{Seq: sent, Kind: contract.Ready}) != nil {
 		return
 	}
 	ticker := time.NewTicker(15 * time.Second)
@@ -255,7 +242,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			sent = ev.Seq
 		case <-ticker.C:
-			if send(Event{Seq: sent, Kind: "ready"}) != nil {
+			if send(contract.Event{Seq: sent, Kind: contract.Ready}) != nil {
 				return
 			}
 		case <-e.lagging:

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apitest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // TestOwnAnswersAreMarked: every answer the session makes itself carries

@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"errors"
+	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,11 +13,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/egress"
-	"github.com/pictorhq/pictor/origin/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/respond"
@@ -292,8 +293,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	// Notes for the edge's cache (it strips them): what to purge this by.
-	hd.Set("X-Pictor-Org", f.Image.OrgID)
-	hd.Set("X-Pictor-Image", f.Image.ID)
+	hd.Set(contract.HeaderOrg, f.Image.OrgID)
+	hd.Set(contract.HeaderImage, f.Image.ID)
 	ranges := rangeFormats[format]
 	if !ranges {
 		// The ETag names the image, not its bytes (the compactor re-encodes

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/pictorhq/pictor/kv"
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/codec"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/codec"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/render"
 )

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
@@ -86,7 +87,7 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 	}
 	params.DedupeDurationS = nil // signed URLs are content-addressed already
 	id := ContentID(signer.Org.ID, &params, "create-and-render")
-	w.Header().Set("X-Pictor-Tag", r.PathValue("api_id")) // disabling the key purges the edges
+	w.Header().Set(contract.HeaderTag, contract.KeyTag(r.PathValue("api_id"))) // disabling the key purges the edges
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
 	if err != nil {
@@ -171,6 +172,6 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 	}
 	h.countRenders(created, []*templateRef{ref})
 	// Changing the template or disabling the key purges the edges.
-	w.Header().Set("X-Pictor-Tag", "tpl:"+ref.id+" "+signer.APIID)
+	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
 	h.serve(w, r, created[0].ID, format)
 }

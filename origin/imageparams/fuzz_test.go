@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 )
 
 func FuzzParse(f *testing.F) {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/field"
 )
 
 // Merge lays over on top of base, for a batch variation over

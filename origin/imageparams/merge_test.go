@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/field"
 )
 
 func TestMerge(t *testing.T) {

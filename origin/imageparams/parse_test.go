@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/apierr"
-	"github.com/pictorhq/pictor/origin/field"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 )
 
 // object builds the fields of a request: a JSON body, or a form when form is set.

@@ -27,8 +27,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/pictorhq/pictor/origin/codec"
 	"github.com/pictorhq/pictor/origin/consent"
+	"github.com/pictorhq/pictor/origin/contract/codec"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/twemoji"
 )

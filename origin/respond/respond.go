@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // JSON writes v as a JSON body with the status.

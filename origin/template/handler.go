@@ -9,10 +9,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pictorhq/pictor/origin/apierr"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
-	"github.com/pictorhq/pictor/origin/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/wasm"

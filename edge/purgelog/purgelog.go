@@ -1,10 +1,11 @@
-package sync
+package purgelog
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pictorhq/pictor/origin/contract"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,19 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync"
 	"sync/atomic"
 	"time"
-)
-
-// Event kinds, as origin/edgehub sends them.
-const (
-	ImagesDeleted = "images.deleted"
-	OrgSuspended  = "org.suspended"
-	KeyDisabled   = "key.disabled"
-	TagsPurged    = "tags.purged"
-	reset         = "reset"
-	ready         = "ready"
 )
 
 // Purger applies purges to the edge's cache.
@@ -53,7 +44,7 @@ type Subscriber struct {
 	cfg   Config
 	last  atomic.Uint64
 	ready atomic.Bool
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	wake  chan struct{} // closed when ready first becomes true
 }
 
@@ -114,7 +105,8 @@ func (s *Subscriber) Run(ctx context.Context) {
 func (s *Subscriber) follow(ctx context.Context) error {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	u := strings.TrimRight(s.cfg.OriginURL, "/") + "/internal/edge/stream?since=" + strconv.FormatUint(s.last.Load(), 10) + "&name=" + url.QueryEscape(s.cfg.Name)
+	q := url.Values{contract.StreamSince: {strconv.FormatUint(s.last.Load(), 10)}, contract.StreamName: {s.cfg.Name}}
+	u := strings.TrimRight(s.cfg.OriginURL, "/") + contract.StreamPath + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
 	if err != nil {
 		return err
@@ -132,15 +124,11 @@ func (s *Subscriber) follow(ctx context.Context) error {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var ev struct {
-			Seq  uint64   `json:"seq"`
-			Kind string   `json:"kind"`
-			IDs  []string `json:"ids"`
-		}
+		var ev contract.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return fmt.Errorf("bad event: %w", err)
 		}
-		if ev.Kind == ready {
+		if ev.Kind == contract.Ready {
 			if s.ready.CompareAndSwap(false, true) {
 				close(s.wake)
 			}
@@ -166,18 +154,18 @@ func (s *Subscriber) apply(kind string, ids []string) error {
 	for _, id := range ids {
 		var err error
 		switch kind {
-		case ImagesDeleted:
+		case contract.ImagesDeleted:
 			_, err = s.cfg.Purger.PurgeImage(id)
-		case OrgSuspended:
+		case contract.OrgSuspended:
 			_, err = s.cfg.Purger.PurgeOrg(id)
-		case KeyDisabled, TagsPurged:
+		case contract.KeyDisabled, contract.TagsPurged:
 			_, err = s.cfg.Purger.PurgeTag(id)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if kind == reset {
+	if kind == contract.Reset {
 		return s.cfg.Purger.PurgeAll()
 	}
 	return nil

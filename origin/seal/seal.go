@@ -1,4 +1,4 @@
-package secretbox
+package seal
 
 import (
 	"crypto/aes"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 func TestScalarsJSONAndForm(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/pictorhq/pictor/origin/contract"
 	"io"
 	"log/slog"
 )
@@ -28,19 +29,11 @@ func NewRequestID() string {
 	return hex.EncodeToString(b)
 }
 
-// maxRequestID bounds an inbound X-Request-Id.
-const maxRequestID = 128
-
-// AcceptRequestID returns the inbound id when it is short printable ASCII,
-// else a fresh one, so a caller's id can never break a log line or a header.
+// AcceptRequestID returns the inbound id when contract.ValidRequestID
+// keeps it, else a fresh one.
 func AcceptRequestID(inbound string) string {
-	if inbound == "" || len(inbound) > maxRequestID {
+	if !contract.ValidRequestID(inbound) {
 		return NewRequestID()
-	}
-	for i := 0; i < len(inbound); i++ {
-		if c := inbound[i]; c < 0x21 || c > 0x7e {
-			return NewRequestID()
-		}
 	}
 	return inbound
 }

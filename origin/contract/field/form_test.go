@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/apierr"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // wantFieldError checks that err is a 400 whose validation_errors name path.

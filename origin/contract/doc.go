@@ -1,0 +1,11 @@
+// Package contract is what the edge and the origin agree on, in one place:
+// the purge channel's path, frames and event kinds, the internal X-Pictor-*
+// headers the origin sets for the edge, the purge tag formats, and the rule
+// for request ids.
+//
+// The packages under origin/contract/ are everything of the origin that the
+// edge tier may import: the standard error body (apierr), request field
+// validation (field), image conversions (codec), structured logs (logging)
+// and the test kit for the standard body (apitest). A test in edge/ fails
+// when an edge package imports any other origin package.
+package contract
