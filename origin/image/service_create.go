@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -125,59 +122,6 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 		s.prerender(img.ID)
 	}
 	return out, charge, nil
-}
-
-// orgLock is the lock of an organization's credits: charges and refunds
-// read and write its usage counters under it.
-func (s *Service) orgLock(orgID string) *sync.Mutex {
-	return &s.orgMu[maphash.String(s.seed, orgID)%uint64(len(s.orgMu))]
-}
-
-// failMaster records that the image's master failed for good. With refund,
-// the image's credits are given back in the same batch as the record, under
-// the organization's credit lock: the first failure of the master refunds
-// exactly once (a failed master is never rendered again), and no charge
-// sees the counters between the two.
-func (s *Service) failMaster(id string, f *Failure, refund bool) error {
-	unlock := s.lock(id)
-	defer unlock()
-	img, err := s.records.get(id)
-	if errors.Is(err, ErrNotFound) {
-		if rerr := s.cfg.Blobs.Remove(id); rerr != nil {
-			return rerr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	refund = refund && img.State != StateFailed && img.Credits > 0
-	img.State, img.Failure = StateFailed, f
-	if !refund {
-		return s.records.put(img)
-	}
-	o, err := org.NewStore(s.cfg.Store, s.cfg.Now).Get(img.OrgID)
-	if err != nil {
-		return fmt.Errorf("refund image %s: %w", id, err)
-	}
-	raw, err := json.Marshal(img)
-	if err != nil {
-		return err
-	}
-	mu := s.orgLock(img.OrgID)
-	mu.Lock()
-	defer mu.Unlock()
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	if err := b.Put(recordKey(id), raw); err != nil {
-		return err
-	}
-	if err := usage.Refund(s.cfg.Store, b, o, img.CreatedAt, int64(img.Credits)); err != nil {
-		return fmt.Errorf("refund image %s: %w", id, err)
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("refund image %s: %w", id, err)
-	}
-	return nil
 }
 
 // prerender starts the render now, so the first GET finds the image ready.

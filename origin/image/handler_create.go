@@ -6,14 +6,77 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/respond"
 )
+
+// Create handles POST /v1/image, POST /v1/image/{template_id} and
+// POST /v1/image/{template_id}/{template_version}.
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	o, err := field.DecodeAny(w, r, MaxBody)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	pathVersion := 0
+	if v := r.PathValue("template_version"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			apierr.Write(w, r, apierr.Field("template_version", "must be a positive integer"))
+			return
+		}
+		pathVersion = n
+	}
+	params, ref, err := h.parseAny(r.Context(), p.Org, o, r.PathValue("template_id"), pathVersion)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	var dedupe time.Duration
+	if ref == nil {
+		if dedupe, err = dedupeWindow(p.Org, &params); err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
+	}
+	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params, Dedupe: dedupe}})
+	writeCharge(w, charge)
+	if err != nil {
+		apierr.Write(w, r, planError(err))
+		return
+	}
+	h.countRenders(created, []*templateRef{ref})
+	respond.JSON(w, r, http.StatusOK, h.link(created[0].Image, o.Present("format")))
+}
+
+// dedupeWindow applies the dedupe rules of compat.md to a single creation.
+func dedupeWindow(o *org.Org, p *imageparams.Params) (time.Duration, error) {
+	pl := o.PlanInfo()
+	def := pl.DedupeHTMLDefault
+	if p.Kind() == imageparams.KindURL {
+		def = 0
+	}
+	if p.DedupeDurationS == nil {
+		return def, nil
+	}
+	d := time.Duration(*p.DedupeDurationS) * time.Second
+	switch {
+	case d == 0:
+		return 0, nil
+	case pl.DedupeHTMLFixed && d != pl.DedupeHTMLDefault:
+		return 0, apierr.Field("dedupe_duration_s", "must be 0 or %d on the %s plan", int(pl.DedupeHTMLDefault/time.Second), pl.Name)
+	case d > pl.DedupeHTMLMax:
+		return 0, apierr.Field("dedupe_duration_s", "must be at most %d on the %s plan", int(pl.DedupeHTMLMax/time.Second), pl.Name)
+	}
+	return d, nil
+}
 
 // Batch limits of spec §8.
 const (
@@ -119,130 +182,4 @@ func batchObjects(body *field.Object) ([]*field.Object, error) {
 		out[i] = imageparams.Merge(base, over)
 	}
 	return out, errs.Err()
-}
-
-// Delete handles DELETE /v1/image/{id}: 202 once every copy is gone.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	id, _, ok := ParsePath(r.PathValue("id"))
-	if !ok || strings.Contains(r.PathValue("id"), ".") {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
-	}
-	deleted, err := h.Service.Delete(r.Context(), p.Org.ID, []string{id})
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	if deleted == 0 {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
-	}
-	respond.Empty(w, http.StatusAccepted)
-}
-
-// MaxDeleteBatch bounds the ids of one batch delete.
-const MaxDeleteBatch = 1000
-
-// DeleteBatch handles DELETE /v1/image/batch {"ids": [...]}: 202 once every
-// copy of every image of the caller's organization is gone. Unknown ids and
-// other organizations' ids are skipped alike.
-func (h *Handler) DeleteBatch(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	body, err := field.DecodeJSON(w, r, 1<<20)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	var errs field.Errors
-	ids, ok := body.StringArray(&errs, "ids")
-	if !ok && !errs.Any() {
-		errs.Add("ids", "is required: an array of image ids")
-	}
-	if len(ids) > MaxDeleteBatch {
-		errs.Add("ids", "may hold at most %d ids", MaxDeleteBatch)
-	}
-	for i, id := range ids {
-		if _, _, ok := ParsePath(id); !ok || strings.Contains(id, ".") {
-			errs.Add(fmt.Sprintf("ids[%d]", i), "is not an image id")
-		}
-	}
-	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	for i := range ids {
-		ids[i] = strings.ToLower(ids[i])
-	}
-	if _, err := h.Service.Delete(r.Context(), p.Org.ID, ids); err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	respond.Empty(w, http.StatusAccepted)
-}
-
-// List page sizes of compat.md.
-const (
-	defaultListCount = 50
-	maxListCount     = 50
-)
-
-// ListEntry is an image in GET /v1/images.
-type ListEntry struct {
-	ID        string `json:"id"`
-	URL       string `json:"url"`
-	CreatedAt string `json:"created_at"`
-}
-
-// List handles GET /v1/images.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	cursors := h.Cursors
-	p := auth.FromContext(r.Context())
-	q, err := field.Query(r)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	var errs field.Errors
-	count := defaultListCount
-	if vs, ok := q["count"]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
-		if err != nil || n < 1 || n > maxListCount {
-			errs.Add("count", "must be an integer between 1 and %d", maxListCount)
-		}
-		count = n
-	}
-	after := ""
-	scope := "images/" + p.Org.ID
-	if tok := q.Get("page_token"); tok != "" {
-		pos, err := cursors.Decode(scope, tok)
-		if err != nil {
-			errs.Add("page_token", "is not a token issued by this API")
-		}
-		after = pos
-	}
-	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	imgs, more, err := h.Service.List(p.Org.ID, after, count)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	out := struct {
-		Images        []ListEntry `json:"images"`
-		NextPageToken *string     `json:"next_page_token"`
-		HasNextPage   bool        `json:"has_next_page"`
-	}{Images: make([]ListEntry, len(imgs)), HasNextPage: more}
-	for i, img := range imgs {
-		out.Images[i] = ListEntry{ID: img.ID, URL: h.link(img, false).URL, CreatedAt: img.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
-	}
-	if more {
-		// The position is the last image's sort key: signed URLs' ids are
-		// not time-ordered.
-		tok := cursors.Encode(scope, imgs[len(imgs)-1].SortKey)
-		out.NextPageToken = &tok
-	}
-	respond.JSON(w, r, http.StatusOK, out)
 }

@@ -1,0 +1,72 @@
+package image
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/respond"
+)
+
+// Delete handles DELETE /v1/image/{id}: 202 once every copy is gone.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, _, ok := ParsePath(r.PathValue("id"))
+	if !ok || strings.Contains(r.PathValue("id"), ".") {
+		apierr.Write(w, r, apierr.NotFound("Image not found"))
+		return
+	}
+	deleted, err := h.Service.Delete(r.Context(), p.Org.ID, []string{id})
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	if deleted == 0 {
+		apierr.Write(w, r, apierr.NotFound("Image not found"))
+		return
+	}
+	respond.Empty(w, http.StatusAccepted)
+}
+
+// MaxDeleteBatch bounds the ids of one batch delete.
+const MaxDeleteBatch = 1000
+
+// DeleteBatch handles DELETE /v1/image/batch {"ids": [...]}: 202 once every
+// copy of every image of the caller's organization is gone. Unknown ids and
+// other organizations' ids are skipped alike.
+func (h *Handler) DeleteBatch(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	body, err := field.DecodeJSON(w, r, 1<<20)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	var errs field.Errors
+	ids, ok := body.StringArray(&errs, "ids")
+	if !ok && !errs.Any() {
+		errs.Add("ids", "is required: an array of image ids")
+	}
+	if len(ids) > MaxDeleteBatch {
+		errs.Add("ids", "may hold at most %d ids", MaxDeleteBatch)
+	}
+	for i, id := range ids {
+		if _, _, ok := ParsePath(id); !ok || strings.Contains(id, ".") {
+			errs.Add(fmt.Sprintf("ids[%d]", i), "is not an image id")
+		}
+	}
+	if err := errs.Err(); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	for i := range ids {
+		ids[i] = strings.ToLower(ids[i])
+	}
+	if _, err := h.Service.Delete(r.Context(), p.Org.ID, ids); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.Empty(w, http.StatusAccepted)
+}

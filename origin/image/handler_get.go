@@ -1,0 +1,150 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/imageparams"
+)
+
+// ParsePath splits "<id>[.ext]" into a valid image id and its format.
+func ParsePath(seg string) (string, imageparams.Format, bool) {
+	id, ext, hasExt := strings.Cut(seg, ".")
+	format := imageparams.FormatPNG
+	if hasExt {
+		switch strings.ToLower(ext) {
+		case "png":
+		case "jpg", "jpeg":
+			format = imageparams.FormatJPG
+		case "webp":
+			format = imageparams.FormatWebP
+		case "pdf":
+			format = imageparams.FormatPDF
+		default:
+			return "", "", false
+		}
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return "", "", false
+	}
+	return u.String(), format, true
+}
+
+// Get handles GET /v1/image/{id}[.ext]: public, the unguessable id is the
+// capability, valid while its organization is active.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	id, format, ok := ParsePath(r.PathValue("id"))
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("Image not found"))
+		return
+	}
+	h.serve(w, r, id, format)
+}
+
+// serve answers with the image's file in the format.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, format imageparams.Format) {
+	f, err := h.open(r.Context(), id, format)
+	if err != nil {
+		w.Header().Set("Cache-Control", "no-store")
+		apierr.Write(w, r, err)
+		return
+	}
+	defer f.Close()
+	hd := w.Header()
+	hd.Set("Content-Type", contentTypes[format])
+	hd.Set("ETag", f.Rendition.ETag)
+	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	// Notes for the edge's cache (it strips them): what to purge this by.
+	hd.Set(contract.HeaderOrg, f.Image.OrgID)
+	hd.Set(contract.HeaderImage, f.Image.ID)
+	ranges := rangeFormats[format]
+	if !ranges {
+		// The ETag names the image, not its bytes (the compactor re-encodes
+		// a PNG master under it): a range could splice two versions, so
+		// these formats are sent whole, as the edge does.
+		r.Header.Del("Range")
+		r.Header.Del("If-Range")
+	}
+	// ServeContent answers Range (PDF), If-None-Match, If-Modified-Since
+	// and HEAD; contentWriter gives its errors the standard body.
+	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
+}
+
+func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+	notFound := apierr.NotFound("Image not found")
+	img, err := h.Service.Get(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	o, err := h.Orgs.Get(img.OrgID)
+	if err != nil || o.Suspended {
+		return nil, notFound
+	}
+	f, err := h.Service.Open(ctx, id, format)
+	if errors.Is(err, ErrNotFound) {
+		return nil, notFound
+	}
+	return f, err
+}
+
+var contentTypes = map[imageparams.Format]string{
+	imageparams.FormatPNG:  "image/png",
+	imageparams.FormatJPG:  "image/jpeg",
+	imageparams.FormatWebP: "image/webp",
+	imageparams.FormatPDF:  "application/pdf",
+}
+
+// rangeFormats are the formats whose bytes never change once made, the only
+// ones a Range is served for.
+var rangeFormats = map[imageparams.Format]bool{imageparams.FormatPDF: true}
+
+// contentWriter sits between http.ServeContent and the client: ServeContent
+// answers a failed precondition (412) or an unsatisfiable range (416) in
+// plain text, which it turns into the standard body, and it advertises
+// byte ranges only where they are served.
+type contentWriter struct {
+	http.ResponseWriter
+	r      *http.Request
+	ranges bool
+	failed bool
+}
+
+func (cw *contentWriter) WriteHeader(code int) {
+	h := cw.Header()
+	if !cw.ranges {
+		h.Del("Accept-Ranges")
+	}
+	if code < 400 {
+		cw.ResponseWriter.WriteHeader(code)
+		return
+	}
+	cw.failed = true
+	msg := http.StatusText(code)
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		msg = "The requested range is not satisfiable"
+	case http.StatusPreconditionFailed:
+		msg = "A precondition of the request (If-Match or If-Unmodified-Since) does not hold"
+	}
+	h.Set("Cache-Control", "no-store")
+	apierr.Write(cw.ResponseWriter, cw.r, apierr.New(code, "%s", msg))
+}
+
+func (cw *contentWriter) Write(b []byte) (int, error) {
+	if cw.failed {
+		return len(b), nil // ServeContent's plain text, replaced
+	}
+	return cw.ResponseWriter.Write(b)
+}

@@ -1,0 +1,253 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/pictorhq/pictor/origin/contract/codec"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/render"
+)
+
+// File is an open rendition ready to be served.
+type File struct {
+	*os.File
+	Image     *Image
+	Rendition Rendition
+	Format    imageparams.Format
+}
+
+// Open returns the file of the image in the format, rendering or converting
+// it first when needed. A recorded failure is returned as an *apierr.Error.
+func (s *Service) Open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+	img, err := s.records.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := img.Renditions[string(format)]; !ok {
+		if format == imageparams.FormatPDF {
+			_, err = s.pdf(ctx, id)
+		} else {
+			_, err = s.master(ctx, id)
+			if err == nil && format != imageparams.FormatPNG {
+				_, err = s.convert(ctx, id, format)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Open under the record lock, so the file is the one the record
+	// describes even while the compactor swaps the master (same ETag,
+	// other bytes: see Rendition.ETag).
+	unlock := s.lock(id)
+	defer unlock()
+	img, err = s.records.get(id)
+	if err != nil {
+		return nil, err
+	}
+	rend, ok := img.Renditions[string(format)]
+	if !ok {
+		return nil, fmt.Errorf("image %s: rendition %s vanished", id, format)
+	}
+	f, err := s.cfg.Blobs.Open(id, fileNames[format])
+	if err != nil {
+		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
+	}
+	return &File{File: f, Image: img, Rendition: rend, Format: format}, nil
+}
+
+// await runs fn once per key however many callers ask, and lets each caller
+// stop waiting when its own ctx ends without stopping the work.
+func (s *Service) await(ctx context.Context, key string, fn func(context.Context) (*Image, error)) (*Image, error) {
+	ch := s.flights.DoChan(key, func() (any, error) {
+		wctx, cancel := context.WithTimeout(s.ctx, 3*time.Minute)
+		defer cancel()
+		return fn(wctx)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Image), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// master makes sure the PNG master exists (or its failure is recorded).
+func (s *Service) master(ctx context.Context, id string) (*Image, error) {
+	return s.await(ctx, "png/"+id, func(ctx context.Context) (*Image, error) {
+		img, err := s.records.get(id)
+		if err != nil {
+			return nil, err
+		}
+		switch img.State {
+		case StateReady:
+			return img, nil
+		case StateFailed:
+			return nil, failureError(img.Failure)
+		}
+		res, err := s.cfg.Engine.Render(ctx, renderRequest(img, false))
+		if err != nil {
+			return nil, s.fail(img, err, false)
+		}
+		if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPNG], res.Data); err != nil {
+			return nil, err
+		}
+		img, err = s.update(id, func(img *Image) {
+			img.State, img.Width, img.Height = StateReady, res.Width, res.Height
+			setRendition(img, imageparams.FormatPNG, res.Data)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if s.cfg.CompactIdle > 0 {
+			select {
+			case s.compact <- id:
+			default: // the compactor is behind; this master stays as captured
+			}
+		}
+		return img, nil
+	})
+}
+
+// convert encodes the master as JPEG or WebP.
+func (s *Service) convert(ctx context.Context, id string, format imageparams.Format) (*Image, error) {
+	return s.await(ctx, string(format)+"/"+id, func(ctx context.Context) (*Image, error) {
+		img, err := s.records.get(id)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := img.Renditions[string(format)]; ok {
+			return img, nil
+		}
+		master, err := s.cfg.Blobs.Read(id, fileNames[imageparams.FormatPNG])
+		if err != nil {
+			return nil, err
+		}
+		var data []byte
+		if format == imageparams.FormatJPG {
+			data, err = codec.ToJPEG(master)
+		} else {
+			data, err = codec.ToWebP(master)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Blobs.Put(id, fileNames[format], data); err != nil {
+			return nil, err
+		}
+		return s.update(id, func(img *Image) { setRendition(img, format, data) })
+	})
+}
+
+// pdf prints the image's page to PDF.
+func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
+	return s.await(ctx, "pdf/"+id, func(ctx context.Context) (*Image, error) {
+		img, err := s.records.get(id)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := img.Renditions[string(imageparams.FormatPDF)]; ok {
+			return img, nil
+		}
+		if img.PDFFailure != nil {
+			return nil, failureError(img.PDFFailure)
+		}
+		res, err := s.cfg.Engine.Render(ctx, renderRequest(img, true))
+		if err != nil {
+			return nil, s.fail(img, err, true)
+		}
+		if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPDF], res.Data); err != nil {
+			return nil, err
+		}
+		return s.update(id, func(img *Image) { setRendition(img, imageparams.FormatPDF, res.Data) })
+	})
+}
+
+// update changes an image's record under its lock. When the image was
+// deleted while a file of it was being made, the file is removed again.
+func (s *Service) update(id string, change func(*Image)) (*Image, error) {
+	unlock := s.lock(id)
+	defer unlock()
+	img, err := s.records.get(id)
+	if errors.Is(err, ErrNotFound) {
+		if rerr := s.cfg.Blobs.Remove(id); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	change(img)
+	return img, s.records.put(img)
+}
+
+func setRendition(img *Image, format imageparams.Format, data []byte) {
+	if img.Renditions == nil {
+		img.Renditions = map[string]Rendition{}
+	}
+	sum := sha256.Sum256(data)
+	img.Renditions[string(format)] = Rendition{Size: int64(len(data)), ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+// renderRequest maps an image's parameters to a render.
+func renderRequest(img *Image, pdf bool) *render.Request {
+	p := &img.Params
+	r := &render.Request{
+		OrgID:                img.OrgID,
+		HTML:                 p.HTML,
+		URL:                  p.URL,
+		CSS:                  p.CSS,
+		GoogleFonts:          p.GoogleFonts,
+		DeviceScale:          p.DeviceScale(),
+		Mobile:               p.ViewportMobile,
+		Landscape:            p.ViewportLandscape,
+		Touch:                p.ViewportTouch,
+		MediaType:            string(p.MediaType),
+		ColorScheme:          string(p.ColorScheme),
+		Timezone:             p.Timezone,
+		Selector:             p.Selector,
+		Delay:                p.Delay,
+		MaxWait:              p.MaxWait,
+		WhenReady:            p.RenderWhenReady,
+		FullPage:             p.FullScreen,
+		BlockConsent:         p.BlockConsentBanners,
+		Twemoji:              p.Twemoji(),
+		Transparent:          p.TransparentBackground,
+		Headers:              p.Headers,
+		HeaderOrigins:        p.AdditionalHeaderOrigins,
+		HeadersOnSubrequests: p.IncludeHeadersOnSubrequests,
+		IdentifyAsService:    p.IdentifyAsService,
+		MaxWidth:             MaxSide,
+		MaxHeight:            MaxSide,
+		MaxPixels:            MaxPixels,
+	}
+	if p.Viewport != nil {
+		r.ViewportWidth, r.ViewportHeight = p.Viewport.Width, p.Viewport.Height
+	}
+	if p.Jumbo != nil {
+		r.MaxWidth = min(MaxSide, p.Jumbo.Width)
+		r.MaxHeight = min(p.Jumbo.Height, MaxPixels/max(1, r.MaxWidth))
+	}
+	if pdf {
+		r.PDF = &render.PDFOptions{Scale: 1}
+		if o := p.PDF; o != nil {
+			r.PDF.PageWidth, r.PDF.PageHeight, r.PDF.PrintBackground = o.PageWidth, o.PageHeight, o.PrintBackground
+			if o.Scale > 0 {
+				r.PDF.Scale = o.Scale
+			}
+			if m := o.Margins; m != nil {
+				r.PDF.Margins = [4]float64{m.Top, m.Right, m.Bottom, m.Left}
+			}
+		}
+	}
+	return r
+}
