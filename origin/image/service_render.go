@@ -98,12 +98,8 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		if err != nil {
 			return nil, s.fail(img, err, false)
 		}
-		if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPNG], res.Data); err != nil {
-			return nil, err
-		}
-		img, err = s.update(id, func(img *Image) {
+		img, err = s.keep(id, imageparams.FormatPNG, res.Data, func(img *Image) {
 			img.State, img.Width, img.Height = StateReady, res.Width, res.Height
-			setRendition(img, imageparams.FormatPNG, res.Data)
 		})
 		if err != nil {
 			return nil, err
@@ -141,10 +137,7 @@ func (s *Service) convert(ctx context.Context, id string, format imageparams.For
 		if err != nil {
 			return nil, err
 		}
-		if err := s.cfg.Blobs.Put(id, fileNames[format], data); err != nil {
-			return nil, err
-		}
-		return s.update(id, func(img *Image) { setRendition(img, format, data) })
+		return s.keep(id, format, data, nil)
 	})
 }
 
@@ -165,10 +158,22 @@ func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 		if err != nil {
 			return nil, s.fail(img, err, true)
 		}
-		if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPDF], res.Data); err != nil {
-			return nil, err
+		return s.keep(id, imageparams.FormatPDF, res.Data, nil)
+	})
+}
+
+// keep stores a file made for the image (a render's or a conversion's) and
+// records it as the image's rendition in its format; change, when set,
+// edits the same record update.
+func (s *Service) keep(id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
+	if err := s.cfg.Blobs.Put(id, fileNames[format], data); err != nil {
+		return nil, err
+	}
+	return s.update(id, func(img *Image) {
+		if change != nil {
+			change(img)
 		}
-		return s.update(id, func(img *Image) { setRendition(img, imageparams.FormatPDF, res.Data) })
+		setRendition(img, format, data)
 	})
 }
 
