@@ -143,6 +143,8 @@ func TestCheck(t *testing.T) {
 		"empty.example":    {{}},
 		"xn--bcher-kva.de": {{"93.184.215.14"}},
 		"dotted.example.":  {{"93.184.215.14"}},
+		"xn--lcalhost-nbh": {{"127.0.0.1"}},
+		"xn--pple-43d.com": {{"93.184.215.14"}},
 	}}
 	tests := []struct {
 		name         string
@@ -151,6 +153,8 @@ func TestCheck(t *testing.T) {
 		want         []string
 		wantErr      error
 		wantNoLookup bool
+		// wantLookup, when set, is the name the resolver must be asked.
+		wantLookup string
 	}{
 		{name: "public name", host: "public.example", want: []string{"93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"}},
 		{name: "public literal", host: "93.184.215.14", want: []string{"93.184.215.14"}, wantNoLookup: true},
@@ -180,13 +184,32 @@ func TestCheck(t *testing.T) {
 		{name: "zone literal", host: "fe80::1%eth0", wantErr: ErrBlockedAddress, wantNoLookup: true},
 		{name: "zone literal allowed", host: "fe80::1%eth0", allowPrivate: true, want: []string{"fe80::1%eth0"}, wantNoLookup: true},
 		{name: "invalid", host: "1.2.3.4.5", wantErr: ErrInvalidHost, wantNoLookup: true},
+		// The host as IDNA normalises it is what is checked: forms that
+		// map to a private literal or name stay blocked, confusables are
+		// looked up as their own punycode name, bad punycode goes nowhere.
+		{name: "fullwidth private literal", host: "１０．０．０．１", wantErr: ErrBlockedAddress, wantNoLookup: true},
+		{name: "fullwidth hex loopback", host: "０ｘ７ｆ．１", wantErr: ErrBlockedAddress, wantNoLookup: true},
+		{name: "circled localhost", host: "ⓛⓞⓒⓐⓛⓗⓞⓢⓣ", wantErr: ErrBlockedAddress, wantNoLookup: true},
+		{name: "soft hyphen in localhost", host: "local\u00adhost", wantErr: ErrBlockedAddress, wantNoLookup: true},
+		{name: "variation selector on localhost", host: "localhost\ufe0f", wantErr: ErrBlockedAddress, wantNoLookup: true},
+		{name: "fullwidth metadata name", host: "ｍｅｔａｄａｔａ．ｇｏｏｇｌｅ．ｉｎｔｅｒｎａｌ", allowPrivate: true, wantErr: ErrCloudMetadata, wantNoLookup: true},
+		{name: "long s metadata name", host: "inſtance-data", allowPrivate: true, wantErr: ErrCloudMetadata, wantNoLookup: true},
+		{name: "cyrillic o localhost resolving to loopback", host: "lоcalhost", wantErr: ErrBlockedAddress, wantLookup: "xn--lcalhost-nbh"},
+		{name: "cyrillic a confusable", host: "аpple.com", want: []string{"93.184.215.14"}, wantLookup: "xn--pple-43d.com"},
+		{name: "punycode empty last", host: "dotted.example.xn--", wantErr: ErrInvalidHost, wantNoLookup: true},
+		{name: "punycode spelling localhost", host: "xn--localhost-", wantErr: ErrInvalidHost, wantNoLookup: true},
+		{name: "latin with hebrew", host: "a\u05d0.example", wantErr: ErrInvalidHost, wantNoLookup: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(res.calls())
 			got, err := Check(context.Background(), res, tc.host, tc.allowPrivate)
-			if tc.wantNoLookup && len(res.calls()) != before {
-				t.Errorf("Check(%q) looked a name up", tc.host)
+			calls := res.calls()[before:]
+			if tc.wantNoLookup && len(calls) != 0 {
+				t.Errorf("Check(%q) looked %v up", tc.host, calls)
+			}
+			if tc.wantLookup != "" && !slices.Equal(calls, []string{tc.wantLookup}) {
+				t.Errorf("Check(%q) looked %v up, want %q", tc.host, calls, tc.wantLookup)
 			}
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {

@@ -24,6 +24,9 @@
 //
 // Hosts are read the way Chromium and inet_aton read them: decimal, octal,
 // hex and short IPv4 forms, bracketed IPv6 with zones, trailing dots, upper
-// case, and IDN (NFKC-mapped, then punycode). A host whose last label is
-// numeric is an IPv4 address or invalid, never a name sent to DNS.
+// case, and IDN (UTS #46 as browsers apply it, through golang.org/x/net/idna:
+// mapped, validated, punycode decoded and checked). The normalised host is
+// the one the address rules judge and the one dialed, so a spelling that maps
+// to localhost or 127.0.0.1 is refused as those are. A host whose last label
+// is numeric is an IPv4 address or invalid, never a name sent to DNS.
 package egress

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"golang.org/x/net/idna"
 )
 
 // host is a parsed request host: exactly one of addr and name is set.
@@ -30,8 +30,8 @@ const (
 
 // parseHost parses a host as Chromium or the OS would: an IPv6 literal with
 // or without brackets, an IPv4 literal in any inet_aton spelling, or a name
-// (case folded, IDN mapped to punycode). A name whose last label is numeric
-// is an IPv4 literal or invalid.
+// (case folded, IDN mapped to punycode by UTS #46). A name whose last label
+// is numeric is an IPv4 literal or invalid.
 func parseHost(raw string) (host, error) {
 	if raw == "" {
 		return host{}, fmt.Errorf("%w: empty host", ErrInvalidHost)
@@ -212,122 +212,63 @@ func validName(s string) error {
 	return nil
 }
 
-// toASCII lower-cases s and, if it is not ASCII, maps it the way UTS #46
-// roughly does (NFKC, case folding, ideographic full stops to dots) and
-// encodes each non-ASCII label as punycode.
+// lookupProfile maps a host to ASCII the way Chromium does (the WHATWG URL
+// standard's "domain to ASCII"): idna.Lookup's UTS #46 nontransitional
+// mapping with its punycode, Bidi and joiner checks, but without
+// UseSTD3ASCIIRules and CheckHyphens, which browsers leave off because
+// hosts such as "_dmarc.example.com" and "r3---sn-abc.googlevideo.com" are
+// in use. The ASCII that comes out is held to validName, which is where
+// '_' is let through and spaces, '%', ':' and '[' are refused.
+var lookupProfile = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.Transitional(false),
+	idna.StrictDomainName(false),
+	idna.CheckHyphens(false),
+)
+
+// toASCII maps s with lookupProfile: case and width folded, ignorable
+// characters dropped, ideographic full stops made dots, and each label that
+// is not ASCII encoded as punycode; an "xn--" label given in ASCII is
+// decoded and must hold a valid label. Whatever comes out is what the
+// address guard checks and what is dialed.
 func toASCII(s string) (string, error) {
-	if isASCII(s) {
-		return strings.ToLower(s), nil
-	}
+	// idna turns bytes that are not UTF-8 into U+FFFD and encodes that
+	// without an error.
 	if !utf8.ValidString(s) {
 		return "", fmt.Errorf("host is not valid UTF-8")
 	}
-	s = strings.ToLower(norm.NFKC.String(strings.ToLower(s)))
-	s = strings.NewReplacer("\u3002", ".", "\uff0e", ".", "\uff61", ".").Replace(s)
-	labels := strings.Split(s, ".")
-	for i, label := range labels {
-		isASCII := true
-		for _, r := range label {
-			if r >= utf8.RuneSelf {
-				isASCII = false
-				if !unicode.In(r, unicode.L, unicode.M, unicode.N) {
-					return "", fmt.Errorf("character %U not allowed in a host name", r)
-				}
-			}
+	a, err := lookupProfile.ToASCII(s)
+	if err != nil {
+		return "", fmt.Errorf("map to ASCII: %w", err)
+	}
+	// idna decodes an "xn--" label with nothing encoded to an empty label
+	// without an error (UTS #46 calls it one since Unicode 15.1). An empty
+	// label in the middle is refused by validName, but a last one would
+	// pass as a trailing dot: "example.com.xn--" would be read as
+	// "example.com.". A host that really ends in a separator takes a letter
+	// after it as a label of its own; after "xn--" the letter makes "xn--a",
+	// which is not punycode.
+	if strings.HasSuffix(a, ".") {
+		if b, err := lookupProfile.ToASCII(s + "a"); err != nil || b != a+"a" {
+			return "", fmt.Errorf("last label is \"xn--\" with nothing encoded")
 		}
-		if isASCII {
-			continue
-		}
-		enc, err := punycode(label)
+	}
+	// UTS #46 keeps symbols and punctuation (U+2603 SNOWMAN, emoji) valid
+	// for IDNA2003's sake; IDNA2008 (RFC 5892) does not, and a render has
+	// no need of them, so a host is letters, marks and digits beyond ASCII.
+	if !isASCII(s) || strings.Contains(a, "xn--") {
+		u, err := lookupProfile.ToUnicode(a)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("map %s back to Unicode: %w", a, err)
 		}
-		labels[i] = "xn--" + enc
-	}
-	return strings.Join(labels, "."), nil
-}
-
-// punycode encodes a label with RFC 3492.
-func punycode(label string) (string, error) {
-	const (
-		base, tmin, tmax, skew, damp = 36, 1, 26, 38, 700
-		initialBias, initialN        = 72, 128
-		maxInt                       = 1<<31 - 1
-	)
-	runes := []rune(label)
-	out := make([]byte, 0, len(label)+8)
-	for _, r := range runes {
-		if r < utf8.RuneSelf {
-			out = append(out, byte(r))
-		}
-	}
-	b := len(out)
-	h := b
-	if b > 0 {
-		out = append(out, '-')
-	}
-	adapt := func(delta, numPoints int, first bool) int {
-		if first {
-			delta /= damp
-		} else {
-			delta /= 2
-		}
-		delta += delta / numPoints
-		k := 0
-		for delta > ((base-tmin)*tmax)/2 {
-			delta /= base - tmin
-			k += base
-		}
-		return k + (base-tmin+1)*delta/(delta+skew)
-	}
-	digit := func(d int) byte {
-		if d < 26 {
-			return byte('a' + d)
-		}
-		return byte('0' + d - 26)
-	}
-	n, delta, bias := initialN, 0, initialBias
-	for h < len(runes) {
-		m := maxInt
-		for _, r := range runes {
-			if int(r) >= n && int(r) < m {
-				m = int(r)
+		for _, r := range u {
+			if r >= utf8.RuneSelf && !unicode.In(r, unicode.L, unicode.M, unicode.N) {
+				return "", fmt.Errorf("character %U not allowed in a host name", r)
 			}
 		}
-		if (m - n) > (maxInt-delta)/(h+1) {
-			return "", fmt.Errorf("punycode overflow")
-		}
-		delta += (m - n) * (h + 1)
-		n = m
-		for _, r := range runes {
-			if int(r) < n {
-				delta++
-				if delta == maxInt {
-					return "", fmt.Errorf("punycode overflow")
-				}
-			}
-			if int(r) != n {
-				continue
-			}
-			q := delta
-			for k := base; ; k += base {
-				t := k - bias
-				t = max(tmin, min(t, tmax))
-				if q < t {
-					break
-				}
-				out = append(out, digit(t+(q-t)%(base-t)))
-				q = (q - t) / (base - t)
-			}
-			out = append(out, digit(q))
-			bias = adapt(delta, h+1, h == b)
-			delta = 0
-			h++
-		}
-		delta++
-		n++
 	}
-	return string(out), nil
+	return a, nil
 }
 
 // splitHostPort splits "host", "host:port", "[v6]" or "[v6]:port". An

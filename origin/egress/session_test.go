@@ -89,6 +89,10 @@ var loopbackSpellings = []struct {
 	{name: "sub localhost", host: "app.localhost"},
 	{name: "fullwidth localhost", host: "ｌｏｃａｌｈｏｓｔ", ascii: "localhost"},
 	{name: "fullwidth digits", host: "１２７．０．０．１", ascii: "127.0.0.1"},
+	{name: "circled localhost", host: "ⓛⓞⓒⓐⓛⓗⓞⓢⓣ", ascii: "localhost"},
+	{name: "soft hyphen localhost", host: "local\u00adhost", ascii: "localhost"},
+	{name: "fullwidth hex short", host: "０ｘ７ｆ．１", ascii: "127.0.0.1"},
+	{name: "halfwidth ideographic dots", host: "127｡0｡0｡1", ascii: "127.0.0.1"},
 }
 
 // TestLoopbackSpellings sends every spelling through a real session: refused
