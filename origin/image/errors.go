@@ -6,3 +6,6 @@ import (
 
 // ErrNotFound is returned for an unknown image.
 var ErrNotFound = errors.New("image not found")
+
+// errClosed is returned for work asked of a closed Service.
+var errClosed = errors.New("image service closed")

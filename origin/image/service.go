@@ -67,7 +67,9 @@ type Service struct {
 	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
 	ahead   chan struct{} // a slot per background render in the engine
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // background renders, the compactor, and the work await runs
+	closeMu sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
+	closed  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -97,10 +99,27 @@ func NewService(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Close stops background renders and compaction and waits for them.
+// Close stops background renders and compaction, and the renders and
+// conversions callers started (which outlive a caller that stopped
+// waiting), and waits for them; none starts afterwards.
 func (s *Service) Close() {
+	s.closeMu.Lock()
+	s.closed = true
+	s.closeMu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+}
+
+// begin counts a piece of work Close must wait for, and reports false once
+// Close has begun: then the work must not start.
+func (s *Service) begin() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 func (s *Service) lock(id string) func() {

@@ -129,7 +129,9 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 // here, where a GET of their image overtakes them (it renders, and the
 // background render then finds the image done).
 func (s *Service) prerender(id string) {
-	s.wg.Add(1)
+	if !s.begin() {
+		return // closed: the first GET renders it
+	}
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)

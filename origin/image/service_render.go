@@ -63,9 +63,14 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 }
 
 // await runs fn once per key however many callers ask, and lets each caller
-// stop waiting when its own ctx ends without stopping the work.
+// stop waiting when its own ctx ends without stopping the work; Close
+// stops the work and waits for it.
 func (s *Service) await(ctx context.Context, key string, fn func(context.Context) (*Image, error)) (*Image, error) {
 	ch := s.flights.DoChan(key, func() (any, error) {
+		if !s.begin() {
+			return nil, errClosed
+		}
+		defer s.wg.Done()
 		wctx, cancel := context.WithTimeout(s.ctx, 3*time.Minute)
 		defer cancel()
 		return fn(wctx)
