@@ -21,11 +21,33 @@ const KeyFile = "master.key"
 
 // ErrOpen is returned when a sealed value does not decrypt: wrong master key
 // or tampered data.
-var ErrOpen = errors.New("secretbox: cannot open sealed value")
+var ErrOpen = errors.New("seal: cannot open sealed value")
+
+// Sealed formats. A value Seal writes starts with formatV1, then the nonce,
+// then the ciphertext and tag, under a key derived from the master key with
+// HKDF (sealKeyInfo). A legacy value, written before the key was derived, is
+// the nonce, ciphertext and tag under the master key itself, with no prefix;
+// its first byte is random, so it may equal formatV1 by chance (one value in
+// 256), which is why Open falls back to the legacy reading when the v1 one
+// fails.
+const formatV1 byte = 0x01
+
+// sealKeyInfo is the HKDF info of the encryption key. MAC keys use
+// macInfo(purpose), which always starts with "pictor " (a space); this label
+// has a '/' there, so no purpose can name the encryption key.
+const sealKeyInfo = "pictor/seal/aes-256-gcm/v1"
+
+// macInfo is the HKDF info of a MAC key. It is what it has always been, so
+// that tokens signed before the encryption key was derived still verify.
+func macInfo(purpose string) string { return "pictor " + purpose }
 
 // Box seals and opens values under the master key.
 type Box struct {
-	aead   cipher.AEAD
+	// aead seals and opens v1 values, under the derived key.
+	aead cipher.AEAD
+	// legacy opens values sealed directly under the master key; nothing is
+	// sealed with it any more.
+	legacy cipher.AEAD
 	master []byte
 }
 
@@ -34,20 +56,35 @@ func New(master []byte) (*Box, error) {
 	if len(master) != 32 {
 		return nil, fmt.Errorf("master key must be 32 bytes, got %d", len(master))
 	}
-	block, err := aes.NewCipher(master)
+	// The master key is HKDF input for every key Pictor uses; using it as
+	// the AES key as well would give one key two uses.
+	sealKey, err := hkdf.Key(sha256.New, master, nil, sealKeyInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("derive seal key: %w", err)
+	}
+	aead, err := newGCM(sealKey)
+	if err != nil {
+		return nil, fmt.Errorf("seal key: %w", err)
+	}
+	legacy, err := newGCM(master)
+	if err != nil {
+		return nil, fmt.Errorf("legacy seal key: %w", err)
+	}
+	return &Box{aead: aead, legacy: legacy, master: append([]byte(nil), master...)}, nil
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Box{aead: aead, master: append([]byte(nil), master...)}, nil
+	return cipher.NewGCM(block)
 }
 
 // Load returns the Box for the master key given in env (PICTOR_MASTER_KEY:
 // 64 hex digits or base64 of 32 bytes) or, when env is empty, the key stored
-// in dataDir, generating it there with mode 0600 on first use.
+// in dataDir, generating it there with mode 0600 on first use. Processes
+// that load the same fresh dataDir at once all get the same key.
 func Load(env, dataDir string) (*Box, error) {
 	if env != "" {
 		key, err := ParseKey(env)
@@ -71,30 +108,68 @@ func Load(env, dataDir string) (*Box, error) {
 	return New(key)
 }
 
+// create writes a new key to path unless another process gets there first,
+// and returns the contents of path either way. The key is written and
+// synced under a temporary name, then linked to path: link(2) fails if path
+// exists and otherwise makes the name appear with the whole file behind it,
+// so whoever loses the race reads the winner's complete key, never an empty
+// or partial file (as an O_EXCL create followed by a write would show).
 func create(path string) ([]byte, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create key directory: %w", err)
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
 	text := []byte(hex.EncodeToString(key) + "\n")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		// Another process created it first: use theirs.
-		return os.ReadFile(path)
-	}
+
+	// CreateTemp opens with mode 0600, which the link keeps.
+	f, err := os.CreateTemp(dir, "."+KeyFile+".tmp-*")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create temporary key file: %w", err)
 	}
+	tmp := f.Name()
+	// The temporary name goes whether the link was made or lost.
+	defer os.Remove(tmp)
 	if _, err := f.Write(text); err != nil {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
+		return nil, fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			// Another process linked its key first: use theirs.
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("read the key another process created: %w", err)
+			}
+			return raw, nil
+		}
+		return nil, fmt.Errorf("link %s to %s: %w", tmp, path, err)
+	}
+	// The new name must survive a crash as well as the file's contents.
+	if err := syncDir(dir); err != nil {
 		return nil, err
 	}
-	return text, f.Close()
+	return text, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open key directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync key directory: %w", err)
+	}
+	return nil
 }
 
 // ParseKey decodes a 32-byte key written as hex or standard/URL base64.
@@ -110,30 +185,74 @@ func ParseKey(s string) ([]byte, error) {
 	return nil, errors.New("want 32 bytes as 64 hex digits or base64")
 }
 
-// Seal encrypts plaintext; additional binds the result to its context (for
-// example the key id) so a sealed value cannot be moved to another record.
+// Seal encrypts plaintext in the current format; additional binds the
+// result to its context (for example the key id) so a sealed value cannot
+// be moved to another record.
 func (b *Box) Seal(plaintext, additional []byte) []byte {
-	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plaintext)+b.aead.Overhead())
+	n := b.aead.NonceSize()
+	out := make([]byte, 1+n, 1+n+len(plaintext)+b.aead.Overhead())
+	out[0] = formatV1
+	nonce := out[1:]
 	rand.Read(nonce)
-	return b.aead.Seal(nonce, nonce, plaintext, additional)
+	return b.aead.Seal(out, nonce, plaintext, v1Additional(additional))
 }
 
-// Open decrypts a value produced by Seal with the same additional data.
+// v1Additional authenticates the format byte along with the caller's
+// additional data, so a value cannot be passed off as another format that
+// might one day share the key.
+func v1Additional(additional []byte) []byte {
+	return append([]byte{formatV1}, additional...)
+}
+
+// Open decrypts a value produced by Seal with the same additional data, in
+// the current format or the legacy one. Use OpenUpgrade where the value can
+// be written back, so that legacy values go away.
 func (b *Box) Open(sealed, additional []byte) ([]byte, error) {
-	n := b.aead.NonceSize()
-	if len(sealed) < n+b.aead.Overhead() {
-		return nil, ErrOpen
-	}
-	out, err := b.aead.Open(nil, sealed[:n], sealed[n:], additional)
+	plain, _, err := b.open(sealed, additional)
+	return plain, err
+}
+
+// OpenUpgrade opens sealed as Open does and, when it was in the legacy
+// format (sealed directly under the master key), also returns the plaintext
+// sealed again in the current format; upgraded is nil for a value that is
+// already current. A caller that stores sealed values replaces the stored
+// value with upgraded when it is not nil: records then migrate as they are
+// read, and the master key stops being an encryption key once none is left.
+func (b *Box) OpenUpgrade(sealed, additional []byte) (plain, upgraded []byte, err error) {
+	plain, legacy, err := b.open(sealed, additional)
 	if err != nil {
-		return nil, ErrOpen
+		return nil, nil, err
 	}
-	return out, nil
+	if legacy {
+		upgraded = b.Seal(plain, additional)
+	}
+	return plain, upgraded, nil
+}
+
+// open reports whether sealed was in the legacy format.
+func (b *Box) open(sealed, additional []byte) (plain []byte, legacy bool, err error) {
+	n := b.aead.NonceSize()
+	if len(sealed) >= 1+n+b.aead.Overhead() && sealed[0] == formatV1 {
+		body := sealed[1:]
+		if out, err := b.aead.Open(nil, body[:n], body[n:], v1Additional(additional)); err == nil {
+			return out, false, nil
+		}
+		// A legacy value whose random nonce starts with formatV1.
+	}
+	n = b.legacy.NonceSize()
+	if len(sealed) < n+b.legacy.Overhead() {
+		return nil, false, ErrOpen
+	}
+	out, err := b.legacy.Open(nil, sealed[:n], sealed[n:], additional)
+	if err != nil {
+		return nil, false, ErrOpen
+	}
+	return out, true, nil
 }
 
 // MACKey derives an independent 32-byte key for the named purpose.
 func (b *Box) MACKey(purpose string) []byte {
-	key, err := hkdf.Key(sha256.New, b.master, nil, "pictor "+purpose, 32)
+	key, err := hkdf.Key(sha256.New, b.master, nil, macInfo(purpose), 32)
 	if err != nil {
 		panic(err) // only for impossible lengths
 	}
