@@ -1,0 +1,614 @@
+package purgelog_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/edge/purgelog"
+	"github.com/pictorhq/pictor/origin/contract"
+)
+
+// The edge may not import the origin's hub (TestImportsOnlyTheContract):
+// these tests speak the purge channel of package contract with an origin
+// of their own, over loopback.
+
+const (
+	token = "edge-token-0123456789abcdef"
+	// wait bounds every wait for something that must happen.
+	wait = 10 * time.Second
+)
+
+// origin serves the purge channel; each stream it accepts is handed to the
+// test, which writes its frames and reads its acknowledgements.
+type origin struct {
+	url    string
+	conns  chan *stream
+	tries  atomic.Int32 // streams asked for
+	refuse atomic.Int32 // answer this many more streams with 503
+	// admit decides whether the try-th stream's Authorization opens it
+	// (the edge token by default).
+	admit func(auth string, try int32) bool
+
+	mu      sync.Mutex
+	streams []*stream
+}
+
+// stream is one accepted connection of an edge.
+type stream struct {
+	auth, since, name string
+	frames            chan string // lines to send
+	acks              chan uint64 // acknowledgements received
+	end               chan struct{}
+	endOnce           sync.Once
+}
+
+// newOrigin starts an origin. Make it before the subscriber's run, so that
+// the subscriber is stopped before the origin ends its streams: a
+// subscriber must not be stopped while it waits for a stream's answer
+// (see the report: it would never return).
+func newOrigin(t *testing.T) *origin {
+	t.Helper()
+	o := &origin{conns: make(chan *stream, 64), admit: func(auth string, _ int32) bool { return auth == "Bearer "+token }}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+contract.StreamPath, o.serve)
+	srv := httptest.NewServer(mux)
+	o.url = srv.URL
+	t.Cleanup(func() {
+		o.mu.Lock()
+		for _, s := range o.streams {
+			s.close()
+		}
+		o.mu.Unlock()
+		srv.Close()
+	})
+	return o
+}
+
+func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
+	try := o.tries.Add(1)
+	// The acknowledgements stay open: an answer that does not read them
+	// closes the connection, or net/http would wait for their end.
+	if !o.admit(r.Header.Get("Authorization"), try) {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+contract.StreamRealm+`"`)
+		http.Error(w, `{"error":"Unauthorized","message":"Invalid edge token","statusCode":401}`, http.StatusUnauthorized)
+		return
+	}
+	if o.refuse.Add(-1) >= 0 {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	s := &stream{auth: r.Header.Get("Authorization"), since: r.URL.Query().Get(contract.StreamSince), name: r.URL.Query().Get(contract.StreamName),
+		frames: make(chan string, 1024), acks: make(chan uint64, 1024), end: make(chan struct{})}
+	o.mu.Lock()
+	o.streams = append(o.streams, s)
+	o.mu.Unlock()
+	rc := http.NewResponseController(w)
+	if err := rc.EnableFullDuplex(); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			n, err := strconv.ParseUint(sc.Text(), 10, 64)
+			if err != nil {
+				s.acks <- 1 << 63 // an unreadable acknowledgement fails the test
+				continue
+			}
+			s.acks <- n
+		}
+	}()
+	o.conns <- s
+	for {
+		select {
+		case line := <-s.frames:
+			if _, err := fmt.Fprintln(w, line); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		case <-s.end:
+			return
+		case <-gone:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// accept returns the next stream an edge opened.
+func (o *origin) accept(t *testing.T) *stream {
+	t.Helper()
+	select {
+	case s := <-o.conns:
+		return s
+	case <-time.After(wait):
+		t.Fatalf("the edge did not connect within %v", wait)
+	}
+	panic("unreachable")
+}
+
+// send writes an event frame.
+func (s *stream) send(ev contract.Event) {
+	raw, _ := json.Marshal(ev)
+	s.frames <- string(raw)
+}
+
+// ready sends a Ready frame at seq.
+func (s *stream) ready(seq uint64) { s.send(contract.Event{Seq: seq, Kind: contract.Ready}) }
+
+// ack waits for the next acknowledgement and checks it.
+func (s *stream) ack(t *testing.T, want uint64) {
+	t.Helper()
+	select {
+	case got := <-s.acks:
+		if got != want {
+			t.Fatalf("acknowledged %d, want %d", got, want)
+		}
+	case <-time.After(wait):
+		t.Fatalf("no acknowledgement of %d within %v", want, wait)
+	}
+}
+
+// close ends the stream from the origin's side.
+func (s *stream) close() { s.endOnce.Do(func() { close(s.end) }) }
+
+// purger records the purges it is asked for, as "image:id", "org:id",
+// "tag:id" and "all". A purge of an id in failing fails, once.
+type purger struct {
+	mu      sync.Mutex
+	calls   []string
+	failing map[string]bool
+}
+
+func (p *purger) record(call string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, call)
+	if p.failing[call] {
+		delete(p.failing, call)
+		return errors.New("cache unavailable")
+	}
+	return nil
+}
+
+func (p *purger) PurgeImage(id string) (int, error) { return 1, p.record("image:" + id) }
+func (p *purger) PurgeOrg(id string) (int, error)   { return 1, p.record("org:" + id) }
+func (p *purger) PurgeTag(tag string) (int, error)  { return 1, p.record("tag:" + tag) }
+func (p *purger) PurgeAll() error                   { return p.record("all") }
+
+func (p *purger) got() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls)
+}
+
+var _ purgelog.Purger = (*purger)(nil)
+
+// subscribe makes a subscriber of the origin with its state in state.
+func subscribe(t *testing.T, o *origin, state string, p purgelog.Purger) *purgelog.Subscriber {
+	t.Helper()
+	s, err := purgelog.New(purgelog.Config{OriginURL: o.url + "/", Token: token, Name: "edge-1", StateFile: state, Purger: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs s until the returned stop, which also checks that Run returns
+// promptly once its context ends (and runs when the test ends).
+func run(t *testing.T, s *purgelog.Subscriber) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(wait):
+				t.Errorf("Run did not return within %v of its context's end", wait)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitReady waits for the subscriber's first Ready.
+func waitReady(t *testing.T, s *purgelog.Subscriber) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	if !s.Ready() {
+		t.Fatal("WaitReady returned but Ready is false")
+	}
+}
+
+// wantState checks the state file's position.
+func wantState(t *testing.T, state string, want uint64) {
+	t.Helper()
+	raw, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(raw); got != strconv.FormatUint(want, 10)+"\n" {
+		t.Fatalf("state file holds %q, want %d", got, want)
+	}
+}
+
+func TestNewRequiresConfig(t *testing.T) {
+	full := purgelog.Config{OriginURL: "http://127.0.0.1:1", Token: token, StateFile: filepath.Join(t.TempDir(), "state"), Purger: &purger{}}
+	tests := []struct {
+		name string
+		edit func(*purgelog.Config)
+		ok   bool
+	}{
+		{"complete", func(*purgelog.Config) {}, true},
+		{"no name is fine", func(c *purgelog.Config) { c.Name = "" }, true},
+		{"no origin", func(c *purgelog.Config) { c.OriginURL = "" }, false},
+		{"no token", func(c *purgelog.Config) { c.Token = "" }, false},
+		{"no state file", func(c *purgelog.Config) { c.StateFile = "" }, false},
+		{"no purger", func(c *purgelog.Config) { c.Purger = nil }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := full
+			tc.edit(&cfg)
+			s, err := purgelog.New(cfg)
+			if tc.ok != (err == nil) {
+				t.Fatalf("New = %v, want ok %v", err, tc.ok)
+			}
+			if s != nil && (s.Ready() || s.Last() != 0) {
+				t.Fatalf("a new subscriber without state: ready %v, last %d", s.Ready(), s.Last())
+			}
+		})
+	}
+}
+
+// TestAppliesEachKind: every kind of event reaches the Purger as its ids
+// say, and is acknowledged only after the position is on disk.
+func TestAppliesEachKind(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   contract.Event
+		want []string
+	}{
+		{"images deleted", contract.Event{Seq: 7, Kind: contract.ImagesDeleted, IDs: []string{"img-a", "img-b"}}, []string{"image:img-a", "image:img-b"}},
+		{"organization suspended", contract.Event{Seq: 8, Kind: contract.OrgSuspended, IDs: []string{"org-1"}}, []string{"org:org-1"}},
+		{"key disabled", contract.Event{Seq: 9, Kind: contract.KeyDisabled, IDs: []string{contract.KeyTag("api-1")}}, []string{"tag:api-1"}},
+		{"tags purged", contract.Event{Seq: 10, Kind: contract.TagsPurged, IDs: []string{contract.TemplateTag("t-1"), "k"}}, []string{"tag:tpl:t-1", "tag:k"}},
+		{"reset", contract.Event{Seq: 100_000, Kind: contract.Reset}, []string{"all"}},
+		{"unknown kind", contract.Event{Seq: 11, Kind: "images.renamed", IDs: []string{"img-a"}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOrigin(t)
+			state := filepath.Join(t.TempDir(), "deeper", "edge.state") // its directory is made
+			p := &purger{}
+			s := subscribe(t, o, state, p)
+			run(t, s)
+			c := o.accept(t)
+			c.send(tc.ev)
+			c.ack(t, tc.ev.Seq)
+			if got := p.got(); !slices.Equal(got, tc.want) {
+				t.Fatalf("purges %q, want %q", got, tc.want)
+			}
+			if s.Last() != tc.ev.Seq {
+				t.Fatalf("Last = %d, want %d", s.Last(), tc.ev.Seq)
+			}
+			wantState(t, state, tc.ev.Seq)
+			if _, err := os.Stat(state + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("temporary state file left behind: %v", err)
+			}
+		})
+	}
+}
+
+// TestConnectsAtItsPosition: the stream is opened with the edge token, the
+// edge's name and the position of the state file (0 without a readable
+// one).
+func TestConnectsAtItsPosition(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     *string // nil: no state file
+		wantSince string
+		wantLast  uint64
+	}{
+		{"no state file", nil, "0", 0},
+		{"a position", ptr("42\n"), "42", 42},
+		{"spaces around it", ptr("  42 \n"), "42", 42},
+		{"unreadable", ptr("forty-two"), "0", 0},
+		{"empty", ptr(""), "0", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOrigin(t)
+			state := filepath.Join(t.TempDir(), "edge.state")
+			if tc.state != nil {
+				if err := os.WriteFile(state, []byte(*tc.state), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := subscribe(t, o, state, &purger{})
+			if s.Last() != tc.wantLast {
+				t.Fatalf("Last = %d before Run, want %d", s.Last(), tc.wantLast)
+			}
+			run(t, s)
+			c := o.accept(t)
+			if c.since != tc.wantSince || c.name != "edge-1" || c.auth != "Bearer "+token {
+				t.Fatalf("stream opened with since %q, name %q, auth %q", c.since, c.name, c.auth)
+			}
+			next := tc.wantLast + 1
+			c.send(contract.Event{Seq: next, Kind: contract.ImagesDeleted, IDs: []string{"img"}})
+			c.ack(t, next)
+			wantState(t, state, next)
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestReadyAfterReplay: WaitReady returns at the first Ready frame, once
+// everything sent before it is applied, and not before.
+func TestReadyAfterReplay(t *testing.T) {
+	o := newOrigin(t)
+	p := &purger{}
+	s := subscribe(t, o, filepath.Join(t.TempDir(), "edge.state"), p)
+	run(t, s)
+	c := o.accept(t)
+	for i := uint64(1); i <= 3; i++ {
+		c.send(contract.Event{Seq: i, Kind: contract.ImagesDeleted, IDs: []string{fmt.Sprintf("img-%d", i)}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.WaitReady(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitReady before any Ready frame = %v", err)
+	}
+	if s.Ready() {
+		t.Fatal("ready before any Ready frame")
+	}
+	c.ready(3)
+	waitReady(t, s)
+	if got := p.got(); !slices.Equal(got, []string{"image:img-1", "image:img-2", "image:img-3"}) {
+		t.Fatalf("ready with purges %q applied", got)
+	}
+	if s.Last() != 3 {
+		t.Fatalf("Last = %d", s.Last())
+	}
+	// A Ready frame is no event: nothing is acknowledged for it.
+	for i := uint64(1); i <= 3; i++ {
+		c.ack(t, i)
+	}
+	select {
+	case n := <-c.acks:
+		t.Fatalf("acknowledged %d after the Ready frame", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestResumesAfterRestart: a new subscriber over the same state file
+// starts at the last applied event.
+func TestResumesAfterRestart(t *testing.T) {
+	o := newOrigin(t)
+	state := filepath.Join(t.TempDir(), "edge.state")
+	first := subscribe(t, o, state, &purger{})
+	stop := run(t, first)
+	c := o.accept(t)
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+	c.send(contract.Event{Seq: 2, Kind: contract.OrgSuspended, IDs: []string{"org-1"}})
+	c.ack(t, 1)
+	c.ack(t, 2)
+	stop()
+
+	p := &purger{}
+	second := subscribe(t, o, state, p)
+	if second.Last() != 2 || second.Ready() {
+		t.Fatalf("restarted at %d, ready %v; want 2, not ready", second.Last(), second.Ready())
+	}
+	run(t, second)
+	c = o.accept(t)
+	if c.since != "2" {
+		t.Fatalf("restarted stream since %q, want 2", c.since)
+	}
+	c.send(contract.Event{Seq: 3, Kind: contract.ImagesDeleted, IDs: []string{"img-3"}})
+	c.ready(3)
+	waitReady(t, second)
+	if got := p.got(); !slices.Equal(got, []string{"image:img-3"}) {
+		t.Fatalf("after the restart: purges %q", got)
+	}
+	c.ack(t, 3)
+	wantState(t, state, 3)
+}
+
+// TestReconnects: after the stream ends, is refused, or carries a frame
+// that does not parse, the subscriber opens a new one at its position and
+// stays ready.
+func TestReconnects(t *testing.T) {
+	tests := []struct {
+		name      string
+		interrupt func(t *testing.T, o *origin, c *stream)
+	}{
+		{"stream ended by the origin", func(t *testing.T, o *origin, c *stream) { c.close() }},
+		{"stream ended, then refused twice", func(t *testing.T, o *origin, c *stream) {
+			o.refuse.Store(2)
+			c.close()
+		}},
+		{"frame that is not JSON", func(t *testing.T, o *origin, c *stream) {
+			c.frames <- "{not json"
+			c.send(contract.Event{Seq: 3, Kind: contract.ImagesDeleted, IDs: []string{"img-lost"}})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOrigin(t)
+			p := &purger{}
+			s := subscribe(t, o, filepath.Join(t.TempDir(), "edge.state"), p)
+			run(t, s)
+			c := o.accept(t)
+			c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+			c.send(contract.Event{Seq: 2, Kind: contract.ImagesDeleted, IDs: []string{"img-2"}})
+			c.ready(2)
+			waitReady(t, s)
+			c.ack(t, 1)
+			c.ack(t, 2)
+
+			tc.interrupt(t, o, c)
+			again := o.accept(t)
+			if again.since != "2" {
+				t.Fatalf("reconnected since %q, want 2", again.since)
+			}
+			if !s.Ready() {
+				t.Fatal("not ready while reconnecting")
+			}
+			again.send(contract.Event{Seq: 3, Kind: contract.ImagesDeleted, IDs: []string{"img-3"}})
+			again.ack(t, 3)
+			if got := p.got(); !slices.Equal(got, []string{"image:img-1", "image:img-2", "image:img-3"}) {
+				t.Fatalf("purges %q", got)
+			}
+		})
+	}
+}
+
+// TestFailedPurgeIsRetried: an event the Purger fails on is neither
+// acknowledged nor remembered; the subscriber reconnects before it and
+// applies it when the origin sends it again.
+func TestFailedPurgeIsRetried(t *testing.T) {
+	o := newOrigin(t)
+	state := filepath.Join(t.TempDir(), "edge.state")
+	p := &purger{failing: map[string]bool{"org:org-2": true}}
+	s := subscribe(t, o, state, p)
+	run(t, s)
+	c := o.accept(t)
+	c.send(contract.Event{Seq: 1, Kind: contract.OrgSuspended, IDs: []string{"org-1"}})
+	c.send(contract.Event{Seq: 2, Kind: contract.OrgSuspended, IDs: []string{"org-2"}})
+	c.ack(t, 1)
+
+	again := o.accept(t)
+	if again.since != "1" {
+		t.Fatalf("reconnected since %q, want 1", again.since)
+	}
+	select {
+	case n := <-c.acks:
+		t.Fatalf("the failed event %d was acknowledged", n)
+	default:
+	}
+	wantState(t, state, 1)
+	again.send(contract.Event{Seq: 2, Kind: contract.OrgSuspended, IDs: []string{"org-2"}})
+	again.ack(t, 2)
+	if got := p.got(); !slices.Equal(got, []string{"org:org-1", "org:org-2", "org:org-2"}) {
+		t.Fatalf("purges %q", got)
+	}
+	wantState(t, state, 2)
+}
+
+// TestRefusedTokenNeverReady: an edge whose token the origin refuses
+// tries again, and is not ready before the origin admits it (here on its
+// third try, as if the origin's token had been fixed meanwhile).
+func TestRefusedTokenNeverReady(t *testing.T) {
+	o := newOrigin(t)
+	o.admit = func(_ string, try int32) bool { return try >= 3 }
+	p := &purger{}
+	s := subscribe(t, o, filepath.Join(t.TempDir(), "edge.state"), p)
+	run(t, s)
+	c := o.accept(t)
+	if n := o.tries.Load(); n != 3 {
+		t.Fatalf("admitted on try %d, want 3", n)
+	}
+	if s.Ready() || s.Last() != 0 || len(p.got()) != 0 {
+		t.Fatalf("refused edge: ready %v, last %d, purges %q", s.Ready(), s.Last(), p.got())
+	}
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+	c.ready(1)
+	waitReady(t, s)
+	c.ack(t, 1)
+}
+
+// TestPositionWrittenAtomically: while events are applied, the state file
+// always holds a whole position, never a partial or empty one, and never
+// goes back.
+func TestPositionWrittenAtomically(t *testing.T) {
+	const events = 300
+	o := newOrigin(t)
+	state := filepath.Join(t.TempDir(), "edge.state")
+	s := subscribe(t, o, state, &purger{})
+	run(t, s)
+	c := o.accept(t)
+
+	stopReading := make(chan struct{})
+	readerErr := make(chan error, 1)
+	go func() {
+		var last uint64
+		reads := 0
+		for {
+			select {
+			case <-stopReading:
+				if reads == 0 {
+					readerErr <- errors.New("the state file was never read")
+					return
+				}
+				readerErr <- nil
+				return
+			default:
+			}
+			raw, err := os.ReadFile(state)
+			if errors.Is(err, os.ErrNotExist) && last == 0 {
+				continue
+			}
+			reads++
+			if err != nil {
+				readerErr <- err
+				return
+			}
+			n, err := strconv.ParseUint(strings.TrimSuffix(string(raw), "\n"), 10, 64)
+			if err != nil || !strings.HasSuffix(string(raw), "\n") {
+				readerErr <- fmt.Errorf("state file holds %q", raw)
+				return
+			}
+			if n < last {
+				readerErr <- fmt.Errorf("state went back from %d to %d", last, n)
+				return
+			}
+			last = n
+		}
+	}()
+	for i := uint64(1); i <= events; i++ {
+		c.send(contract.Event{Seq: i, Kind: contract.ImagesDeleted, IDs: []string{"img"}})
+	}
+	for i := uint64(1); i <= events; i++ {
+		c.ack(t, i)
+	}
+	close(stopReading)
+	if err := <-readerErr; err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, state, events)
+}
