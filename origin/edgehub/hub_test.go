@@ -541,4 +541,3 @@ func TestCloseEndsStreams(t *testing.T) {
 	}
 	late.ended(t)
 }
-
