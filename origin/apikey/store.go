@@ -1,6 +1,7 @@
 package apikey
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -276,11 +278,52 @@ func (s *Store) List(orgID, after string, count int, f Filter) ([]*Key, bool, er
 
 // Secret returns the key's plaintext secret, for verifying signed URLs.
 func (s *Store) Secret(k *Key) (string, error) {
-	plain, err := s.box.Open(k.Secret, []byte(k.ID))
+	plain, err := s.openSecret(k)
 	if err != nil {
-		return "", fmt.Errorf("open secret of API key %s: %w", k.ID, err)
+		return "", err
 	}
 	return string(plain), nil
+}
+
+// openSecret opens the key's sealed secret; one sealed in the seal
+// package's legacy format is stored again in the current one, once.
+func (s *Store) openSecret(k *Key) ([]byte, error) {
+	plain, upgraded, err := s.box.OpenUpgrade(k.Secret, []byte(k.ID))
+	if err != nil {
+		return nil, fmt.Errorf("open secret of API key %s: %w", k.ID, err)
+	}
+	if upgraded != nil {
+		if err := s.reseal(k, upgraded); err != nil {
+			// The secret opened: the caller goes on, the next read retries.
+			slog.Warn("API key secret not migrated to the current sealed format", "key_id", k.ID, "error", err)
+		}
+	}
+	return plain, nil
+}
+
+// reseal replaces k's stored secret by upgraded unless the record changed
+// meanwhile (its secret is no longer the one opened). It is not an update
+// of the key: updated_at stays.
+func (s *Store) reseal(k *Key, upgraded []byte) error {
+	unlock := s.lock(k.OrgID)
+	defer unlock()
+	cur, err := s.load(s.kv, k.ID)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(cur.Secret, k.Secret) {
+		return nil
+	}
+	cur.Secret = upgraded
+	raw, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	if err := s.kv.Put(recordKey(cur.ID), raw); err != nil {
+		return fmt.Errorf("store API key %s: %w", cur.ID, err)
+	}
+	k.Secret = upgraded
+	return nil
 }
 
 // ByAPIID returns the key whose Basic-auth username is apiID.
@@ -307,9 +350,9 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 	if err != nil {
 		return nil, err
 	}
-	want, err := s.box.Open(k.Secret, []byte(k.ID))
+	want, err := s.openSecret(k)
 	if err != nil {
-		return nil, fmt.Errorf("open secret of API key %s: %w", k.ID, err)
+		return nil, err
 	}
 	if subtle.ConstantTimeCompare(want, []byte(secret)) != 1 {
 		return nil, auth.ErrInvalid
