@@ -3,6 +3,9 @@ package bench
 import (
 	"fmt"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/report"
 )
 
 // Check is a performance target over the results of a run. Eval finds
@@ -10,14 +13,7 @@ import (
 // missing (its scenario did not run), and the check is then left out.
 type Check struct {
 	Name string
-	Eval func(find func(name string) *Result) (measured string, pass, applies bool)
-}
-
-// CheckResult is the verdict of one check.
-type CheckResult struct {
-	Name     string
-	Measured string
-	Pass     bool
+	Eval func(find func(name string) *load.Result) (measured string, pass, applies bool)
 }
 
 // Checks returns the targets: of issue 3, a warm render under 150 ms at
@@ -51,7 +47,7 @@ func quantileRatioAtMost(name, baseline string, q, factor float64) Check {
 	pname := fmt.Sprintf("p%g", q*100)
 	return Check{
 		Name: fmt.Sprintf("%s %s ≤ %g× %s's", name, pname, factor, baseline),
-		Eval: func(find func(string) *Result) (string, bool, bool) {
+		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			r, b := find(name), find(baseline)
 			if r == nil || b == nil {
 				return "", false, false
@@ -61,7 +57,7 @@ func quantileRatioAtMost(name, baseline string, q, factor float64) Check {
 			}
 			v, bv := r.Latency.Quantile(q), b.Latency.Quantile(q)
 			ratio := v.Seconds() / bv.Seconds()
-			return fmt.Sprintf("%.2f× (%s %s ÷ %s)", ratio, pname, formatLatency(v), formatLatency(bv)), ratio <= factor, true
+			return fmt.Sprintf("%.2f× (%s %s ÷ %s)", ratio, pname, load.FormatLatency(v), load.FormatLatency(bv)), ratio <= factor, true
 		},
 	}
 }
@@ -70,8 +66,8 @@ func quantileRatioAtMost(name, baseline string, q, factor float64) Check {
 func latencyBelow(name string, q float64, limit time.Duration) Check {
 	pname := fmt.Sprintf("p%g", q*100)
 	return Check{
-		Name: fmt.Sprintf("%s %s < %s", name, pname, formatLatency(limit)),
-		Eval: func(find func(string) *Result) (string, bool, bool) {
+		Name: fmt.Sprintf("%s %s < %s", name, pname, load.FormatLatency(limit)),
+		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			r := find(name)
 			if r == nil {
 				return "", false, false
@@ -80,7 +76,7 @@ func latencyBelow(name string, q float64, limit time.Duration) Check {
 				return "no successful requests", false, true
 			}
 			v := r.Latency.Quantile(q)
-			return fmt.Sprintf("%s %s", pname, formatLatency(v)), v < limit, true
+			return fmt.Sprintf("%s %s", pname, load.FormatLatency(v)), v < limit, true
 		},
 	}
 }
@@ -95,9 +91,9 @@ func rateRatioAtLeast(name, what string, baselines []string, factor float64) Che
 func rateRatioCheck(name, what string, baselines []string, factor float64, format string) Check {
 	return Check{
 		Name: fmt.Sprintf("%s throughput ≥ %g× %s", name, factor, what),
-		Eval: func(find func(string) *Result) (string, bool, bool) {
+		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			r := find(name)
-			var best *Result
+			var best *load.Result
 			for _, b := range baselines {
 				if br := find(b); br != nil && (best == nil || br.Rate() > best.Rate()) {
 					best = br
@@ -111,14 +107,14 @@ func rateRatioCheck(name, what string, baselines []string, factor float64, forma
 			}
 			ratio := r.Rate() / best.Rate()
 			return fmt.Sprintf(format+"× (%s %ss/s ÷ %s %ss/s of %s)", ratio,
-				formatRate(r.Rate()), r.Unit, formatRate(best.Rate()), best.Unit, best.Name), ratio >= factor, true
+				load.FormatRate(r.Rate()), r.Unit, load.FormatRate(best.Rate()), best.Unit, best.Name), ratio >= factor, true
 		},
 	}
 }
 
 // Evaluate runs the checks that apply to results.
-func Evaluate(checks []Check, results []*Result) []CheckResult {
-	find := func(name string) *Result {
+func Evaluate(checks []Check, results []*load.Result) []report.CheckResult {
+	find := func(name string) *load.Result {
 		for _, r := range results {
 			if r.Name == name {
 				return r
@@ -126,10 +122,10 @@ func Evaluate(checks []Check, results []*Result) []CheckResult {
 		}
 		return nil
 	}
-	var out []CheckResult
+	var out []report.CheckResult
 	for _, c := range checks {
 		if m, pass, ok := c.Eval(find); ok {
-			out = append(out, CheckResult{Name: c.Name, Measured: m, Pass: pass})
+			out = append(out, report.CheckResult{Name: c.Name, Measured: m, Pass: pass})
 		}
 	}
 	return out

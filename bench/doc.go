@@ -1,12 +1,9 @@
-// Package bench holds Pictor's load-benchmark harness: scenarios driven
-// against a running service, reported as Markdown tables and latency charts.
-//
-// A Scenario measures one thing and returns a Result per run; Drive is the
-// closed-loop load generator they share, Histogram the percentile
-// calculator, and Checks the performance targets judged from the results.
-// KeepAlive is the load generator's fast path for the edge scenarios
-// (one keep-alive HTTP/1.1 connection per client, answers parsed in
-// place); interleave runs Pictor and a baseline (nginx, vipsthumbnail)
-// in alternating rounds on the same machine. To add a scenario, write its
-// Run with Drive and list it in Scenarios.
+// Package bench is Pictor's load-benchmark harness: the scenarios driven
+// against a running `pictor serve` and its baselines, the performance
+// targets judged from their results, and Run, which runs the scenarios a
+// Config selects and returns their report. A Scenario drives load with
+// load.Drive, or with interleave, which runs Pictor and a baseline (package
+// baseline) in alternating rounds on the same machine, and returns a
+// load.Result per run. To add a scenario, write its Run and list it in
+// Scenarios.
 package bench

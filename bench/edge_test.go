@@ -1,13 +1,15 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/internal/benchtest"
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/report"
 )
 
 func TestZipf(t *testing.T) {
@@ -102,51 +104,17 @@ func TestZipf(t *testing.T) {
 	})
 }
 
-func TestNginxConfigText(t *testing.T) {
-	conf := NginxConfig{Dir: "/tmp/b/nginx", Root: "/tmp/b/www", Addr: "127.0.0.1:4321"}.Text()
-	for _, want := range []string{
-		"worker_processes auto;",
-		"pid /tmp/b/nginx/nginx.pid;",
-		"error_log /tmp/b/nginx/error.log warn;",
-		"access_log off;",
-		"sendfile on;",
-		"keepalive_timeout 75s;",
-		"keepalive_requests 1000000;", // one connection per client for the whole run, as on the edge
-		"client_body_temp_path /tmp/b/nginx/client_body;",
-		"image/jpeg jpg;",
-		"image/webp webp;",
-		"listen 127.0.0.1:4321;",
-		"root /tmp/b/www;",
-	} {
-		if !strings.Contains(conf, want) {
-			t.Errorf("config lacks %q:\n%s", want, conf)
-		}
-	}
-	if strings.Contains(conf, "daemon") {
-		t.Error("daemon off comes from -g; in the file too nginx refuses to start")
-	}
-	if strings.Count(conf, "{") != strings.Count(conf, "}") {
-		t.Errorf("unbalanced braces:\n%s", conf)
-	}
-	for i, line := range strings.Split(conf, "\n") {
-		l := strings.TrimSpace(line)
-		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasSuffix(l, ";") && !strings.HasSuffix(l, "{") && l != "}" {
-			t.Errorf("line %d %q does not end a directive", i+1, l)
-		}
-	}
-}
-
 func TestComparisonTable(t *testing.T) {
 	ms := time.Millisecond
-	results := []*Result{
-		result("hot-image/pictor", 32, 900, 0, time.Second, ms, 3*ms),
-		result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
-		result("resize/pictor", 1, 10, 0, time.Second, 90*ms, 90*ms),
+	results := []*load.Result{
+		benchtest.Result("hot-image/pictor", 32, 900, 0, time.Second, ms, 3*ms),
+		benchtest.Result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+		benchtest.Result("resize/pictor", 1, 10, 0, time.Second, 90*ms, 90*ms),
 		// zipf-10k/nginx missing: no row for zipf.
-		result("zipf-10k/pictor", 32, 10, 0, time.Second, ms, ms),
-		result("resize/vipsthumbnail", 1, 5, 0, time.Second, 200*ms, 200*ms),
+		benchtest.Result("zipf-10k/pictor", 32, 10, 0, time.Second, ms, ms),
+		benchtest.Result("resize/vipsthumbnail", 1, 5, 0, time.Second, 200*ms, 200*ms),
 	}
-	got := ComparisonTable(Comparisons(), results)
+	got := report.ComparisonTable(Comparisons(), results)
 	want := "| Pictor run | baseline | req/s ratio | p50 ratio | p95 ratio | p99 ratio |\n" +
 		"|---|---|---:|---:|---:|---:|\n" +
 		"| hot-image/pictor | hot-image/nginx | 0.90× | 1.33× | 1.48× | 1.50× |\n" +
@@ -154,7 +122,7 @@ func TestComparisonTable(t *testing.T) {
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if ComparisonTable(Comparisons(), results[:1]) != "" {
+	if report.ComparisonTable(Comparisons(), results[:1]) != "" {
 		t.Fatal("a table without a complete pair")
 	}
 }
@@ -163,16 +131,16 @@ func TestEdgeChecks(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		name    string
-		results []*Result
-		want    []CheckResult
+		results []*load.Result
+		want    []report.CheckResult
 	}{
 		{
 			name: "hot image as fast as nginx",
-			results: []*Result{
-				result("hot-image/pictor", 32, 1000, 0, time.Second, ms, 2*ms),
-				result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+			results: []*load.Result{
+				benchtest.Result("hot-image/pictor", 32, 1000, 0, time.Second, ms, 2*ms),
+				benchtest.Result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
 			},
-			want: []CheckResult{
+			want: []report.CheckResult{
 				{Name: "hot-image/pictor throughput ≥ 1× nginx",
 					Measured: "1.00× (1000 requests/s ÷ 1000 requests/s of hot-image/nginx)", Pass: true},
 				{Name: "hot-image/pictor p99 ≤ 1× hot-image/nginx's", Measured: "1.00× (p99 1.99 ms ÷ 1.99 ms)", Pass: true},
@@ -180,15 +148,15 @@ func TestEdgeChecks(t *testing.T) {
 		},
 		{
 			name: "hot image slower, zipf above half, resize too slow",
-			results: []*Result{
-				result("hot-image/pictor", 32, 990, 0, time.Second, ms, 4*ms),
-				result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
-				result("zipf-10k/pictor", 32, 600, 0, time.Second, ms, 2*ms),
-				result("zipf-10k/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
-				result("resize/pictor", 1, 10, 0, time.Second, 160*ms, 160*ms),
-				result("resize/vipsthumbnail", 1, 10, 0, time.Second, 100*ms, 100*ms),
+			results: []*load.Result{
+				benchtest.Result("hot-image/pictor", 32, 990, 0, time.Second, ms, 4*ms),
+				benchtest.Result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+				benchtest.Result("zipf-10k/pictor", 32, 600, 0, time.Second, ms, 2*ms),
+				benchtest.Result("zipf-10k/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+				benchtest.Result("resize/pictor", 1, 10, 0, time.Second, 160*ms, 160*ms),
+				benchtest.Result("resize/vipsthumbnail", 1, 10, 0, time.Second, 100*ms, 100*ms),
 			},
-			want: []CheckResult{
+			want: []report.CheckResult{
 				{Name: "hot-image/pictor throughput ≥ 1× nginx",
 					Measured: "0.99× (990 requests/s ÷ 1000 requests/s of hot-image/nginx)", Pass: false},
 				{Name: "hot-image/pictor p99 ≤ 1× hot-image/nginx's", Measured: "2.00× (p99 3.97 ms ÷ 1.99 ms)", Pass: false},
@@ -218,7 +186,7 @@ func TestEdgeChecks(t *testing.T) {
 
 func TestInterleave(t *testing.T) {
 	var order []string
-	op := func(name string) Op {
+	op := func(name string) load.Op {
 		return func(context.Context, int) (time.Duration, error) {
 			if len(order) == 0 || order[len(order)-1] != name {
 				order = append(order, name)
@@ -259,58 +227,17 @@ func TestInterleave(t *testing.T) {
 
 func TestResultMerge(t *testing.T) {
 	ms := time.Millisecond
-	a := result("x", 2, 10, 1, time.Second, ms, 10*ms)
+	a := benchtest.Result("x", 2, 10, 1, time.Second, ms, 10*ms)
 	a.CPU, a.Note = time.Second, "first"
-	b := result("x", 2, 30, 2, 3*time.Second, ms, 10*ms)
+	b := benchtest.Result("x", 2, 30, 2, 3*time.Second, ms, 10*ms)
 	b.CPU, b.FirstError, b.Note = 2*time.Second, "other", ""
-	a.merge(b)
+	merge(a, b)
 	if a.Requests != 43 || a.Errors != 3 || a.Elapsed != 4*time.Second || a.CPU != 3*time.Second ||
 		a.Latency.Count() != 40 || a.Note != "first" || a.FirstError == "other" {
 		t.Fatalf("merged %+v", a)
 	}
 	if r := a.Rate(); r != 10 {
 		t.Fatalf("rate %v, want 40 successes / 4 s", r)
-	}
-}
-
-func TestWebPSize(t *testing.T) {
-	riff := func(chunk string, payload []byte) []byte {
-		b := append([]byte("RIFF\x00\x00\x00\x00WEBP"), chunk...)
-		b = append(b, 0, 0, 0, 0) // chunk size
-		b = append(b, payload...)
-		return append(b, make([]byte, 32)...)
-	}
-	vp8 := []byte{0, 0, 0, 0x9d, 0x01, 0x2a}
-	vp8 = binary.LittleEndian.AppendUint16(vp8, 600)
-	vp8 = binary.LittleEndian.AppendUint16(vp8, 315|2<<14) // scale bits are not the size
-	vp8l := binary.LittleEndian.AppendUint32([]byte{0x2f}, uint32(641-1)|uint32(336-1)<<14)
-	vp8x := []byte{0, 0, 0, 0, 0x57, 0x02, 0, 0x3a, 0x01, 0} // 600-1 = 0x257, 315-1 = 0x13a
-	tests := []struct {
-		name    string
-		b       []byte
-		w, h    int
-		wantErr string
-	}{
-		{"lossy", riff("VP8 ", vp8), 600, 315, ""},
-		{"lossless", riff("VP8L", vp8l), 641, 336, ""},
-		{"extended", riff("VP8X", vp8x), 600, 315, ""},
-		{"PNG", pngHead(600, 315), 0, 0, "not a WebP"},
-		{"VP8 without start code", riff("VP8 ", make([]byte, 10)), 0, 0, "start code"},
-		{"unknown chunk", riff("ALPH", nil), 0, 0, "unknown"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, h, err := webpSize(tt.b)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || w != tt.w || h != tt.h {
-				t.Fatalf("got %d×%d, %v; want %d×%d", w, h, err, tt.w, tt.h)
-			}
-		})
 	}
 }
 
@@ -345,61 +272,9 @@ func TestZipfKeys(t *testing.T) {
 	}
 }
 
-func TestParseCounters(t *testing.T) {
-	text := `# HELP pictor_edge_hits_l1_total Image requests answered from memory.
-# TYPE pictor_edge_hits_l1_total counter
-pictor_edge_hits_l1_total 12345
-pictor_edge_hits_l2_total 6.5e+06
-pictor_edge_forwarded_total{code="200"} 3
-pictor_edge_misses_total 0
-`
-	tests := []struct {
-		name    string
-		names   []string
-		want    map[string]float64
-		wantErr string
-	}{
-		{"present", []string{metricHitsL1, metricHitsL2, metricMisses},
-			map[string]float64{metricHitsL1: 12345, metricHitsL2: 6.5e6, metricMisses: 0}, ""},
-		{"missing", []string{metricHitsL1, metricTransformCount}, nil, "missing"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCounters(bufio.NewScanner(strings.NewReader(text)), tt.names...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || len(got) != len(tt.want) {
-				t.Fatalf("got %v, %v", got, err)
-			}
-			for k, v := range tt.want {
-				if got[k] != v {
-					t.Errorf("%s = %v, want %v", k, got[k], v)
-				}
-			}
-		})
-	}
+func TestEdgeCountersString(t *testing.T) {
 	c := edgeCounters{L1: 80, L2: 15, Misses: 5, Transforms: 4, TransformSeconds: 0.2}
 	if got, want := c.String(), "edge cache: L1 hits 80 (80.0%), L2 hits 15 (15.0%), misses 5 (5.0%); transforms 4, 50.0 ms each on average"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
-	}
-}
-
-func TestReportNotesAndComparisons(t *testing.T) {
-	ms := time.Millisecond
-	p := result("hot-image/pictor", 32, 900, 0, time.Second, ms, 3*ms)
-	p.Note = "edge cache: L1 hits 900"
-	n := result("hot-image/nginx", 32, 1000, 0, time.Second, ms, 2*ms)
-	md := (&Report{Results: []*Result{p, n}}).Markdown()
-	for _, want := range []string{
-		"| hot-image/pictor | hot-image/nginx | 0.90× |",
-		"## Notes\n\n- hot-image/pictor: edge cache: L1 hits 900\n",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/load"
 )
 
 // fileSet is what a static-file run may ask for: target i is answered
@@ -32,7 +35,7 @@ const checkEvery = 64
 
 // getClient is one client of a getRun, on its own cache line.
 type getClient struct {
-	conn *KeepAlive
+	conn *load.KeepAlive
 	n    int
 	_    [48]byte
 }
@@ -50,7 +53,7 @@ type getRun struct {
 func newGetRun(addr string, clients int, set *fileSet, pick func(c int) int) *getRun {
 	g := &getRun{set: set, pick: pick}
 	for range clients {
-		g.clients = append(g.clients, &getClient{conn: NewKeepAlive(addr, &g.dials)})
+		g.clients = append(g.clients, &getClient{conn: load.NewKeepAlive(addr, &g.dials)})
 	}
 	return g
 }
@@ -93,7 +96,7 @@ func (g *getRun) close() {
 // checkAll GETs every target of the set once over one connection and
 // verifies the whole body of each: a baseline serves the same bytes.
 func checkAll(addr string, set *fileSet) error {
-	k := NewKeepAlive(addr, nil)
+	k := load.NewKeepAlive(addr, nil)
 	defer k.Close()
 	for i, t := range set.targets {
 		a, err := k.Get(t)
@@ -110,4 +113,13 @@ func checkAll(addr string, set *fileSet) error {
 		}
 	}
 	return nil
+}
+
+// hostPort returns the host:port of an http:// base URL.
+func hostPort(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return "", fmt.Errorf("base URL %q: want http://host:port", base)
+	}
+	return u.Host, nil
 }

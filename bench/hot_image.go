@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/pictorhq/pictor/bench/baseline"
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/load"
 )
 
 // The hot image: a 600×315 tile (half a social card) as JPEG, the size of
@@ -33,9 +36,9 @@ func hotImageScenario() Scenario {
 	}
 }
 
-func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
+func runHotImage(ctx context.Context, env *Env) (results []*load.Result, err error) {
 	cfg := env.Config
-	nginxBin, err := ensureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
+	nginxBin, err := baseline.EnsureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +46,12 @@ func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := createImage(ctx, env.Pictor, map[string]any{"html": TileHTML(1, hotWidth, hotHeight, rand.Text()[:8]), "device_scale": 1})
+	id, err := env.Pictor.CreateImage(ctx, map[string]any{"html": card.TileHTML(1, hotWidth, hotHeight, rand.Text()[:8]), "device_scale": 1})
 	if err != nil {
 		return nil, fmt.Errorf("create the hot image: %w", err)
 	}
 	target := "/v1/image/" + id + ".jpg"
-	body, ct, err := fetch(ctx, env.Pictor, target)
+	body, ct, err := env.Pictor.Fetch(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +65,7 @@ func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
 	if err := os.WriteFile(filepath.Join(root, "hot.jpg"), body, 0o644); err != nil {
 		return nil, err
 	}
-	if err := makeReadable(root); err != nil {
-		return nil, err
-	}
-	nginx, err := startNginx(ctx, env, nginxBin, root)
+	nginx, err := baseline.StartNginx(ctx, env.Progress, nginxBin, root, env.WorkDir)
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +88,6 @@ func runHotImage(ctx context.Context, env *Env) (results []*Result, err error) {
 		return results, err
 	}
 	results[0].Note = joinNote(fmt.Sprintf("%d-byte JPEG; %v; connections opened %d", len(body), counted, pictorRun.dials.Load()), results[0].Note)
-	results[1].Note = joinNote(fmt.Sprintf("%s; connections opened %d", firstLineOut(ctx, nginxBin, "-v"), nginxRun.dials.Load()), results[1].Note)
+	results[1].Note = joinNote(fmt.Sprintf("%s; connections opened %d", baseline.Version(ctx, nginxBin, "-v"), nginxRun.dials.Load()), results[1].Note)
 	return results, nil
-}
-
-// startNginx starts nginx on root, with its files in the work directory.
-func startNginx(ctx context.Context, env *Env, bin, root string) (*Nginx, error) {
-	addr, err := freeLoopbackAddr()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(env.WorkDir, "nginx")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	env.Progress.Notef("starting %s on %s", bin, addr)
-	return StartNginx(ctx, bin, NginxConfig{Dir: dir, Root: root, Addr: addr}, 30*time.Second)
 }

@@ -1,13 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
 )
 
 // The edge's cache counters (edge/edge.go), read from its /metrics.
@@ -45,64 +44,28 @@ func (c edgeCounters) String() string {
 		c.L1, pct(c.L1), c.L2, pct(c.L2), c.Misses, pct(c.Misses))
 	if c.Transforms > 0 {
 		s += fmt.Sprintf("; transforms %.0f, %s each on average", c.Transforms,
-			formatLatency(time.Duration(c.TransformSeconds/c.Transforms*float64(time.Second))))
+			load.FormatLatency(time.Duration(c.TransformSeconds/c.Transforms*float64(time.Second))))
 	}
 	return s
 }
 
 // scrapeEdge reads the cache counters from the edge's /metrics.
-func scrapeEdge(ctx context.Context, p *Pictor) (edgeCounters, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/metrics", nil)
+func scrapeEdge(ctx context.Context, p *pictor.Server) (edgeCounters, error) {
+	vals, err := p.Metrics(ctx, metricHitsL1, metricHitsL2, metricMisses, metricTransformSum, metricTransformCount)
 	if err != nil {
 		return edgeCounters{}, err
-	}
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return edgeCounters{}, fmt.Errorf("GET /metrics: %w", err)
-	}
-	defer drain(resp)
-	if resp.StatusCode != http.StatusOK {
-		return edgeCounters{}, statusError("GET /metrics", resp)
-	}
-	vals, err := parseCounters(bufio.NewScanner(resp.Body), metricHitsL1, metricHitsL2, metricMisses, metricTransformSum, metricTransformCount)
-	if err != nil {
-		return edgeCounters{}, fmt.Errorf("GET /metrics: %w", err)
 	}
 	return edgeCounters{vals[metricHitsL1], vals[metricHitsL2], vals[metricMisses], vals[metricTransformCount], vals[metricTransformSum]}, nil
 }
 
-// parseCounters reads the values of the unlabeled samples named from a
-// Prometheus text exposition; every name must be present.
-func parseCounters(sc *bufio.Scanner, names ...string) (map[string]float64, error) {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+// metricL1Bytes is the edge memory cache's contents in bytes.
+const metricL1Bytes = `pictor_edge_cache_bytes{level="l1"}`
+
+// scrapeL1Bytes reads metricL1Bytes from the edge's /metrics.
+func scrapeL1Bytes(ctx context.Context, p *pictor.Server) (int64, error) {
+	vals, err := p.Metrics(ctx, metricL1Bytes)
+	if err != nil {
+		return 0, err
 	}
-	out := map[string]float64{}
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 || !want[f[0]] {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metric %s: %w", f[0], err)
-		}
-		out[f[0]] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := out[n]; !ok {
-			return nil, fmt.Errorf("metric %s missing", n)
-		}
-	}
-	return out, nil
+	return int64(vals[metricL1Bytes]), nil
 }

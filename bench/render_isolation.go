@@ -5,10 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +13,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/embedcard"
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
+	"github.com/pictorhq/pictor/bench/proc"
 )
 
 // The configurations of `pictor serve` the scenario compares; each is the
@@ -81,7 +84,7 @@ func renderIsolationScenario() Scenario {
 			"the servers' logs are render-isolation-*.log in the report directory",
 		// It starts its servers itself: the runner's server would be one
 		// more Chromium idling beside them, and the runner checks serve
-		// flags with ServeHasFlag, which misses boolean ones.
+		// flags with pictor.ServeHasFlag, which misses boolean ones.
 		Run: runRenderIsolation,
 	}
 }
@@ -124,8 +127,11 @@ func isolationConfigs(binary string, names map[string]bool, common []string) (co
 type isolationServer struct {
 	// config is its configuration's name, the suffix of its results' names.
 	config string
-	p      *Pictor
-	log    *os.File
+	p      *pictor.Server
+	// pid is the server's process id, the root of the tree whose memory
+	// is watched.
+	pid int
+	log *os.File
 	// renders counts its successful renders, for the memory samples.
 	renders atomic.Int64
 }
@@ -137,12 +143,12 @@ type isolationPage struct {
 	render func(ctx context.Context, s *isolationServer, n int, nonce string) (time.Duration, error)
 }
 
-func runRenderIsolation(ctx context.Context, env *Env) (results []*Result, err error) {
+func runRenderIsolation(ctx context.Context, env *Env) (results []*load.Result, err error) {
 	cfg := env.Config
 	if _, err := os.Stat(cfg.Pictor); err != nil {
 		return nil, fmt.Errorf("--pictor %s: %w (build it first: make build)", cfg.Pictor, err)
 	}
-	flags := serveFlagNames(ctx, cfg.Pictor)
+	flags := pictor.ServeFlags(ctx, cfg.Pictor)
 	if !flags["allow-private-urls"] {
 		return nil, fmt.Errorf("%s serve has no --allow-private-urls, which the embed card on loopback needs", cfg.Pictor)
 	}
@@ -157,7 +163,7 @@ func runRenderIsolation(ctx context.Context, env *Env) (results []*Result, err e
 		env.Progress.Notef("%s", n)
 	}
 
-	sites, err := startEmbedSites(embedHosts)
+	sites, err := embedcard.Start(embedcard.Hosts)
 	if err != nil {
 		return nil, fmt.Errorf("start the embed card's sites: %w", err)
 	}
@@ -183,10 +189,10 @@ func runRenderIsolation(ctx context.Context, env *Env) (results []*Result, err e
 	var seq atomic.Int64
 	pages := []isolationPage{
 		{isolationCard, func(ctx context.Context, s *isolationServer, n int, nonce string) (time.Duration, error) {
-			return renderCard(ctx, s.p, CardHTML(n, nonce))
+			return s.p.RenderCard(ctx, card.HTML(n, nonce))
 		}},
 		{isolationEmbed, func(ctx context.Context, s *isolationServer, n int, nonce string) (time.Duration, error) {
-			return renderPage(ctx, s.p, sites.cardURL(s.config, n, nonce))
+			return s.p.RenderPage(ctx, sites.CardURL(s.config, n, nonce))
 		}},
 	}
 	for _, page := range pages {
@@ -207,18 +213,18 @@ func runRenderIsolation(ctx context.Context, env *Env) (results []*Result, err e
 			}
 		}
 		watch.take() // the page's samples start now
-		served := sites.counts()
+		served := sites.Counts()
 		rs, err := interleave(ctx, env, "render", 1, cfg.Rounds, cfg.Duration, contenders)
 		samples := watch.take()
-		served = sites.counts().sub(served)
-		byConfig := map[string]*Result{}
+		served = sites.Counts().Sub(served)
+		byConfig := map[string]*load.Result{}
 		for _, r := range rs {
 			i := slices.IndexFunc(contenders, func(c contender) bool { return c.name == r.Name })
 			byConfig[servers[i].config] = r
 			r.Memory = samples[i]
 			r.Note = joinNote(r.Note, memoryNote(r.Memory))
 			if page.name == isolationEmbed {
-				r.Note = joinNote(r.Note, served.note(servers[i].config))
+				r.Note = joinNote(r.Note, served.Note(servers[i].config))
 			}
 		}
 		for _, c := range isolationCosts {
@@ -231,10 +237,10 @@ func runRenderIsolation(ctx context.Context, env *Env) (results []*Result, err e
 			return results, err
 		}
 	}
-	if i := slices.IndexFunc(results, func(r *Result) bool { return r.Name == isolationResult(isolationCard, isolationDefault) }); i >= 0 {
+	if i := slices.IndexFunc(results, func(r *load.Result) bool { return r.Name == isolationResult(isolationCard, isolationDefault) }); i >= 0 {
 		results[i].Note = joinNote(results[i].Note, strings.Join(flagNotes, "; "))
 	}
-	if i := slices.IndexFunc(results, func(r *Result) bool { return r.Name == isolationResult(isolationEmbed, isolationDefault) }); i >= 0 {
+	if i := slices.IndexFunc(results, func(r *load.Result) bool { return r.Name == isolationResult(isolationEmbed, isolationDefault) }); i >= 0 {
 		results[i].Note = joinNote(results[i].Note, scenarioPeakNote(servers, results))
 	}
 	return results, watch.err()
@@ -249,12 +255,12 @@ func startIsolationServer(ctx context.Context, env *Env, config string, flags []
 		return nil, fmt.Errorf("--out %s: %w", cfg.OutDir, err)
 	}
 	env.Progress.Notef("starting %s serve %s on a fresh data directory (%s configuration)", cfg.Pictor, strings.Join(flags, " "), config)
-	p, err := StartPictor(ctx, cfg.Pictor, flags, log, cfg.StartTimeout)
+	p, err := pictor.Start(ctx, cfg.Pictor, flags, log, cfg.StartTimeout)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("%s configuration: %w", config, err)
 	}
-	return &isolationServer{config: config, p: p, log: log}, nil
+	return &isolationServer{config: config, p: p, pid: p.PID(), log: log}, nil
 }
 
 // stop stops the server, then closes its log.
@@ -268,13 +274,13 @@ func (s *isolationServer) stop() error {
 
 // warmUp runs the warm-up renders of render-card with op, unmeasured: any
 // failure ends the scenario.
-func warmUp(ctx context.Context, env *Env, name string, op Op) error {
+func warmUp(ctx context.Context, env *Env, name string, op load.Op) error {
 	cfg := env.Config
 	if cfg.Warmup == 0 {
 		return nil
 	}
-	load := Load{Clients: min(cfg.PoolSize, cfg.Warmup), Requests: cfg.Warmup}
-	w, err := Drive(ctx, name, "render", load, env.Progress, op)
+	warm := load.Load{Clients: min(cfg.PoolSize, cfg.Warmup), Requests: cfg.Warmup}
+	w, err := load.Drive(ctx, name, "render", warm, env.Progress, op)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -282,77 +288,6 @@ func warmUp(ctx context.Context, env *Env, name string, op Op) error {
 		return fmt.Errorf("%s: %d of %d renders failed, first: %s", name, w.Errors, w.Requests, w.FirstError)
 	}
 	return nil
-}
-
-// renderPage is renderCard for a page given by URL, captured as a
-// 1200×630 viewport at device scale 2: the latency runs from sending the
-// POST to the first byte of the PNG.
-func renderPage(ctx context.Context, p *Pictor, pageURL string) (time.Duration, error) {
-	start := time.Now()
-	id, err := createImage(ctx, p, map[string]any{
-		"url": pageURL, "viewport_width": CardWidth, "viewport_height": CardHeight, "device_scale": CardScale,
-	})
-	if err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	target := "/v1/image/" + id
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+target, nil)
-	if err != nil {
-		return 0, fmt.Errorf("GET of the image: %w", err)
-	}
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", target, err)
-	}
-	defer drain(resp)
-	if resp.StatusCode != http.StatusOK {
-		return 0, statusError("GET "+target, resp)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "image/png" {
-		return 0, fmt.Errorf("GET %s: Content-Type %q, want image/png", target, ct)
-	}
-	head := make([]byte, 24)
-	if _, err := io.ReadFull(resp.Body, head[:1]); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", target, err)
-	}
-	latency := time.Since(start)
-	if _, err := io.ReadFull(resp.Body, head[1:]); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", target, err)
-	}
-	if err := checkCardPNG(head); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", target, err)
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", target, err)
-	}
-	return latency, nil
-}
-
-// serveFlagNames returns the names of the flags `binary serve` accepts,
-// from its usage text; none when it does not run.
-func serveFlagNames(ctx context.Context, binary string) map[string]bool {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, _ := exec.CommandContext(ctx, binary, "serve", "-h").CombinedOutput()
-	return usageFlags(string(out))
-}
-
-// usageFlags reads the flag names of a Go flag set's usage text, where a
-// flag's line starts with two spaces and -name, followed by its type, by
-// a tab and its usage (a one-letter name), or by nothing (a boolean: the
-// case ServeHasFlag, which looks for "-name ", misses).
-func usageFlags(usage string) map[string]bool {
-	names := map[string]bool{}
-	for line := range strings.Lines(usage) {
-		if rest, ok := strings.CutPrefix(line, "  -"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				names[f[0]] = true
-			}
-		}
-	}
-	return names
 }
 
 // isolationSampleEvery is how often the scenario reads the memory of the
@@ -375,12 +310,12 @@ type memoryWatch struct {
 	loaded atomic.Int32
 
 	mu       sync.Mutex
-	samples  [][]MemorySample // per server
+	samples  [][]load.MemorySample // per server
 	firstErr error
 }
 
 func watchMemory(ctx context.Context, servers []*isolationServer) *memoryWatch {
-	w := &memoryWatch{servers: servers, halt: make(chan struct{}), samples: make([][]MemorySample, len(servers))}
+	w := &memoryWatch{servers: servers, halt: make(chan struct{}), samples: make([][]load.MemorySample, len(servers))}
 	w.loaded.Store(-1)
 	w.sample(ctx, -1)
 	w.wg.Go(func() {
@@ -410,10 +345,10 @@ func (w *memoryWatch) sample(ctx context.Context, only int) {
 		if only >= 0 && i != only {
 			continue
 		}
-		m := ProcessTreeMemory(s.p.cmd.Process.Pid)
+		m := proc.TreeMemory(s.pid)
 		l1, err := scrapeL1Bytes(ctx, s.p)
 		w.mu.Lock()
-		w.samples[i] = append(w.samples[i], MemorySample{Renders: int(s.renders.Load()), Memory: m, CacheBytes: l1})
+		w.samples[i] = append(w.samples[i], load.MemorySample{Renders: int(s.renders.Load()), Memory: m, CacheBytes: l1})
 		if err != nil && w.firstErr == nil && ctx.Err() == nil {
 			w.firstErr = fmt.Errorf("%s configuration: reading the edge's cache size: %w", s.config, err)
 		}
@@ -424,13 +359,13 @@ func (w *memoryWatch) sample(ctx context.Context, only int) {
 // take samples every server once more and returns, per server, the
 // samples since the last take (the first since the start), starting
 // afresh; no server is under load until load is called again.
-func (w *memoryWatch) take() [][]MemorySample {
+func (w *memoryWatch) take() [][]load.MemorySample {
 	w.loaded.Store(-1)
 	w.sample(context.Background(), -1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := w.samples
-	w.samples = make([][]MemorySample, len(w.servers))
+	w.samples = make([][]load.MemorySample, len(w.servers))
 	return out
 }
 
@@ -464,7 +399,7 @@ type memoryPeak struct {
 }
 
 // peakOf returns the peaks of samples; zero for none.
-func peakOf(samples []MemorySample) memoryPeak {
+func peakOf(samples []load.MemorySample) memoryPeak {
 	var p memoryPeak
 	for _, s := range samples {
 		p.PSS = max(p.PSS, s.PSS)
@@ -475,7 +410,7 @@ func peakOf(samples []MemorySample) memoryPeak {
 }
 
 // memoryNote describes a server's memory over a page's runs.
-func memoryNote(samples []MemorySample) string {
+func memoryNote(samples []load.MemorySample) string {
 	if len(samples) == 0 {
 		return "no memory sample"
 	}
@@ -486,16 +421,16 @@ func memoryNote(samples []MemorySample) string {
 
 // note gives what c costs a page: the p50, p95, CPU per render and peak
 // memory of the run with the setting divided by the run without it.
-func (c isolationCost) note(with, without *Result) string {
+func (c isolationCost) note(with, without *load.Result) string {
 	var parts []string
 	if with.Latency.Count() > 0 && without.Latency.Count() > 0 {
 		for _, q := range []float64{0.50, 0.95} {
 			a, b := with.Latency.Quantile(q), without.Latency.Quantile(q)
-			parts = append(parts, fmt.Sprintf("p%g %.2f× (%s ÷ %s)", q*100, a.Seconds()/b.Seconds(), formatLatency(a), formatLatency(b)))
+			parts = append(parts, fmt.Sprintf("p%g %.2f× (%s ÷ %s)", q*100, a.Seconds()/b.Seconds(), load.FormatLatency(a), load.FormatLatency(b)))
 		}
 	}
 	if a, b := with.CPUPerRequest(), without.CPUPerRequest(); a > 0 && b > 0 {
-		parts = append(parts, fmt.Sprintf("CPU per render %.2f× (%s ÷ %s)", a.Seconds()/b.Seconds(), formatLatency(a), formatLatency(b)))
+		parts = append(parts, fmt.Sprintf("CPU per render %.2f× (%s ÷ %s)", a.Seconds()/b.Seconds(), load.FormatLatency(a), load.FormatLatency(b)))
 	}
 	if a, b := peakOf(with.Memory), peakOf(without.Memory); a.LessCache > 0 && b.LessCache > 0 {
 		parts = append(parts, fmt.Sprintf("peak memory less the edge's memory cache %.2f× (%s ÷ %s; whole tree %.2f×, %s ÷ %s)",
@@ -510,11 +445,11 @@ func (c isolationCost) note(with, without *Result) string {
 
 // scenarioPeakNote gives each server's peak memory over all the pages'
 // runs, from results' samples, and what each setting costs of it.
-func scenarioPeakNote(servers []*isolationServer, results []*Result) string {
+func scenarioPeakNote(servers []*isolationServer, results []*load.Result) string {
 	var parts []string
 	peaks := map[string]memoryPeak{}
 	for _, s := range servers {
-		var all []MemorySample
+		var all []load.MemorySample
 		for _, r := range results {
 			if strings.HasSuffix(r.Name, "-"+s.config) {
 				all = append(all, r.Memory...)
@@ -558,7 +493,7 @@ func (c isolationCost) memoryCheck(page string, factor float64, means string) Ch
 func (c isolationCost) check(what string, inner Check) Check {
 	return Check{
 		Name: "render-isolation: " + c.what + ", " + what,
-		Eval: func(find func(string) *Result) (string, bool, bool) {
+		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			m, pass, ok := inner.Eval(find)
 			return c.with + " ÷ " + c.without + ": " + m, pass, ok
 		},
@@ -578,7 +513,7 @@ func pageLabel(page string) string {
 func peakMemoryRatioAtMost(name, baseline string, factor float64) Check {
 	return Check{
 		Name: fmt.Sprintf("%s peak memory (PSS less the edge's memory cache) ≤ %g× %s's", name, factor, baseline),
-		Eval: func(find func(string) *Result) (string, bool, bool) {
+		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			r, b := find(name), find(baseline)
 			if r == nil || b == nil {
 				return "", false, false

@@ -21,31 +21,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-func TestUsageFlags(t *testing.T) {
-	// The usage text of `pictor serve -h` as Go's flag package prints it.
-	const usage = `Usage of serve:
-  -addr string
-    	public listen address (edge) (default "127.0.0.1:8080")
-  -allow-private-urls
-    	let renders reach loopback and private networks
-  -chromium-no-sandbox
-    	turn Chromium's sandbox off
-  -render-tabs int
-    	Chromium tabs rendering at once (default 2)
-  -v	verbose
-`
-	got := usageFlags(usage)
-	var names []string
-	for n := range got {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	if want := []string{"addr", "allow-private-urls", "chromium-no-sandbox", "render-tabs", "v"}; !slices.Equal(names, want) {
-		t.Fatalf("usageFlags = %v, want %v", names, want)
-	}
-}
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/internal/benchtest"
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
+	"github.com/pictorhq/pictor/bench/proc"
+)
 
 func TestIsolationConfigs(t *testing.T) {
 	common := []string{"--allow-private-urls"}
@@ -119,191 +101,20 @@ func TestIsolationConfigs(t *testing.T) {
 	}
 }
 
-func TestEmbedCardHTML(t *testing.T) {
-	embeds := []string{"http://127.0.0.2:1/embed?n=1&k=1", "http://127.0.0.3:1/embed?n=1&k=2"}
-	a := EmbedCardHTML(1, "x", embeds)
-	if a == EmbedCardHTML(2, "x", embeds) || a == EmbedCardHTML(1, "y", embeds) || a != EmbedCardHTML(1, "x", embeds) {
-		t.Fatal("embed cards are not unique per number and nonce, or not deterministic")
-	}
-	if !strings.HasPrefix(a, "<!DOCTYPE html>") || !strings.Contains(a, "width:1200px;height:630px") {
-		t.Fatal("the embed card is not a 1200×630 document")
-	}
-	if got := strings.Count(a, "<iframe "); got != 2 {
-		t.Fatalf("%d iframes, want 2", got)
-	}
-	if !strings.Contains(a, `src="http://127.0.0.2:1/embed?n=1&amp;k=1"`) {
-		t.Fatalf("iframe URLs are not escaped attributes: %s", a)
-	}
-	if !strings.Contains(EmbedCardHTML(1, "<&>", nil), "&lt;&amp;&gt;") || !strings.Contains(EmbedPostHTML(1, 1, "<&>"), "&lt;&amp;&gt;") {
-		t.Fatal("the nonce is not escaped")
-	}
-	if p := EmbedPostHTML(1, 2, "x"); p == EmbedPostHTML(1, 3, "x") || !strings.Contains(p, "<script>") {
-		t.Fatal("posts are not distinct per k, or have no script")
-	}
-}
-
-// startTestSites starts the embed sites, or skips where the loopback
-// addresses beyond 127.0.0.1 cannot be bound (not Linux).
-func startTestSites(t *testing.T) *embedSites {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("cannot listen on 127.0.0.2: %v", err)
-	}
-	ln.Close()
-	s, err := startEmbedSites(embedHosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
-
-// get fetches u and returns its body, failing the test on anything but a
-// 200 no cache may keep.
-func get(t *testing.T, u string) string {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" {
-		t.Fatalf("GET %s: %s, Cache-Control %q: %s", u, resp.Status, resp.Header.Get("Cache-Control"), b)
-	}
-	return string(b)
-}
-
-// TestEmbedSites loads an embed card as a browser would: the page, then
-// each iframe from its own address.
-func TestEmbedSites(t *testing.T) {
-	s := startTestSites(t)
-	before := s.counts()
-	page := get(t, s.cardURL(isolationDefault, 7, "nonce-1"))
-	srcs := regexp.MustCompile(`<iframe src="([^"]+)"`).FindAllStringSubmatch(page, -1)
-	if len(srcs) != len(embedHosts)-1 {
-		t.Fatalf("%d iframes, want %d: %s", len(srcs), len(embedHosts)-1, page)
-	}
-	for i, m := range srcs {
-		src := strings.ReplaceAll(m[1], "&amp;", "&")
-		if want := s.base(i+1) + "/embed?"; !strings.HasPrefix(src, want) {
-			t.Errorf("iframe %d is %s, want one on %s", i, src, want)
-		}
-		if post := get(t, src); !strings.Contains(post, fmt.Sprintf("Post %d on card 7", i+1)) || !strings.Contains(post, "nonce-1") {
-			t.Errorf("iframe %d: unexpected post %s", i, post)
-		}
-	}
-	got := s.counts().sub(before)
-	if got[isolationDefault] != [2]int{1, len(embedHosts) - 1} || len(got) != 1 {
-		t.Errorf("counts = %v, want one card and %d posts for default", got, len(embedHosts)-1)
-	}
-	if note := got.note(isolationDefault); !strings.Contains(note, "1 card pages and 3 posts (3.00 per card, 3 expected)") {
-		t.Errorf("note = %q", note)
-	}
-	if note := got.note(isolationIsolated); note != "the embed sites served no card page" {
-		t.Errorf("note of a tag never served = %q", note)
-	}
-	for _, tc := range []struct {
-		path string
-		want int
-	}{
-		{"/card?n=x", http.StatusBadRequest},
-		{"/embed?n=1", http.StatusBadRequest},
-		{"/other", http.StatusNotFound},
-	} {
-		resp, err := http.Get(s.base(0) + tc.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tc.want {
-			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.want)
-		}
-	}
-}
-
-// fakeImageAPI is enough of Pictor's API for renderPage: POST /v1/image
-// records the body and answers an id, GET /v1/image/<id> answers png.
-func fakeImageAPI(t *testing.T, png []byte, contentType string) (*Pictor, *map[string]any) {
-	t.Helper()
-	var body map[string]any
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/image", func(w http.ResponseWriter, r *http.Request) {
-		if id, key, ok := r.BasicAuth(); !ok || id != "id" || key != "key" {
-			http.Error(w, "credentials", http.StatusUnauthorized)
-			return
-		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		fmt.Fprint(w, `{"id":"img1","url":"unused"}`)
-	})
-	mux.HandleFunc("GET /v1/image/img1", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", contentType)
-		w.Write(png)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return &Pictor{URL: srv.URL, APIID: "id", APIKey: "key", Client: srv.Client()}, &body
-}
-
-func TestRenderPage(t *testing.T) {
-	card := append(pngHead(2*CardWidth, 2*CardHeight), make([]byte, 1000)...)
-	tests := []struct {
-		name        string
-		png         []byte
-		contentType string
-		wantErr     string
-	}{
-		{"the card's PNG", card, "image/png", ""},
-		{"the default viewport instead", pngHead(3840, 2160), "image/png", "PNG is 3840×2160"},
-		{"not a PNG", card, "image/jpeg", `Content-Type "image/jpeg"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, body := fakeImageAPI(t, tt.png, tt.contentType)
-			lat, err := renderPage(context.Background(), p, "http://127.0.0.1:1/card?n=1")
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || lat <= 0 {
-				t.Fatalf("renderPage = %v, %v", lat, err)
-			}
-			want := map[string]any{"url": "http://127.0.0.1:1/card?n=1", "viewport_width": float64(CardWidth),
-				"viewport_height": float64(CardHeight), "device_scale": float64(CardScale)}
-			if fmt.Sprint(*body) != fmt.Sprint(want) {
-				t.Fatalf("POST body %v, want %v", *body, want)
-			}
-		})
-	}
-}
-
 // samples returns memory samples with PSS from pss and the edge cache
 // holding cache, in MiB.
-func samples(pss []int64, cache int64) []MemorySample {
-	var out []MemorySample
+func samples(pss []int64, cache int64) []load.MemorySample {
+	var out []load.MemorySample
 	for i, v := range pss {
-		out = append(out, MemorySample{Renders: i, Memory: Memory{PSS: v << 20, RSS: 2 * v << 20, Processes: 8 + i}, CacheBytes: cache << 20})
+		out = append(out, load.MemorySample{Renders: i, Memory: proc.Memory{PSS: v << 20, RSS: 2 * v << 20, Processes: 8 + i}, CacheBytes: cache << 20})
 	}
 	return out
 }
 
 func TestIsolationChecks(t *testing.T) {
 	ms := time.Millisecond
-	run := func(page, config string, lo, hi time.Duration, pss []int64, cache int64) *Result {
-		r := result(isolationResult(page, config), 1, 100, 0, 20*time.Second, lo, hi)
+	run := func(page, config string, lo, hi time.Duration, pss []int64, cache int64) *load.Result {
+		r := benchtest.Result(isolationResult(page, config), 1, 100, 0, 20*time.Second, lo, hi)
 		r.Memory = samples(pss, cache)
 		return r
 	}
@@ -316,13 +127,13 @@ func TestIsolationChecks(t *testing.T) {
 	embedDefault := run(isolationEmbed, isolationDefault, 200*ms, 400*ms, []int64{1000, 1100}, 100)
 	tests := []struct {
 		name    string
-		results []*Result
+		results []*load.Result
 		want    []string // "name: pass" or "name: FAIL", in order
 	}{
 		{"not run", nil, nil},
 		{
 			name: "the sandbox within its targets, site isolation over its bar",
-			results: []*Result{
+			results: []*load.Result{
 				run(isolationCard, isolationDefault, 210*ms, 410*ms, []int64{1000, 1140}, 100), // p50 1.03×, memory 1.04×
 				run(isolationCard, isolationIsolated, 210*ms, 410*ms, []int64{1000, 1140}, 100),
 				cardUnsandboxed,
@@ -334,7 +145,7 @@ func TestIsolationChecks(t *testing.T) {
 		},
 		{
 			name: "site isolation within its bar, the sandbox over its targets",
-			results: []*Result{
+			results: []*load.Result{
 				run(isolationCard, isolationDefault, 220*ms, 440*ms, []int64{1200}, 100), // 1.10×, 1.10×
 				cardUnsandboxed,
 				embedDefault,
@@ -344,7 +155,7 @@ func TestIsolationChecks(t *testing.T) {
 		},
 		{
 			name: "no isolated server: the sandbox alone",
-			results: []*Result{
+			results: []*load.Result{
 				run(isolationCard, isolationDefault, 210*ms, 410*ms, []int64{1000, 1140}, 100),
 				cardUnsandboxed,
 				embedDefault,
@@ -353,13 +164,13 @@ func TestIsolationChecks(t *testing.T) {
 		},
 		{
 			name:    "the default server alone: nothing to compare",
-			results: []*Result{run(isolationCard, isolationDefault, 210*ms, 410*ms, []int64{1000}, 0), embedDefault},
+			results: []*load.Result{run(isolationCard, isolationDefault, 210*ms, 410*ms, []int64{1000}, 0), embedDefault},
 		},
 		{
 			name: "no memory sampled",
-			results: []*Result{
-				result(isolationResult(isolationCard, isolationDefault), 1, 10, 0, time.Second, ms, ms),
-				result(isolationResult(isolationCard, isolationUnsandboxed), 1, 10, 0, time.Second, ms, ms),
+			results: []*load.Result{
+				benchtest.Result(isolationResult(isolationCard, isolationDefault), 1, 10, 0, time.Second, ms, ms),
+				benchtest.Result(isolationResult(isolationCard, isolationUnsandboxed), 1, 10, 0, time.Second, ms, ms),
 			},
 			want: []string{sandboxP50 + ": pass", sandboxMem + ": FAIL"},
 		},
@@ -383,21 +194,21 @@ func TestIsolationChecks(t *testing.T) {
 	}
 
 	// The measured figure says which configurations it divides.
-	find := func(rs ...*Result) func(string) *Result {
-		return func(name string) *Result {
-			if i := slices.IndexFunc(rs, func(r *Result) bool { return r.Name == name }); i >= 0 {
+	find := func(rs ...*load.Result) func(string) *load.Result {
+		return func(name string) *load.Result {
+			if i := slices.IndexFunc(rs, func(r *load.Result) bool { return r.Name == name }); i >= 0 {
 				return rs[i]
 			}
 			return nil
 		}
 	}
-	def := &Result{Name: isolationResult(isolationCard, isolationDefault), Memory: samples([]int64{1000, 1100}, 80)}
-	unsandboxed := &Result{Name: isolationResult(isolationCard, isolationUnsandboxed), Memory: samples([]int64{1000, 1100}, 100)}
+	def := &load.Result{Name: isolationResult(isolationCard, isolationDefault), Memory: samples([]int64{1000, 1100}, 80)}
+	unsandboxed := &load.Result{Name: isolationResult(isolationCard, isolationUnsandboxed), Memory: samples([]int64{1000, 1100}, 100)}
 	m, _, _ := sandboxCost.memoryCheck(isolationCard, 1.05, "").Eval(find(def, unsandboxed))
 	if want := "default ÷ unsandboxed: 1.02× (1020 MiB ÷ 1000 MiB; whole tree 1100 MiB ÷ 1100 MiB, 1.00×)"; m != want {
 		t.Errorf("measured %q, want %q", m, want)
 	}
-	iso := result(isolationResult(isolationEmbed, isolationIsolated), 1, 100, 0, 20*time.Second, 380*ms, 760*ms)
+	iso := benchtest.Result(isolationResult(isolationEmbed, isolationIsolated), 1, 100, 0, 20*time.Second, 380*ms, 760*ms)
 	m, pass, _ := siteIsolationCost.latencyCheck(isolationEmbed, 0.50, 1.10, "").Eval(find(embedDefault, iso))
 	if !strings.HasPrefix(m, "isolated ÷ default: 1.9") || !strings.Contains(m, "p50") || pass {
 		t.Errorf("measured %q, pass %v; want isolated ÷ default 1.9× of p50, failing", m, pass)
@@ -406,8 +217,8 @@ func TestIsolationChecks(t *testing.T) {
 
 func TestIsolationNotes(t *testing.T) {
 	ms := time.Millisecond
-	def := result(isolationResult(isolationCard, isolationDefault), 1, 100, 0, 20*time.Second, 220*ms, 440*ms)
-	unsandboxed := result(isolationResult(isolationCard, isolationUnsandboxed), 1, 100, 0, 20*time.Second, 200*ms, 400*ms)
+	def := benchtest.Result(isolationResult(isolationCard, isolationDefault), 1, 100, 0, 20*time.Second, 220*ms, 440*ms)
+	unsandboxed := benchtest.Result(isolationResult(isolationCard, isolationUnsandboxed), 1, 100, 0, 20*time.Second, 200*ms, 400*ms)
 	def.Memory, unsandboxed.Memory = samples([]int64{900, 1200, 1100}, 100), samples([]int64{1000}, 0)
 	def.CPU, unsandboxed.CPU = 60*time.Second, 50*time.Second
 	if got, want := memoryNote(def.Memory), "server's peak memory (PSS, whole tree) 1200 MiB, 1100 MiB less the edge's memory cache, up to 10 processes (3 samples)"; got != want {
@@ -421,21 +232,21 @@ func TestIsolationNotes(t *testing.T) {
 		"peak memory less the edge's memory cache 1.10× (1100 MiB ÷ 1000 MiB; whole tree 1.20×, 1200 MiB ÷ 1000 MiB)"; got != want {
 		t.Errorf("note = %q\nwant %q", got, want)
 	}
-	if got := siteIsolationCost.note(&Result{}, &Result{}); got != "" {
+	if got := siteIsolationCost.note(&load.Result{}, &load.Result{}); got != "" {
 		t.Errorf("note of empty runs = %q", got)
 	}
-	embed := func(config string, pss int64) *Result {
-		return &Result{Name: isolationResult(isolationEmbed, config), Memory: samples([]int64{pss}, 0)}
+	embed := func(config string, pss int64) *load.Result {
+		return &load.Result{Name: isolationResult(isolationEmbed, config), Memory: samples([]int64{pss}, 0)}
 	}
 	servers := []*isolationServer{{config: isolationDefault}, {config: isolationIsolated}, {config: isolationUnsandboxed}}
-	got := scenarioPeakNote(servers, []*Result{def, unsandboxed, embed(isolationDefault, 1300), embed(isolationIsolated, 1560), embed(isolationUnsandboxed, 1040)})
+	got := scenarioPeakNote(servers, []*load.Result{def, unsandboxed, embed(isolationDefault, 1300), embed(isolationIsolated, 1560), embed(isolationUnsandboxed, 1040)})
 	want := "peak memory over all pages, less the edge's memory cache: default 1300 MiB (1300 MiB whole tree), " +
 		"isolated 1560 MiB (1560 MiB whole tree), unsandboxed 1040 MiB (1040 MiB whole tree); " +
 		"site isolation's cost 1.20× (isolated ÷ default); the sandbox's cost 1.25× (default ÷ unsandboxed)"
 	if got != want {
 		t.Errorf("scenarioPeakNote = %q\nwant %q", got, want)
 	}
-	if got := scenarioPeakNote(servers[:1], []*Result{def}); got != "peak memory over all pages, less the edge's memory cache: default 1100 MiB (1200 MiB whole tree)" {
+	if got := scenarioPeakNote(servers[:1], []*load.Result{def}); got != "peak memory over all pages, less the edge's memory cache: default 1100 MiB (1200 MiB whole tree)" {
 		t.Errorf("scenarioPeakNote of the default server alone = %q", got)
 	}
 }
@@ -457,7 +268,7 @@ func TestMemoryWatch(t *testing.T) {
 		fmt.Fprintf(w, "# TYPE pictor_edge_cache_bytes gauge\n%s %d\n", metricL1Bytes, 5<<20)
 	}))
 	defer edge.Close()
-	s := &isolationServer{config: isolationDefault, p: &Pictor{URL: edge.URL, Client: edge.Client(), cmd: cmd}}
+	s := &isolationServer{config: isolationDefault, p: &pictor.Server{URL: edge.URL, Client: edge.Client()}, pid: cmd.Process.Pid}
 	s.renders.Store(3)
 	w := watchMemory(context.Background(), []*isolationServer{s})
 	first := w.take()
@@ -580,7 +391,7 @@ func TestFakePictorServe(t *testing.T) {
 	})
 	mux.HandleFunc("GET /v1/image/img1", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
-		w.Write(append(pngHead(2*CardWidth, 2*CardHeight), make([]byte, 1000)...))
+		w.Write(append(benchtest.PNGHead(2*card.Width, 2*card.Height), make([]byte, 1000)...))
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %d\n", metricL1Bytes, 1<<20)
@@ -607,7 +418,7 @@ func TestRenderIsolationServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	startTestSites(t) // skips where the embed card's addresses cannot be bound
+	benchtest.SkipWithoutLoopbackAliases(t) // where the embed card's addresses cannot be bound
 	tests := []struct {
 		name  string
 		flags []string
@@ -673,13 +484,13 @@ func TestRenderIsolationServers(t *testing.T) {
 					t.Errorf("%s server's log %q, want its flags ending %q", config, log, want)
 				}
 			}
-			byName := map[string]*Result{}
+			byName := map[string]*load.Result{}
 			for _, r := range results {
 				byName[r.Name] = r
 			}
-			card := byName[isolationResult(isolationCard, isolationDefault)]
-			if !strings.Contains(card.Note, "the sandbox's cost, default ÷ unsandboxed: p50 ") || !strings.Contains(card.Note, tt.note) {
-				t.Errorf("card-default's note %q lacks the sandbox's cost or %q", card.Note, tt.note)
+			cardDefault := byName[isolationResult(isolationCard, isolationDefault)]
+			if !strings.Contains(cardDefault.Note, "the sandbox's cost, default ÷ unsandboxed: p50 ") || !strings.Contains(cardDefault.Note, tt.note) {
+				t.Errorf("card-default's note %q lacks the sandbox's cost or %q", cardDefault.Note, tt.note)
 			}
 			if iso := byName[isolationResult(isolationEmbed, isolationIsolated)]; iso != nil && !strings.Contains(iso.Note, "site isolation's cost, isolated ÷ default: p50 ") {
 				t.Errorf("embed-isolated's note %q lacks site isolation's cost", iso.Note)

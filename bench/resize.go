@@ -4,13 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/baseline"
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/load"
 )
 
 // The resize scenario: masters are social cards at device scale 2
@@ -31,7 +33,7 @@ func resizeScenario() Scenario {
 		About: fmt.Sprintf("a %d×%d PNG master to WebP %d px wide (up to %d, a new width per request so the edge misses and transforms "+
 			"each time; %d masters) by GET /v1/image/<id>.webp?width=N, versus a `vipsthumbnail in.png -s Nx -o out.webp%s` process per "+
 			"image on the same master file (process start included); one at a time, interleaved in --rounds rounds",
-			CardWidth*CardScale, CardHeight*CardScale, resizeMinWidth, resizeMinWidth+resizeWidths-1, resizeMasters, resizeWebPOptions),
+			card.Width*card.Scale, card.Height*card.Scale, resizeMinWidth, resizeMinWidth+resizeWidths-1, resizeMasters, resizeWebPOptions),
 		NeedsPictor: true,
 		Run:         runResize,
 	}
@@ -52,9 +54,9 @@ func resizeJobs(masters, minWidth, widths int) []resizeJob {
 	return jobs
 }
 
-func runResize(ctx context.Context, env *Env) ([]*Result, error) {
+func runResize(ctx context.Context, env *Env) ([]*load.Result, error) {
 	cfg := env.Config
-	vips, err := ensureTool(ctx, env.Progress, "vipsthumbnail", "libvips-tools")
+	vips, err := baseline.EnsureTool(ctx, env.Progress, "vipsthumbnail", "libvips-tools")
 	if err != nil {
 		return nil, err
 	}
@@ -67,17 +69,17 @@ func runResize(ctx context.Context, env *Env) ([]*Result, error) {
 	files := make([]string, resizeMasters)
 	for m := range resizeMasters {
 		env.Progress.Notef("resize: rendering master %d/%d", m+1, resizeMasters)
-		id, err := createImage(ctx, env.Pictor, map[string]any{"html": CardHTML(m, runID), "device_scale": CardScale})
+		id, err := env.Pictor.CreateImage(ctx, map[string]any{"html": card.HTML(m, runID), "device_scale": card.Scale})
 		if err != nil {
 			return nil, fmt.Errorf("create master %d: %w", m, err)
 		}
 		// The edge keeps the master for its transforms; the baseline
 		// gets the same bytes in a file.
-		png, _, err := fetch(ctx, env.Pictor, "/v1/image/"+id+".png")
+		png, _, err := env.Pictor.Fetch(ctx, "/v1/image/"+id+".png")
 		if err != nil {
 			return nil, err
 		}
-		if err := checkCardPNG(png); err != nil {
+		if err := card.CheckPNG(png); err != nil {
 			return nil, fmt.Errorf("master %d: %w", m, err)
 		}
 		ids[m], files[m] = id, filepath.Join(env.WorkDir, fmt.Sprintf("master-%d.png", m))
@@ -92,7 +94,7 @@ func runResize(ctx context.Context, env *Env) ([]*Result, error) {
 
 	jobs := resizeJobs(resizeMasters, resizeMinWidth, resizeWidths)
 	var pictorNext, vipsNext atomic.Int64
-	conn := NewKeepAlive(edgeAddr, nil)
+	conn := load.NewKeepAlive(edgeAddr, nil)
 	defer conn.Close()
 	pictorOp := func(_ context.Context, _ int) (time.Duration, error) {
 		j, ok := nextJob(jobs, &pictorNext)
@@ -107,7 +109,7 @@ func runResize(ctx context.Context, env *Env) ([]*Result, error) {
 		if !ok {
 			return 0, fmt.Errorf("all %d distinct resizes used: shorten --duration", len(jobs))
 		}
-		lat, cpu, err := vipsthumbnail(ctx, vips, files[j.m], filepath.Join(outDir, fmt.Sprintf("%d-%d.webp", j.m, j.w)), j.w)
+		lat, cpu, err := baseline.Vipsthumbnail(ctx, vips, files[j.m], filepath.Join(outDir, fmt.Sprintf("%d-%d.webp", j.m, j.w)), resizeWebPOptions, j.w)
 		vipsCPU.Add(int64(cpu))
 		return lat, err
 	}
@@ -118,7 +120,7 @@ func runResize(ctx context.Context, env *Env) ([]*Result, error) {
 		if _, err := edgeResize(conn, ids[m], resizeMinWidth-1); err != nil {
 			return nil, fmt.Errorf("resize warm-up: %w", err)
 		}
-		if _, _, err := vipsthumbnail(ctx, vips, files[m], filepath.Join(outDir, "warm.webp"), resizeMinWidth-1); err != nil {
+		if _, _, err := baseline.Vipsthumbnail(ctx, vips, files[m], filepath.Join(outDir, "warm.webp"), resizeWebPOptions, resizeMinWidth-1); err != nil {
 			return nil, fmt.Errorf("resize warm-up: %w", err)
 		}
 	}
@@ -138,7 +140,7 @@ func runResize(ctx context.Context, env *Env) ([]*Result, error) {
 		return results, err
 	}
 	results[0].Note = joinNote(after.sub(before).String(), results[0].Note)
-	results[1].Note = joinNote(firstLineOut(ctx, vips, "--version"), results[1].Note)
+	results[1].Note = joinNote(baseline.Version(ctx, vips, "--version"), results[1].Note)
 	return results, nil
 }
 
@@ -153,7 +155,7 @@ func nextJob(jobs []resizeJob, next *atomic.Int64) (resizeJob, bool) {
 
 // edgeResize GETs master id as WebP w pixels wide from the edge and
 // checks the answer is a WebP of that width.
-func edgeResize(conn *KeepAlive, id string, w int) (time.Duration, error) {
+func edgeResize(conn *load.KeepAlive, id string, w int) (time.Duration, error) {
 	target := "/v1/image/" + id + ".webp?width=" + strconv.Itoa(w)
 	start := time.Now()
 	a, err := conn.Get(target)
@@ -167,49 +169,8 @@ func edgeResize(conn *KeepAlive, id string, w int) (time.Duration, error) {
 	if string(a.ContentType) != "image/webp" {
 		return 0, fmt.Errorf("GET %s: Content-Type %q, want image/webp", target, a.ContentType)
 	}
-	if err := checkWebPWidth(a.Body, w); err != nil {
+	if err := card.CheckWebPWidth(a.Body, w); err != nil {
 		return 0, fmt.Errorf("GET %s: %w", target, err)
 	}
 	return lat, nil
-}
-
-// vipsthumbnail runs one `vipsthumbnail in -s Wx -o out` and returns the
-// time from starting the process to its exit, and its CPU time. The
-// output is checked to be a WebP of width w, then removed.
-func vipsthumbnail(ctx context.Context, bin, in, out string, w int) (latency, cpu time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	defer os.Remove(out)
-	cmd := exec.CommandContext(ctx, bin, in, "-s", strconv.Itoa(w)+"x", "-o", out+resizeWebPOptions)
-	var stderr tailBuffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	latency = time.Since(start)
-	if ps := cmd.ProcessState; ps != nil {
-		cpu = ps.UserTime() + ps.SystemTime()
-	}
-	if err != nil {
-		return 0, cpu, fmt.Errorf("vipsthumbnail: %w: %s", err, stderr.lastLine())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return 0, cpu, fmt.Errorf("vipsthumbnail: %w", err)
-	}
-	if err := checkWebPWidth(b, w); err != nil {
-		return 0, cpu, fmt.Errorf("vipsthumbnail: %w", err)
-	}
-	return latency, cpu, nil
-}
-
-// checkWebPWidth verifies b is a WebP w pixels wide.
-func checkWebPWidth(b []byte, w int) error {
-	gw, _, err := webpSize(b)
-	if err != nil {
-		return err
-	}
-	if gw != w {
-		return fmt.Errorf("WebP is %d px wide, want %d", gw, w)
-	}
-	return nil
 }

@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
+	"github.com/pictorhq/pictor/bench/report"
 )
 
 // PictorLogFile receives the server's output, inside the output directory.
@@ -23,7 +27,7 @@ const PictorLogFile = "pictor.log"
 // on a quiet machine. A scenario that fails is recorded in the report and
 // the others still run. When ctx ends, Run stops and returns the report
 // so far with ctx's error.
-func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
+func Run(ctx context.Context, cfg Config, progress *load.Progress) (*report.Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -40,7 +44,11 @@ func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", cfg.OutDir, err)
 	}
-	rep := &Report{Meta: Meta{
+	about := make([]report.Scenario, len(scenarios))
+	for i, s := range scenarios {
+		about[i] = report.Scenario{Name: s.Name, About: s.About}
+	}
+	rep := &report.Report{Meta: report.Meta{
 		Started:   time.Now(),
 		Host:      hostDescription(),
 		CPUs:      runtime.NumCPU(),
@@ -48,8 +56,8 @@ func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
 		Chromium:  firstLine(ctx, cfg.Chromium, "--version"),
 		Duration:  cfg.Duration,
 		PoolSize:  cfg.PoolSize,
-		Scenarios: scenarios,
-	}}
+		Scenarios: about,
+	}, Comparisons: Comparisons()}
 	if needs {
 		rep.Meta.Pictor = firstLine(ctx, cfg.Pictor, "version")
 	}
@@ -101,28 +109,28 @@ func Run(ctx context.Context, cfg Config, progress *Progress) (*Report, error) {
 // start is not retried with the same flags.
 type server struct {
 	cfg      *Config
-	progress *Progress
-	rep      *Report
+	progress *load.Progress
+	rep      *report.Report
 	log      *os.File
-	running  *Pictor
+	running  *pictor.Server
 	flags    []string // the scenario flags running (or failing) has
 	startErr error
 }
 
-func (s *server) ensure(ctx context.Context, flags []string) (*Pictor, error) {
+func (s *server) ensure(ctx context.Context, flags []string) (*pictor.Server, error) {
 	if (s.running != nil || s.startErr != nil) && slices.Equal(s.flags, flags) {
 		return s.running, s.startErr
 	}
 	s.stop()
 	s.flags, s.startErr = flags, nil
 	for _, f := range flags {
-		if name, ok := strings.CutPrefix(f, "--"); ok && !ServeHasFlag(ctx, s.cfg.Pictor, name) {
+		if name, ok := strings.CutPrefix(f, "--"); ok && !pictor.ServeHasFlag(ctx, s.cfg.Pictor, name) {
 			s.startErr = fmt.Errorf("%s serve has no %s", s.cfg.Pictor, f)
 			return nil, s.startErr
 		}
 	}
 	extra := slices.Clone(flags)
-	if ServeHasFlag(ctx, s.cfg.Pictor, "render-tabs") {
+	if pictor.ServeHasFlag(ctx, s.cfg.Pictor, "render-tabs") {
 		extra = append(extra, "--render-tabs", strconv.Itoa(s.cfg.PoolSize))
 	} else if s.cfg.PoolSize != runtime.NumCPU() {
 		s.rep.Failures = append(s.rep.Failures, fmt.Sprintf(
@@ -130,11 +138,11 @@ func (s *server) ensure(ctx context.Context, flags []string) (*Pictor, error) {
 	}
 	// The load generator is one client address with up to --edge-clients
 	// connections, as nginx sees it too: no per-address limit.
-	if ServeHasFlag(ctx, s.cfg.Pictor, "max-conns-per-ip") {
+	if pictor.ServeHasFlag(ctx, s.cfg.Pictor, "max-conns-per-ip") {
 		extra = append(extra, "--max-conns-per-ip", "0", "--max-conns", strconv.Itoa(max(4096, 2*s.cfg.EdgeClients)))
 	}
 	s.progress.Notef("starting %s serve %s on a fresh data directory", s.cfg.Pictor, strings.Join(extra, " "))
-	s.running, s.startErr = StartPictor(ctx, s.cfg.Pictor, extra, s.log, s.cfg.StartTimeout)
+	s.running, s.startErr = pictor.Start(ctx, s.cfg.Pictor, extra, s.log, s.cfg.StartTimeout)
 	return s.running, s.startErr
 }
 

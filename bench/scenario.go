@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
 )
 
 // Scenario is one benchmark. Run drives load and returns a Result per run
@@ -23,18 +26,18 @@ type Scenario struct {
 	// others get a fresh one.
 	ServeFlags []string
 	// Run measures.
-	Run func(ctx context.Context, env *Env) ([]*Result, error)
+	Run func(ctx context.Context, env *Env) ([]*load.Result, error)
 }
 
 // Env is what a scenario runs with.
 type Env struct {
 	Config *Config
 	// Pictor is the running server, for scenarios that need it.
-	Pictor *Pictor
+	Pictor *pictor.Server
 	// WorkDir is a fresh temporary directory, removed after the scenario.
 	WorkDir string
-	// Progress shows runs live; pass it to Drive.
-	Progress *Progress
+	// Progress shows runs live; pass it to load.Drive.
+	Progress *load.Progress
 }
 
 // Scenarios returns every scenario, in the order they run by default:

@@ -1,51 +1,17 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/proc"
 )
-
-// MemorySample is the server's memory after Renders renders.
-type MemorySample struct {
-	Renders int
-	Memory
-	// CacheBytes is what the edge's memory cache held (its cost in bytes),
-	// which grows by design up to --cache-mem: the flatness check leaves
-	// it out.
-	CacheBytes int64
-}
-
-// metricL1Bytes is the edge memory cache's contents in bytes.
-const metricL1Bytes = `pictor_edge_cache_bytes{level="l1"}`
-
-// scrapeL1Bytes reads metricL1Bytes from the edge's /metrics.
-func scrapeL1Bytes(ctx context.Context, p *Pictor) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
-	}
-	defer drain(resp)
-	if resp.StatusCode != http.StatusOK {
-		return 0, statusError("GET /metrics", resp)
-	}
-	vals, err := parseCounters(bufio.NewScanner(resp.Body), metricL1Bytes)
-	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
-	}
-	return int64(vals[metricL1Bytes]), nil
-}
 
 // soakSampleEvery is how often the soak reads the server's memory. The
 // reading is a measurement, not a synchronization: nothing waits on it.
@@ -76,22 +42,22 @@ func soakScenario() Scenario {
 	}
 }
 
-func runSoak(ctx context.Context, env *Env) ([]*Result, error) {
+func runSoak(ctx context.Context, env *Env) ([]*load.Result, error) {
 	cfg := env.Config
 	runID := rand.Text()[:8]
 	var (
 		seq       atomic.Int64
 		renders   atomic.Int64
 		mu        sync.Mutex
-		samples   []MemorySample
+		samples   []load.MemorySample
 		scrapeErr error
 	)
-	pid := env.Pictor.cmd.Process.Pid
+	pid := env.Pictor.PID()
 	sample := func() {
-		m := ProcessTreeMemory(pid)
+		m := proc.TreeMemory(pid)
 		l1, err := scrapeL1Bytes(ctx, env.Pictor)
 		mu.Lock()
-		samples = append(samples, MemorySample{Renders: int(renders.Load()), Memory: m, CacheBytes: l1})
+		samples = append(samples, load.MemorySample{Renders: int(renders.Load()), Memory: m, CacheBytes: l1})
 		if err != nil && scrapeErr == nil {
 			scrapeErr = err
 		}
@@ -114,14 +80,14 @@ func runSoak(ctx context.Context, env *Env) ([]*Result, error) {
 	})
 	op := func(ctx context.Context, _ int) (time.Duration, error) {
 		n := int(seq.Add(1))
-		lat, err := renderCard(ctx, env.Pictor, CardHTML(n, fmt.Sprintf("soak-%s-%06d", runID, n)))
+		lat, err := env.Pictor.RenderCard(ctx, card.HTML(n, fmt.Sprintf("soak-%s-%06d", runID, n)))
 		if err == nil {
 			renders.Add(1)
 		}
 		return lat, err
 	}
 	cpu := env.Pictor.CPU()
-	r, err := Drive(ctx, "soak/pool-full", "render", Load{Clients: cfg.PoolSize, Requests: cfg.SoakRenders}, env.Progress, op)
+	r, err := load.Drive(ctx, "soak/pool-full", "render", load.Load{Clients: cfg.PoolSize, Requests: cfg.SoakRenders}, env.Progress, op)
 	close(stop)
 	wg.Wait()
 	sample()
@@ -134,14 +100,14 @@ func runSoak(ctx context.Context, env *Env) ([]*Result, error) {
 	if err == nil && scrapeErr != nil {
 		err = fmt.Errorf("soak: reading the edge's cache size: %w", scrapeErr)
 	}
-	return []*Result{r}, err
+	return []*load.Result{r}, err
 }
 
 // soakWindows returns the mean PSS less the edge's memory cache of the
 // samples taken during the second fifth of the renders (warm) and during
 // the last fifth (end), and the highest PSS of all, cache included; ok is
 // false when a window has no sample.
-func soakWindows(samples []MemorySample) (warm, end, peak int64, ok bool) {
+func soakWindows(samples []load.MemorySample) (warm, end, peak int64, ok bool) {
 	if len(samples) == 0 {
 		return 0, 0, 0, false
 	}
@@ -165,7 +131,7 @@ func soakWindows(samples []MemorySample) (warm, end, peak int64, ok bool) {
 }
 
 // soakNote describes the memory over the run for the report.
-func soakNote(samples []MemorySample) string {
+func soakNote(samples []load.MemorySample) string {
 	if len(samples) == 0 {
 		return "no memory sample"
 	}
@@ -193,7 +159,7 @@ func soakChecks() []Check {
 	return []Check{
 		{
 			Name: fmt.Sprintf("soak/pool-full peak memory (PSS) < %s", formatMiB(soakPeakLimit)),
-			Eval: func(find func(string) *Result) (string, bool, bool) {
+			Eval: func(find func(string) *load.Result) (string, bool, bool) {
 				r := find("soak/pool-full")
 				if r == nil {
 					return "", false, false
@@ -204,7 +170,7 @@ func soakChecks() []Check {
 		},
 		{
 			Name: fmt.Sprintf("soak/pool-full memory less the edge cache flat (last fifth ≤ %g× second fifth)", soakFlatFactor),
-			Eval: func(find func(string) *Result) (string, bool, bool) {
+			Eval: func(find func(string) *load.Result) (string, bool, bool) {
 				r := find("soak/pool-full")
 				if r == nil {
 					return "", false, false

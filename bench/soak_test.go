@@ -3,21 +3,24 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/proc"
 )
 
 // soakSeries returns samples every 10 renders up to 1,000, with PSS from
 // pss(renders).
-func soakSeries(pss func(renders int) int64) []MemorySample {
-	var out []MemorySample
+func soakSeries(pss func(renders int) int64) []load.MemorySample {
+	var out []load.MemorySample
 	for n := 0; n <= 1000; n += 10 {
-		out = append(out, MemorySample{Renders: n, Memory: Memory{PSS: pss(n), RSS: 2 * pss(n), Processes: 9}})
+		out = append(out, load.MemorySample{Renders: n, Memory: proc.Memory{PSS: pss(n), RSS: 2 * pss(n), Processes: 9}})
 	}
 	return out
 }
 
 // withCache sets each sample's edge cache size to what PSS grew by past
 // base.
-func withCache(samples []MemorySample, base int64) []MemorySample {
+func withCache(samples []load.MemorySample, base int64) []load.MemorySample {
 	for i := range samples {
 		samples[i].CacheBytes = max(0, samples[i].PSS-base)
 	}
@@ -49,7 +52,7 @@ func TestSoakChecks(t *testing.T) {
 			if tc.name == "cache filling" {
 				series = withCache(series, 600*mib)
 			}
-			res := []*Result{{Name: "soak/pool-full", Memory: series}}
+			res := []*load.Result{{Name: "soak/pool-full", Memory: series}}
 			got := Evaluate(soakChecks(), res)
 			if len(got) != 2 {
 				t.Fatalf("%d checks applied, want 2: %+v", len(got), got)

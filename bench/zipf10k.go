@@ -14,6 +14,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pictorhq/pictor/bench/baseline"
+	"github.com/pictorhq/pictor/bench/card"
+	"github.com/pictorhq/pictor/bench/load"
 )
 
 // The zipf-10k scenario: zipfMasters tiles rendered by Chromium, each
@@ -56,9 +60,9 @@ func zipfKey(i int) (master, width int) {
 	return i / zipfWidths, zipfMinWidth + i%zipfWidths
 }
 
-func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
+func runZipf(ctx context.Context, env *Env) (results []*load.Result, err error) {
 	cfg := env.Config
-	nginxBin, err := ensureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
+	nginxBin, err := baseline.EnsureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +75,11 @@ func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
 	runID := rand.Text()[:8]
 	ids := make([]string, zipfMasters)
 	var nextMaster atomic.Int64
-	r, err := Drive(ctx, "zipf-10k/seed-renders", "render", Load{Clients: 2 * cfg.PoolSize, Requests: zipfMasters}, env.Progress,
+	r, err := load.Drive(ctx, "zipf-10k/seed-renders", "render", load.Load{Clients: 2 * cfg.PoolSize, Requests: zipfMasters}, env.Progress,
 		func(ctx context.Context, _ int) (time.Duration, error) {
 			m := int(nextMaster.Add(1)) - 1
 			start := time.Now()
-			id, err := createImage(ctx, env.Pictor, map[string]any{"html": TileHTML(1000+m, zipfTileW, zipfTileH, runID), "device_scale": 1})
+			id, err := env.Pictor.CreateImage(ctx, map[string]any{"html": card.TileHTML(1000+m, zipfTileW, zipfTileH, runID), "device_scale": 1})
 			ids[m] = id
 			return time.Since(start), err
 		})
@@ -102,9 +106,9 @@ func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
 		nginxSet.targets[i] = fmt.Sprintf("/%s/%d-%d.jpg", zipfDirectory, m, w)
 	}
 	warmClients := 2 * runtime.NumCPU()
-	conns := make([]*KeepAlive, warmClients)
+	conns := make([]*load.KeepAlive, warmClients)
 	for c := range conns {
-		conns[c] = NewKeepAlive(edgeAddr, nil)
+		conns[c] = load.NewKeepAlive(edgeAddr, nil)
 		defer conns[c].Close()
 	}
 	var nextImage, total atomic.Int64
@@ -113,7 +117,7 @@ func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
 		return nil, err
 	}
 	fillStart := time.Now()
-	r, err = Drive(ctx, "zipf-10k/fill", "image", Load{Clients: warmClients, Requests: zipfImages}, env.Progress,
+	r, err = load.Drive(ctx, "zipf-10k/fill", "image", load.Load{Clients: warmClients, Requests: zipfImages}, env.Progress,
 		func(_ context.Context, c int) (time.Duration, error) {
 			i := int(nextImage.Add(1)) - 1
 			start := time.Now()
@@ -144,14 +148,11 @@ func runZipf(ctx context.Context, env *Env) (results []*Result, err error) {
 	fill := afterFill.sub(beforeFill)
 	fillNote := fmt.Sprintf("seeding: %d renders, then one GET of each image in %v (%.0f transforms, %s each on average)",
 		zipfMasters, time.Since(fillStart).Round(time.Second), fill.Transforms,
-		formatLatency(time.Duration(fill.TransformSeconds/max(fill.Transforms, 1)*float64(time.Second))))
+		load.FormatLatency(time.Duration(fill.TransformSeconds/max(fill.Transforms, 1)*float64(time.Second))))
 	if total.Load() <= 2*zipfCacheMem {
 		return nil, fmt.Errorf("zipf-10k: the images total %d bytes, not above twice the L1 of %d", total.Load(), zipfCacheMem)
 	}
-	if err := makeReadable(root); err != nil {
-		return nil, err
-	}
-	nginx, err := startNginx(ctx, env, nginxBin, root)
+	nginx, err := baseline.StartNginx(ctx, env.Progress, nginxBin, root, env.WorkDir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Command pictor-bench runs Pictor's load benchmarks against a built
 // pictor binary and writes their report. It only parses flags and wires
-// the bench package; `make bench` runs it.
+// the bench packages; `make bench` runs it.
 package main
 
 import (
@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/pictorhq/pictor/bench"
+	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/report"
 )
 
 func main() {
@@ -67,11 +69,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	var progress *bench.Progress
+	var progress *load.Progress
 	if f, ok := stderr.(*os.File); ok {
-		progress = bench.NewProgress(f, bench.IsTerminal(f))
+		progress = load.NewProgress(f, load.IsTerminal(f))
 	} else {
-		progress = bench.NewProgress(stderr, false)
+		progress = load.NewProgress(stderr, false)
 	}
 	rep, runErr := bench.Run(ctx, cfg, progress)
 	if rep == nil {
@@ -82,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := rep.Write(cfg.OutDir); err != nil {
 		return errors.Join(runErr, err)
 	}
-	progress.Notef("report: %s, chart: %s", filepath.Join(cfg.OutDir, bench.ReportFile), filepath.Join(cfg.OutDir, bench.ChartFile))
+	progress.Notef("report: %s, chart: %s", filepath.Join(cfg.OutDir, report.MarkdownFile), filepath.Join(cfg.OutDir, report.ChartFile))
 	if runErr != nil {
 		return runErr
 	}
