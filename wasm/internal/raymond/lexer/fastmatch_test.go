@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestFastMatch: the hand-written matchers give the regexps' matches:
+// TestFastMatch: the hand-written matchers, and findRegexp's shortcuts,
+// give the regexps' matches:
 // every string of up to 3 bytes over the bytes that matter to them,
 // their literals followed by any 2 of those bytes, and random strings.
 func TestFastMatch(t *testing.T) {
@@ -39,6 +40,20 @@ func TestFastMatch(t *testing.T) {
 		for _, s := range strs {
 			if want, got := r.FindString(s), m(s); got != want {
 				t.Fatalf("%s on %q: fast %q, regexp %q", r, s, got, want)
+			}
+		}
+	}
+	// firstBytes and afterOpen, in findRegexp (a hand-written matcher
+	// gives the regexp's match, checked above)
+	for r, a := range accel {
+		for _, s := range strs {
+			want := a.match
+			if want == nil {
+				want = r.FindString
+			}
+			l := &Lexer{input: s}
+			if want, got := want(s), l.findRegexp(r); got != want {
+				t.Fatalf("%s on %q: findRegexp %q, regexp %q", r, s, got, want)
 			}
 		}
 	}
