@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,8 @@ type browser struct {
 	allocCancel context.CancelFunc
 	ctx         context.Context // the browser's root chromedp context
 	cancel      context.CancelFunc
-	pid         int
+	pid         int      // the main process, leader of the browser's process group
+	outside     []procID // its processes outside the group, seen at launch
 	profile     string
 	drained     chan struct{} // closed when retired and no render uses it
 	closing     atomic.Bool   // close was called: an exit from now on is expected
@@ -46,14 +48,19 @@ const features = "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,
 // chromedp's defaults: Chromium's own sandbox (unless NoSandbox) as the
 // engine's account, no crash reporting, no background traffic, no UDP that
 // could bypass the egress proxy, hidden scrollbars.
-func (e *Engine) allocatorOptions(profile string) []chromedp.ExecAllocatorOption {
+// The allocator stores the browser's command in *launched as it starts it.
+func (e *Engine) allocatorOptions(profile string, launched **exec.Cmd) []chromedp.ExecAllocatorOption {
+	setup := browserCmd(e.account, profile)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(e.cfg.Chromium),
 		chromedp.UserDataDir(profile),
 		// chromedp adds --no-sandbox by itself when Pictor runs as root,
 		// unless the flag is set: Chromium runs as e.account instead.
 		chromedp.Flag("no-sandbox", e.cfg.NoSandbox),
-		chromedp.ModifyCmdFunc(browserCmd(e.account, profile)),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			setup(cmd)
+			*launched = cmd
+		}),
 		chromedp.NoInheritEnv,
 		chromedp.Headless,
 		chromedp.DisableGPU,
@@ -113,7 +120,11 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 		os.RemoveAll(profile)
 		return nil, fmt.Errorf("%w: profile directory: %v", ErrBrowser, err)
 	}
-	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), e.allocatorOptions(profile)...)
+	// Orphans of the browser come to this process, which reaps them when
+	// the browser closes.
+	adoptOrphans()
+	var cmd *exec.Cmd // set during the launch, by chromedp.Do below
+	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), e.allocatorOptions(profile, &cmd)...)
 	bctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(chromeErrorf), chromedp.WithLogf(chromeLogf))
 	// The first Do binds the browser's life to its context, so the launch is
 	// bounded by canceling the browser's own context, not a derived one.
@@ -126,17 +137,22 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	if !stopLaunch() && err == nil {
 		err = fmt.Errorf("launch abandoned: %w", context.Cause(lctx))
 	}
+	pid := 0 // the main process, which leads the browser's process group
+	if cmd != nil && cmd.Process != nil {
+		pid = cmd.Process.Pid
+	}
 	if err != nil {
 		cancel()
 		allocCancel()
-		killProcesses(profile)
+		endProcesses(profile, pid, nil)
 		os.RemoveAll(profile)
 		return nil, fmt.Errorf("%w: start chromium: %v", ErrBrowser, err)
 	}
-	b := &browser{allocCancel: allocCancel, ctx: bctx, cancel: cancel, profile: profile, drained: make(chan struct{})}
-	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
-		b.pid = c.Browser.Process().Pid
-	}
+	b := &browser{allocCancel: allocCancel, ctx: bctx, cancel: cancel, pid: pid, profile: profile, drained: make(chan struct{})}
+	// The crashpad handlers, which the browser starts before it answers,
+	// leave its group; once they exited their command line no longer names
+	// the profile, and close would not know them.
+	b.outside = outsideGroup(profile, pid)
 	e.metrics.browserStarts.Inc()
 	slog.Info("browser started", "pid", b.pid, "user", e.account.name, "sandbox", !e.cfg.NoSandbox,
 		"duration_ms", time.Since(start).Milliseconds())
@@ -154,16 +170,20 @@ func (b *browser) drain() {
 	}
 }
 
-// close stops the browser, kills whatever process of it survives and
-// removes its profile. Concurrent and repeated calls return once it is done.
+// close stops the browser and returns once every process of it is gone, or
+// browserExitWait passed, and its profile is removed. Concurrent and
+// repeated calls return once it is done.
 func (b *browser) close() {
 	b.closeOnce.Do(func() {
 		b.closing.Store(true)
 		// Nothing of the profile is kept, so nothing is shut down gently:
 		// every process of the browser is killed at once (its children
-		// would otherwise take a while to notice the main one died), then
-		// canceling the root context reaps the main process.
-		killProcesses(b.profile)
+		// would otherwise take a while to notice the main one died) and
+		// reaped; chromedp reaps the main process, and canceling the root
+		// context lets go of it.
+		if left := endProcesses(b.profile, b.pid, b.outside); len(left) > 0 {
+			slog.Warn("browser processes still there after closing", "pid", b.pid, "left", left, "waited", browserExitWait)
+		}
 		b.cancel()
 		b.allocCancel()
 		if err := os.RemoveAll(b.profile); err != nil {

@@ -138,7 +138,9 @@ func New(cfg Config) (*Engine, error) {
 // Start kills what a crashed earlier run left in the profile directory,
 // launches the browser and opens a warm tab per slot.
 func (e *Engine) Start(ctx context.Context) error {
-	killProcesses(e.profiles)
+	if left := endProcesses(e.profiles, 0, nil); len(left) > 0 {
+		slog.Warn("processes of an earlier run still there", "dir", e.profiles, "left", left)
+	}
 	if err := prepareProfileRoot(e.profiles, e.account); err != nil {
 		return err
 	}
@@ -177,8 +179,9 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop refuses new renders, fails the queued ones with ErrStopped, waits
 // (within ctx) for running ones and closes every browser. It returns once no
-// Chromium process of the engine is left, also when ctx ends first: then the
-// renders still running fail. Stop may be called more than once, and after
+// Chromium process of the engine is left, not even one dead and not yet
+// reaped (or after browserExitWait per browser), also when ctx ends first:
+// then the renders still running fail. Stop may be called more than once, and after
 // a failed or missing Start.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()

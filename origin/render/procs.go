@@ -2,9 +2,12 @@ package render
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -71,22 +74,173 @@ func zombie(stat []byte) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-// killProcesses kills the processes of profiles under dir until none is
-// left (children can fork while their parent dies), for at most 2 seconds.
-func killProcesses(dir string) {
-	deadline := time.Now().Add(2 * time.Second)
-	for quiet := 0; quiet < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		pids := Processes(dir)
-		if len(pids) == 0 {
-			quiet++
-			continue
+// proc is one process as /proc/<pid>/stat and cmdline show it. A pid may
+// be reused once its process is reaped: the pid with its start time is one
+// process.
+type proc struct {
+	pid, ppid, pgid int
+	start           uint64 // clock ticks after boot
+	zombie          bool   // exited, waiting for its parent to reap it
+	cmdline         []byte // empty for a zombie
+}
+
+// procID is one process: a pid with its start time.
+type procID struct {
+	pid   int
+	start uint64
+}
+
+// readProc reads a process, named as in /proc; false when it is gone or
+// the name is not a pid.
+func readProc(pid string) (proc, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return proc{}, false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return proc{}, false
+	}
+	// The command name, in parentheses, may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return proc{}, false
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return proc{}, false
+	}
+	p := proc{pid: n, zombie: zombie(stat)}
+	p.ppid, _ = strconv.Atoi(string(f[1]))
+	p.pgid, _ = strconv.Atoi(string(f[2]))
+	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
+	p.cmdline, _ = os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	return p, true
+}
+
+// browserExitWait bounds how long endProcesses waits for a browser's
+// processes to be gone, well inside the shutdown bound (cmd/pictor's
+// stopBound).
+const browserExitWait = 2 * time.Second
+
+// endProcesses kills the processes of the profiles under dir, of the
+// process group group (a browser's, led by its main process; 0 for none)
+// and those of also, and waits, at most browserExitWait, until they are
+// gone: not only dead but reaped, so that none is left in the process table
+// when the caller returns. It returns those still there then.
+//
+// Every process is killed at once with SIGKILL: nothing of a profile is
+// kept, so nothing is shut down gently. Children can fork while their
+// parent dies, so it looks again until nothing is left. A process belongs
+// when it is in the group, names dir on its command line (the crashpad
+// handlers leave the group: they fork twice and start a session of their
+// own), is in also (a crashpad handler that already exited has no command
+// line left), or was seen belonging before.
+//
+// The killed processes' orphans come to this process, the subreaper
+// (adoptOrphans), which reaps them here. The group's leader, the browser's
+// main process, is left to chromedp, which waits for it. A zombie whose
+// parent is neither this process nor one of the browser's (a run before
+// adoptOrphans, or a browser of an earlier run) is another's to reap and is
+// not waited for.
+func endProcesses(dir string, group int, also []procID) []int {
+	dir = filepath.Clean(dir)
+	self := os.Getpid()
+	if group == self || group == syscall.Getpgrp() {
+		group = 0 // never this process's own group
+	}
+	seen := map[int]uint64{} // pid → start time of every process that belonged
+	for _, p := range also {
+		seen[p.pid] = p.start
+	}
+	deadline := time.Now().Add(browserExitWait)
+	for {
+		var members []proc
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			p, ok := readProc(e.Name())
+			if !ok || p.pid == self {
+				continue
+			}
+			start, known := seen[p.pid]
+			if (group > 0 && p.pgid == group) || namesPath(p.cmdline, dir) || (known && start == p.start) {
+				seen[p.pid] = p.start
+				members = append(members, p)
+			}
 		}
-		quiet = 0
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if group > 0 {
+			// Also whatever the group forked since the look.
+			syscall.Kill(-group, syscall.SIGKILL)
 		}
+		isMember := make(map[int]bool, len(members))
+		for _, p := range members {
+			isMember[p.pid] = true
+		}
+		var left []int
+		for _, p := range members {
+			switch {
+			case !p.zombie:
+				syscall.Kill(p.pid, syscall.SIGKILL)
+			case p.ppid == self && p.pid != group:
+				// An orphan this process adopted: reap it. The one child of
+				// a browser that Pictor starts itself is its main process,
+				// the group's leader.
+				var ws syscall.WaitStatus
+				if pid, _ := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); pid == p.pid {
+					continue
+				}
+			case p.pid != group && !isMember[p.ppid]:
+				continue // another's to reap
+			}
+			left = append(left, p.pid)
+		}
+		// The group is gone once no process is in it, zombies included;
+		// without the subreaper a zombie of it may wait for init.
+		if len(left) == 0 && (group == 0 || !adopting.Load() || syscall.Kill(-group, 0) == syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// outsideGroup returns the processes that name dir on their command line
+// but are not in the process group group: a browser's crashpad handlers.
+func outsideGroup(dir string, group int) []procID {
+	dir = filepath.Clean(dir)
+	var out []procID
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if p, ok := readProc(e.Name()); ok && p.pgid != group && !p.zombie && namesPath(p.cmdline, dir) {
+			out = append(out, procID{p.pid, p.start})
+		}
+	}
+	return out
+}
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+// adopting is set once this process is the subreaper of its descendants.
+var adopting atomic.Bool
+
+// adoptOrphans makes this process the reaper of its orphaned descendants,
+// once. Without it, the processes of a killed browser (its zygotes, GPU and
+// utility processes, and the crashpad handlers, which fork twice to leave
+// it at once) become init's, which reaps them when it gets to it: on the
+// service's own machines a second and a half later, after Pictor exited.
+// As their subreaper, Pictor reaps them itself (endProcesses) before Stop
+// returns. It affects the whole process: an orphan of any descendant comes
+// to it; Pictor starts no other process that leaves orphans.
+var adoptOrphans = sync.OnceFunc(func() {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		slog.Warn("cannot reap the browser's orphans: they are left to init", "error", errno)
+		return
+	}
+	adopting.Store(true)
+})
 
 // residentBytes returns a process's resident memory, 0 when it is gone.
 func residentBytes(pid int) int64 {

@@ -136,10 +136,11 @@ func prepareProfile(profile string, a account) error {
 }
 
 // browserCmd sets how Chromium's process starts: as the account, with no
-// supplementary groups, killed when Pictor dies, and with an environment of
-// its own — never Pictor's, which holds secrets such as the master key —
-// whose home is the profile, so that nothing of Chromium's (crash report
-// settings, caches) lands in the home of Pictor's user.
+// supplementary groups, killed when Pictor dies, in a process group of its
+// own, and with an environment of its own — never Pictor's, which holds
+// secrets such as the master key — whose home is the profile, so that
+// nothing of Chromium's (crash report settings, caches) lands in the home
+// of Pictor's user.
 func browserCmd(a account, profile string) func(*exec.Cmd) {
 	return func(cmd *exec.Cmd) {
 		if cmd.SysProcAttr == nil {
@@ -148,6 +149,11 @@ func browserCmd(a account, profile string) func(*exec.Cmd) {
 		// Go sets the parent death signal after the credentials, so the
 		// change of user does not clear it.
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		// The group (led by the main process, its id the main pid) holds
+		// every process the browser forks, so closing it kills them all at
+		// once (endProcesses). A terminal's ^C goes to Pictor alone, which
+		// closes the browser itself.
+		cmd.SysProcAttr.Setpgid = true
 		if a.other {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: []uint32{}}
 		}
