@@ -9,26 +9,31 @@ import (
 // Delete removes the organization's images among ids: records, index
 // entries and every stored file. Other ids are skipped. It returns how many
 // images it deleted, after the deletions are durable and every OnDelete
-// hook (edge purges) has returned.
+// hook (edge purges) has returned. It stops at the first image it cannot
+// delete, and still purges the ones it deleted: a retry would skip them.
 func (s *Service) Delete(ctx context.Context, orgID string, ids []string) (int, error) {
 	var gone []string
+	var err error
 	for _, id := range ids {
-		ok, err := s.deleteOne(orgID, id)
-		if err != nil {
-			return len(gone), err
-		}
+		var ok bool
+		ok, err = s.deleteOne(orgID, id)
 		if ok {
 			gone = append(gone, id)
 		}
-	}
-	if len(gone) > 0 && s.cfg.OnDelete != nil {
-		if err := s.cfg.OnDelete(ctx, gone); err != nil {
-			return len(gone), fmt.Errorf("purge deleted images: %w", err)
+		if err != nil {
+			break
 		}
 	}
-	return len(gone), nil
+	if len(gone) > 0 && s.cfg.OnDelete != nil {
+		if perr := s.cfg.OnDelete(ctx, gone); perr != nil {
+			err = errors.Join(err, fmt.Errorf("purge deleted images: %w", perr))
+		}
+	}
+	return len(gone), err
 }
 
+// deleteOne deletes the image if it is the organization's, and reports
+// whether its record is gone, also when removing its files then failed.
 func (s *Service) deleteOne(orgID, id string) (bool, error) {
 	unlock := s.lock(id)
 	defer unlock()
@@ -58,7 +63,7 @@ func (s *Service) deleteOne(orgID, id string) (bool, error) {
 		return false, fmt.Errorf("delete image %s: %w", id, err)
 	}
 	if err := s.cfg.Blobs.Remove(id); err != nil {
-		return false, err
+		return true, err
 	}
 	return true, nil
 }
