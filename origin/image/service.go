@@ -66,7 +66,7 @@ type Service struct {
 	locks   [64]sync.Mutex // per-image record updates, striped
 	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
-	ahead   chan struct{} // a slot per background render in the engine
+	ahead   chan struct{}  // a slot per background render in the engine
 	wg      sync.WaitGroup // background renders, the compactor, and the work await runs
 	closeMu sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
 	closed  bool
