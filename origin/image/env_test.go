@@ -187,7 +187,9 @@ func testPNG(t *testing.T, w, h int, seed uint8) []byte {
 }
 
 // html is the parameters of an HTML image, as imageparams.Parse gives them.
-func html(s string) imageparams.Params { return imageparams.Params{HTML: s, Format: imageparams.FormatPNG} }
+func html(s string) imageparams.Params {
+	return imageparams.Params{HTML: s, Format: imageparams.FormatPNG}
+}
 
 // signers is a SignerStore over a fixed set of keys (the real one wraps the
 // API key store of package origin).
