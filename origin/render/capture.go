@@ -4,24 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"math"
-	"net"
-	"net/netip"
 	"net/url"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/inspector"
-	cdpio "github.com/chromedp/cdproto/io"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -29,7 +20,6 @@ import (
 
 	"github.com/pictorhq/pictor/origin/consent"
 	"github.com/pictorhq/pictor/origin/contract/codec"
-	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/twemoji"
 )
 
@@ -103,15 +93,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	// deadline.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	crashes := chromedp.Events(ctx, inspector.TargetCrashed)
-	go func() {
-		for _, err := range crashes {
-			if err == nil {
-				cancel(e.crashCause())
-			}
-			return
-		}
-	}()
+	e.endOnCrash(ctx, cancel)
 	docs, err := watchDocuments(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("%w: watch the page: %v", ErrBrowser, err)
@@ -134,133 +116,6 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 		return nil, classify(ctx, err)
 	}
 	return res, nil
-}
-
-// classify turns a failure into one of the package's errors. It is the one
-// place that decides what a failed main document is: its text is what the
-// caller sees, so it names the cause and the host asked for, never an
-// address of Pictor's own.
-func classify(ctx context.Context, err error) error {
-	var le *loadError
-	if errors.As(err, &le) {
-		return le.classify()
-	}
-	for _, target := range []error{ErrSelectorNotFound, ErrInvalidSelector, ErrNotReady, ErrBlockedURL, ErrTooLarge, ErrEmpty, ErrUnreachable, ErrTimeout, ErrPageBusy} {
-		if errors.Is(err, target) {
-			return err
-		}
-	}
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %v", ErrTimeout, err)
-	}
-	return fmt.Errorf("%w: %v", ErrBrowser, err)
-}
-
-// classify says why the main document did not load: ErrBlockedURL for a
-// target the egress refused, ErrTimeout for one that did not answer in
-// time, ErrBrowser when the egress itself failed, and ErrUnreachable for
-// the rest.
-func (e *loadError) classify() error {
-	if a := e.answer; a != nil {
-		return classifyAnswer(a)
-	}
-	// The host only: the URL's path and query may hold what the caller
-	// would not show to whoever has the image's address.
-	host := "the site"
-	if u, err := url.Parse(e.url); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	code := strings.TrimPrefix(e.errorText, "net::")
-	switch {
-	case code == "ERR_PROXY_CONNECTION_FAILED":
-		return fmt.Errorf("%w: the egress proxy could not be reached", ErrBrowser)
-	case code == "ERR_NAME_NOT_RESOLVED":
-		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
-	case code == "ERR_CONNECTION_REFUSED":
-		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
-	case code == "ERR_CONNECTION_RESET":
-		return fmt.Errorf("%w: connection reset by %s", ErrUnreachable, host)
-	case code == "ERR_CONNECTION_CLOSED", code == "ERR_EMPTY_RESPONSE":
-		return fmt.Errorf("%w: %s closed the connection without answering", ErrUnreachable, host)
-	case code == "ERR_TIMED_OUT", code == "ERR_CONNECTION_TIMED_OUT":
-		return fmt.Errorf("%w: %s did not answer in time", ErrTimeout, host)
-	case code == "ERR_TUNNEL_CONNECTION_FAILED":
-		return fmt.Errorf("%w: could not connect to %s", ErrUnreachable, host)
-	case strings.HasPrefix(code, "ERR_CERT_"):
-		return fmt.Errorf("%w: the TLS certificate of %s is not valid (%s)", ErrUnreachable, host, e.errorText)
-	case strings.HasPrefix(code, "ERR_SSL_"), strings.Contains(code, "_TLS_"):
-		return fmt.Errorf("%w: the TLS handshake with %s failed (%s)", ErrUnreachable, host, e.errorText)
-	case code == "":
-		return fmt.Errorf("%w: %s could not be loaded", ErrUnreachable, host)
-	}
-	return fmt.Errorf("%w: %s could not be loaded (%s)", ErrUnreachable, host, e.errorText)
-}
-
-// classifyAnswer says why the egress answered a main document itself.
-func classifyAnswer(a *egress.Failure) error {
-	host := a.Authority()
-	if host == "" {
-		host = "the requested host"
-	}
-	var ae *egress.AddressError
-	switch err := a.Err; {
-	case err == nil:
-		return fmt.Errorf("%w: the request for %s was not relayed", ErrUnreachable, host)
-	case errors.Is(err, egress.ErrClosed):
-		return fmt.Errorf("%w: the egress session closed", ErrBrowser)
-	case errors.As(err, &ae):
-		// The range only: the address a name resolves to is the
-		// deployment's network, not the caller's business.
-		name := hostname(host)
-		if !ae.Addr.IsValid() {
-			return fmt.Errorf("%w: %s is a %s", ErrBlockedURL, name, ae.Range)
-		}
-		if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
-			return fmt.Errorf("%w: %s is a %s address", ErrBlockedURL, name, ae.Range)
-		}
-		return fmt.Errorf("%w: %s resolves to a %s address", ErrBlockedURL, name, ae.Range)
-	case errors.Is(err, egress.ErrBlockedScheme):
-		if a.Connect {
-			return fmt.Errorf("%w: %s is not served over https", ErrBlockedURL, host)
-		}
-		return fmt.Errorf("%w: %s is not served to renders", ErrBlockedURL, host)
-	case errors.Is(err, egress.ErrInvalidHost):
-		if a.Host == "" {
-			return fmt.Errorf("%w: its host is not valid", ErrBlockedURL)
-		}
-		return fmt.Errorf("%w: %s is not a valid host", ErrBlockedURL, host)
-	case errors.Is(err, egress.ErrNotServed):
-		return fmt.Errorf("%w: %s serves no such document", ErrBlockedURL, hostname(host))
-	case errors.Is(err, egress.ErrResolve):
-		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("%w: connection reset by %s", ErrUnreachable, host)
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return fmt.Errorf("%w: no route to %s", ErrUnreachable, host)
-	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
-		if errors.Is(err, egress.ErrDial) {
-			return fmt.Errorf("%w: timed out connecting to %s", ErrTimeout, host)
-		}
-		return fmt.Errorf("%w: %s did not answer in time", ErrTimeout, host)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: %s closed the connection without answering", ErrUnreachable, host)
-	case errors.Is(err, egress.ErrDial):
-		return fmt.Errorf("%w: could not connect to %s", ErrUnreachable, host)
-	}
-	return fmt.Errorf("%w: %s sent no valid answer", ErrUnreachable, host)
-}
-
-// hostname is the host of a host:port.
-func hostname(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		if strings.IndexByte(h, ':') >= 0 {
-			return "[" + h + "]"
-		}
-		return h
-	}
-	return hostport
 }
 
 // errReplaced is a capture the page replaced: it committed another document
@@ -515,71 +370,6 @@ func (r *Request) area() (kind string, limit float64) {
 	return "viewport", 0
 }
 
-// emulation is the state the emulation commands set.
-type emulationState struct {
-	width, height            int
-	scale                    float64
-	mobile, landscape, touch bool
-	media, scheme, timezone  string
-	transparent              bool
-}
-
-// emulate applies every emulation setting that differs from what the tab
-// has: tabs are reused, and each command costs a relayout.
-func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) error {
-	w, h := r.viewport()
-	want := emulationState{width: w, height: h, scale: r.scale(), mobile: r.Mobile, landscape: r.Landscape, touch: r.Touch,
-		media: r.MediaType, scheme: r.ColorScheme, timezone: r.Timezone, transparent: r.Transparent}
-	have := t.emulation
-	t.emulation = nil // unknown until every command succeeded
-	if have == nil || have.width != want.width || have.height != want.height || have.scale != want.scale ||
-		have.mobile != want.mobile || have.landscape != want.landscape {
-		orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
-		if r.Landscape {
-			orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
-		}
-		if _, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(w), Height: int64(h), DeviceScaleFactor: want.scale, Mobile: r.Mobile,
-			ScreenWidth: int64(w), ScreenHeight: int64(h), ScreenOrientation: orientation,
-		}); err != nil {
-			return err
-		}
-	}
-	if have == nil || have.touch != want.touch {
-		touch := emulation.SetTouchEmulationEnabledParams{Enabled: r.Touch}
-		if r.Touch {
-			touch.MaxTouchPoints = 5
-		}
-		if _, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, touch); err != nil {
-			return err
-		}
-	}
-	if have == nil || have.media != want.media || have.scheme != want.scheme {
-		media := emulation.SetEmulatedMediaParams{Media: r.MediaType,
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: r.ColorScheme}}}
-		if _, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, media); err != nil {
-			return err
-		}
-	}
-	if (have == nil && want.timezone != "") || (have != nil && have.timezone != want.timezone) {
-		if _, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: r.Timezone}); err != nil {
-			return err
-		}
-	}
-	if have == nil || have.transparent != want.transparent {
-		// The generated RGBA omits a zero alpha, so this one is sent by hand.
-		bg := map[string]any{}
-		if r.Transparent {
-			bg["color"] = map[string]any{"r": 0, "g": 0, "b": 0, "a": 0}
-		}
-		if err := tg.Call(ctx, "Emulation.setDefaultBackgroundColorOverride", bg, nil); err != nil {
-			return err
-		}
-	}
-	t.emulation = &want
-	return nil
-}
-
 // navigate loads target and waits for its load event, at most wait: then
 // the page is captured as it is, since max_wait_ms caps waiting. A document
 // that never started loading is an error.
@@ -721,185 +511,6 @@ func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond 
 		return nil, err
 	}
 	return res.Data, nil
-}
-
-// printPDF prints the document with the PDF options, a PDF of at most
-// limit bytes.
-func printPDF(ctx context.Context, tg *chromedp.Target, r *Request, limit int64) (*Result, error) {
-	o := r.PDF
-	params := page.PrintToPDFParams{
-		PrintBackground:   new(o.PrintBackground),
-		MarginTop:         new(o.Margins[0]),
-		MarginRight:       new(o.Margins[1]),
-		MarginBottom:      new(o.Margins[2]),
-		MarginLeft:        new(o.Margins[3]),
-		PreferCSSPageSize: new(false),
-	}
-	if o.PageWidth > 0 {
-		params.PaperWidth = o.PageWidth
-	}
-	if o.PageHeight > 0 {
-		params.PaperHeight = o.PageHeight
-	}
-	if o.Scale > 0 {
-		params.Scale = o.Scale
-	}
-	// As a stream, read in chunks: a document of a few pages may still make
-	// a PDF of hundreds of megabytes (large images), which as one base64
-	// reply would sit in memory several times over.
-	params.TransferMode = page.PrintToPDFTransferModeReturnAsStream
-	res, err := cdp.Call(ctx, tg, page.PrintToPDF, params)
-	if err != nil {
-		return nil, err
-	}
-	data, err := readStream(ctx, tg, res.Stream, limit)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Data: data}, nil
-}
-
-// pdfChunk is how much of a PDF stream one read asks for.
-const pdfChunk = 1 << 20
-
-// readStream reads a DevTools stream to its end, failing with ErrTooLarge
-// as soon as it passes limit bytes, and closes it.
-func readStream(ctx context.Context, tg *chromedp.Target, handle cdpio.StreamHandle, limit int64) ([]byte, error) {
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		cdp.Call(cctx, tg, cdpio.Close, cdpio.CloseParams{Handle: handle})
-	}()
-	var buf bytes.Buffer
-	for {
-		chunk, err := cdp.Call(ctx, tg, cdpio.Read, cdpio.ReadParams{Handle: handle, Size: pdfChunk})
-		if err != nil {
-			return nil, err
-		}
-		if int64(buf.Len()+len(chunk.Data)) > limit {
-			return nil, fmt.Errorf("%w: the PDF passed %d MiB", ErrTooLarge, limit>>20)
-		}
-		buf.Write(chunk.Data)
-		if chunk.EOF {
-			return buf.Bytes(), nil
-		}
-	}
-}
-
-// call runs a JavaScript function with JSON arguments and decodes its
-// (awaited) result into out when out is not nil.
-func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...any) error {
-	var s script
-	return s.last(fn, args...).run(ctx, tg, out)
-}
-
-// script is a sequence of page steps run in one evaluation, one after the
-// other, each awaited; the value of the evaluation is the value of the step
-// added with last, if any, and those of the steps added with keep.
-type script struct {
-	b      strings.Builder
-	result bool
-	kept   []any // where the values of the keep steps go, in order
-	err    error // of encoding an argument
-}
-
-// expr adds a step that is an expression (its promise is awaited).
-func (s *script) expr(e string) *script {
-	// Newlines: an expression may end with a line comment.
-	s.b.WriteString("await (\n")
-	s.b.WriteString(e)
-	s.b.WriteString("\n);\n")
-	return s
-}
-
-// call adds a step that calls the function fn with JSON arguments.
-func (s *script) call(fn string, args ...any) *script {
-	var b strings.Builder
-	b.WriteString("(")
-	b.WriteString(fn)
-	b.WriteString(")(")
-	for i, a := range args {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		enc, err := json.Marshal(a)
-		if err != nil && s.err == nil {
-			s.err = err
-		}
-		b.Write(enc)
-	}
-	b.WriteString(")")
-	return s.expr(b.String())
-}
-
-// last adds the step whose value run decodes into its out.
-func (s *script) last(fn string, args ...any) *script {
-	s.b.WriteString("__pictorLast = ")
-	s.result = true
-	return s.call(fn, args...)
-}
-
-// keep adds a step whose value run decodes into dst.
-func (s *script) keep(dst any, fn string, args ...any) *script {
-	fmt.Fprintf(&s.b, "__pictorKept[%d] = ", len(s.kept))
-	s.kept = append(s.kept, dst)
-	return s.call(fn, args...)
-}
-
-// run evaluates the steps, when there are any, and decodes the value of
-// the last step into out and those of the keep steps into theirs.
-func (s *script) run(ctx context.Context, tg *chromedp.Target, out any) error {
-	if s.err != nil {
-		return s.err
-	}
-	if s.b.Len() == 0 {
-		return nil
-	}
-	if len(s.kept) == 0 {
-		if !s.result {
-			out = nil
-		}
-		return evaluate(ctx, tg, "(async () => {\nlet __pictorLast;\n"+s.b.String()+"return __pictorLast;\n})()", out)
-	}
-	var values struct {
-		Last json.RawMessage
-		Kept []json.RawMessage
-	}
-	err := evaluate(ctx, tg, "(async () => {\nlet __pictorLast; const __pictorKept = [];\n"+s.b.String()+
-		"return { last: __pictorLast, kept: __pictorKept };\n})()", &values)
-	if err != nil {
-		return err
-	}
-	if s.result && out != nil && len(values.Last) > 0 {
-		if err := json.Unmarshal(values.Last, out); err != nil {
-			return err
-		}
-	}
-	for i, dst := range s.kept {
-		if i < len(values.Kept) && len(values.Kept[i]) > 0 {
-			if err := json.Unmarshal(values.Kept[i], dst); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// evaluate runs an expression, awaiting a promise, and decodes the value.
-func evaluate(ctx context.Context, tg *chromedp.Target, expr string, out any) error {
-	res, err := cdp.Call(ctx, tg, runtime.Evaluate, runtime.EvaluateParams{
-		Expression: expr, AwaitPromise: new(true), ReturnByValue: new(true),
-	})
-	if err != nil {
-		return err
-	}
-	if res.ExceptionDetails != nil {
-		return fmt.Errorf("%w: script failed: %s", ErrBrowser, res.ExceptionDetails.Text)
-	}
-	if out == nil || res.Result == nil || len(res.Result.Value) == 0 {
-		return nil
-	}
-	return json.Unmarshal(res.Result.Value, out)
 }
 
 // pngSize reads the dimensions from a PNG's IHDR chunk.

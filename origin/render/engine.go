@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -226,49 +225,6 @@ func (e *Engine) Stop(ctx context.Context) error {
 		os.Remove(e.profiles) // the directory of its own under os.TempDir(), once empty
 	}
 	return err
-}
-
-// memoryCheckEvery is how often guardMemory looks: a page filling memory
-// as fast as it can gains a few hundred megabytes between two looks.
-const memoryCheckEvery = 100 * time.Millisecond
-
-// guardMemory kills every renderer process whose resident memory passes
-// RendererMemory, until Stop. Neither V8's heap limit nor the kernel stop a
-// page that allocates typed arrays: one such page took 17 GB before its
-// allocations failed. The render on the killed renderer ends at once with
-// ErrPageMemory (render watches for the crash). Between renders the tabs
-// are reset to about:blank and nothing grows, so an idle engine does not
-// scan /proc.
-func (e *Engine) guardMemory() {
-	defer e.guard.Done()
-	tick := time.NewTicker(memoryCheckEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-e.quit:
-			return
-		case <-tick.C:
-		}
-		if e.IdleFor() > 2*memoryCheckEvery {
-			continue
-		}
-		for _, pid := range processes(e.profiles, true) {
-			if residentBytes(pid) > e.cfg.RendererMemory {
-				e.memoryKill.Store(time.Now().UnixNano())
-				syscall.Kill(pid, syscall.SIGKILL)
-				slog.Warn("renderer killed: a page used too much memory", "pid", pid, "limit_bytes", e.cfg.RendererMemory)
-			}
-		}
-	}
-}
-
-// crashCause says why a tab's renderer died: the memory guard killed a
-// renderer moments ago, or it crashed by itself.
-func (e *Engine) crashCause() error {
-	if time.Since(time.Unix(0, e.memoryKill.Load())) < 5*time.Second {
-		return fmt.Errorf("%w (%d MiB)", ErrPageMemory, e.cfg.RendererMemory>>20)
-	}
-	return ErrCrashed
 }
 
 // Render runs r and returns its output. It waits for a tab while the queue

@@ -591,33 +591,3 @@ func TestRenderHammer(t *testing.T) {
 		return len(mine) > 0 && slices.Equal(all, mine)
 	})
 }
-
-func TestProcessesMatchesPaths(t *testing.T) {
-	tests := []struct {
-		name    string
-		cmdline []string
-		dir     string
-		want    bool
-	}{
-		{name: "the profile itself", cmdline: []string{"chromium", "--user-data-dir=/d/p"}, dir: "/d/p", want: true},
-		{name: "a profile under the directory", cmdline: []string{"chromium", "--user-data-dir=/d/p"}, dir: "/d", want: true},
-		{name: "a path argument under the directory", cmdline: []string{"tool", "/d/p/file"}, dir: "/d", want: true},
-		{name: "a sibling with the same prefix", cmdline: []string{"chromium", "--user-data-dir=/d/p2"}, dir: "/d/p", want: false},
-		{name: "the same name elsewhere", cmdline: []string{"chromium", "--user-data-dir=/x/d/p"}, dir: "/d/p", want: false},
-		{name: "a parent of the directory", cmdline: []string{"chromium", "--user-data-dir=/d"}, dir: "/d/p", want: false},
-		{name: "a rewritten process title", cmdline: []string{"chromium --type=renderer --user-data-dir=/d/p --lang=en-US"}, dir: "/d/p", want: true},
-		{name: "a rewritten title naming a sibling", cmdline: []string{"chromium --type=renderer --user-data-dir=/d/p2 --lang=en-US"}, dir: "/d/p", want: false},
-		{name: "unrelated", cmdline: []string{"sleep", "100"}, dir: "/d", want: false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var b []byte
-			for _, a := range tc.cmdline {
-				b = append(append(b, a...), 0)
-			}
-			if got := namesPath(b, tc.dir); got != tc.want {
-				t.Fatalf("namesPath(%q, %q) = %v, want %v", tc.cmdline, tc.dir, got, tc.want)
-			}
-		})
-	}
-}

@@ -241,17 +241,3 @@ var adoptOrphans = sync.OnceFunc(func() {
 	}
 	adopting.Store(true)
 })
-
-// residentBytes returns a process's resident memory, 0 when it is gone.
-func residentBytes(pid int) int64 {
-	statm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
-	if err != nil {
-		return 0
-	}
-	f := bytes.Fields(statm)
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
-	return pages * int64(os.Getpagesize())
-}

@@ -1,5 +1,16 @@
 package render
 
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
 // readyScript runs in every document before the page's own scripts: it
 // defines window.ScreenshotReady for render_when_ready.
 const readyScript = `(() => {
@@ -158,3 +169,119 @@ const pageSizeScript = `() => ({
   width: Math.max(document.documentElement.scrollWidth, document.body ? document.body.scrollWidth : 0),
   height: Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0),
 })`
+
+// call runs a JavaScript function with JSON arguments and decodes its
+// (awaited) result into out when out is not nil.
+func call(ctx context.Context, tg *chromedp.Target, fn string, out any, args ...any) error {
+	var s script
+	return s.last(fn, args...).run(ctx, tg, out)
+}
+
+// script is a sequence of page steps run in one evaluation, one after the
+// other, each awaited; the value of the evaluation is the value of the step
+// added with last, if any, and those of the steps added with keep.
+type script struct {
+	b      strings.Builder
+	result bool
+	kept   []any // where the values of the keep steps go, in order
+	err    error // of encoding an argument
+}
+
+// expr adds a step that is an expression (its promise is awaited).
+func (s *script) expr(e string) *script {
+	// Newlines: an expression may end with a line comment.
+	s.b.WriteString("await (\n")
+	s.b.WriteString(e)
+	s.b.WriteString("\n);\n")
+	return s
+}
+
+// call adds a step that calls the function fn with JSON arguments.
+func (s *script) call(fn string, args ...any) *script {
+	var b strings.Builder
+	b.WriteString("(")
+	b.WriteString(fn)
+	b.WriteString(")(")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		enc, err := json.Marshal(a)
+		if err != nil && s.err == nil {
+			s.err = err
+		}
+		b.Write(enc)
+	}
+	b.WriteString(")")
+	return s.expr(b.String())
+}
+
+// last adds the step whose value run decodes into its out.
+func (s *script) last(fn string, args ...any) *script {
+	s.b.WriteString("__pictorLast = ")
+	s.result = true
+	return s.call(fn, args...)
+}
+
+// keep adds a step whose value run decodes into dst.
+func (s *script) keep(dst any, fn string, args ...any) *script {
+	fmt.Fprintf(&s.b, "__pictorKept[%d] = ", len(s.kept))
+	s.kept = append(s.kept, dst)
+	return s.call(fn, args...)
+}
+
+// run evaluates the steps, when there are any, and decodes the value of
+// the last step into out and those of the keep steps into theirs.
+func (s *script) run(ctx context.Context, tg *chromedp.Target, out any) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.b.Len() == 0 {
+		return nil
+	}
+	if len(s.kept) == 0 {
+		if !s.result {
+			out = nil
+		}
+		return evaluate(ctx, tg, "(async () => {\nlet __pictorLast;\n"+s.b.String()+"return __pictorLast;\n})()", out)
+	}
+	var values struct {
+		Last json.RawMessage
+		Kept []json.RawMessage
+	}
+	err := evaluate(ctx, tg, "(async () => {\nlet __pictorLast; const __pictorKept = [];\n"+s.b.String()+
+		"return { last: __pictorLast, kept: __pictorKept };\n})()", &values)
+	if err != nil {
+		return err
+	}
+	if s.result && out != nil && len(values.Last) > 0 {
+		if err := json.Unmarshal(values.Last, out); err != nil {
+			return err
+		}
+	}
+	for i, dst := range s.kept {
+		if i < len(values.Kept) && len(values.Kept[i]) > 0 {
+			if err := json.Unmarshal(values.Kept[i], dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// evaluate runs an expression, awaiting a promise, and decodes the value.
+func evaluate(ctx context.Context, tg *chromedp.Target, expr string, out any) error {
+	res, err := cdp.Call(ctx, tg, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: expr, AwaitPromise: new(true), ReturnByValue: new(true),
+	})
+	if err != nil {
+		return err
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("%w: script failed: %s", ErrBrowser, res.ExceptionDetails.Text)
+	}
+	if out == nil || res.Result == nil || len(res.Result.Value) == 0 {
+		return nil
+	}
+	return json.Unmarshal(res.Result.Value, out)
+}

@@ -14,6 +14,7 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/storage"
@@ -185,4 +186,69 @@ func (t *tab) close() {
 			t.onClose()
 		}
 	})
+}
+
+// emulation is the state the emulation commands set.
+type emulationState struct {
+	width, height            int
+	scale                    float64
+	mobile, landscape, touch bool
+	media, scheme, timezone  string
+	transparent              bool
+}
+
+// emulate applies every emulation setting that differs from what the tab
+// has: tabs are reused, and each command costs a relayout.
+func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) error {
+	w, h := r.viewport()
+	want := emulationState{width: w, height: h, scale: r.scale(), mobile: r.Mobile, landscape: r.Landscape, touch: r.Touch,
+		media: r.MediaType, scheme: r.ColorScheme, timezone: r.Timezone, transparent: r.Transparent}
+	have := t.emulation
+	t.emulation = nil // unknown until every command succeeded
+	if have == nil || have.width != want.width || have.height != want.height || have.scale != want.scale ||
+		have.mobile != want.mobile || have.landscape != want.landscape {
+		orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary, Angle: 0}
+		if r.Landscape {
+			orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
+		}
+		if _, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(w), Height: int64(h), DeviceScaleFactor: want.scale, Mobile: r.Mobile,
+			ScreenWidth: int64(w), ScreenHeight: int64(h), ScreenOrientation: orientation,
+		}); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.touch != want.touch {
+		touch := emulation.SetTouchEmulationEnabledParams{Enabled: r.Touch}
+		if r.Touch {
+			touch.MaxTouchPoints = 5
+		}
+		if _, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, touch); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.media != want.media || have.scheme != want.scheme {
+		media := emulation.SetEmulatedMediaParams{Media: r.MediaType,
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: r.ColorScheme}}}
+		if _, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, media); err != nil {
+			return err
+		}
+	}
+	if (have == nil && want.timezone != "") || (have != nil && have.timezone != want.timezone) {
+		if _, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: r.Timezone}); err != nil {
+			return err
+		}
+	}
+	if have == nil || have.transparent != want.transparent {
+		// The generated RGBA omits a zero alpha, so this one is sent by hand.
+		bg := map[string]any{}
+		if r.Transparent {
+			bg["color"] = map[string]any{"r": 0, "g": 0, "b": 0, "a": 0}
+		}
+		if err := tg.Call(ctx, "Emulation.setDefaultBackgroundColorOverride", bg, nil); err != nil {
+			return err
+		}
+	}
+	t.emulation = &want
+	return nil
 }
