@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/pictorhq/pictor/origin/contract"
 	"io"
@@ -35,9 +36,21 @@ type Config struct {
 	// StateFile remembers the last applied event across restarts.
 	StateFile string
 	Purger    Purger
-	// Client talks to the origin; nil uses a client without proxy.
+	// Client talks to the origin; nil uses a client without proxy. The
+	// stream is long-lived: give it no overall timeout.
 	Client *http.Client
+	// AnswerTimeout bounds the wait for the origin's answer (its header)
+	// to a stream's request; 0 means DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
 }
+
+// DefaultAnswerTimeout is how long the origin may take to answer a
+// stream's request before the subscriber gives up and tries again. The
+// origin answers at once, and streams the replay after its header.
+const DefaultAnswerTimeout = 30 * time.Second
+
+// errNoAnswer: the origin did not answer a stream's request in time.
+var errNoAnswer = errors.New("the origin did not answer the stream's request")
 
 // Subscriber follows the origin's purge log.
 type Subscriber struct {
@@ -55,6 +68,9 @@ func New(cfg Config) (*Subscriber, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: &http.Transport{Proxy: nil}}
+	}
+	if cfg.AnswerTimeout <= 0 {
+		cfg.AnswerTimeout = DefaultAnswerTimeout
 	}
 	s := &Subscriber{cfg: cfg, wake: make(chan struct{})}
 	if raw, err := os.ReadFile(cfg.StateFile); err == nil {
@@ -103,8 +119,17 @@ func (s *Subscriber) Run(ctx context.Context) {
 // follow holds one connection: events come down the response, acks go up
 // the request body.
 func (s *Subscriber) follow(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	pr, pw := io.Pipe()
 	defer pw.Close()
+	// On cancellation net/http waits for the goroutine writing the request
+	// body before Do returns (golang/go#29246), and that goroutine waits
+	// for the pipe: end the pipe with the context, or Do, follow and Run
+	// would never return while the origin has not answered. (It also frees
+	// an acknowledgement blocked on a connection that stopped reading.)
+	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	defer stop()
 	q := url.Values{contract.StreamSince: {strconv.FormatUint(s.last.Load(), 10)}, contract.StreamName: {s.cfg.Name}}
 	u := strings.TrimRight(s.cfg.OriginURL, "/") + contract.StreamPath + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
@@ -113,7 +138,15 @@ func (s *Subscriber) follow(ctx context.Context) error {
 	}
 	req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
 	req.Header.Set("Content-Type", "text/plain")
+	// The stream lasts as long as it can, but its answer must start in time.
+	timer := time.AfterFunc(s.cfg.AnswerTimeout, func() { cancel(errNoAnswer) })
 	resp, err := s.cfg.Client.Do(req)
+	if !timer.Stop() { // the timeout struck, before the answer or as it came
+		if err == nil {
+			resp.Body.Close()
+		}
+		return fmt.Errorf("%w within %v", errNoAnswer, s.cfg.AnswerTimeout)
+	}
 	if err != nil {
 		return err
 	}

@@ -57,9 +57,8 @@ type stream struct {
 }
 
 // newOrigin starts an origin. Make it before the subscriber's run, so that
-// the subscriber is stopped before the origin ends its streams: a
-// subscriber must not be stopped while it waits for a stream's answer
-// (see the report: it would never return).
+// the subscriber is stopped before the origin ends its streams (rather
+// than reconnecting to an origin that is gone).
 func newOrigin(t *testing.T) *origin {
 	t.Helper()
 	o := &origin{conns: make(chan *stream, 64), admit: func(auth string, _ int32) bool { return auth == "Bearer "+token }}
@@ -614,4 +613,69 @@ func TestPositionWrittenAtomically(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantState(t, state, events)
+}
+
+// TestRunReturnsWhileConnecting: Run returns once its context ends, also
+// while the stream's request waits for the origin's answer. (net/http
+// waits for the goroutine writing the request's body before Do returns,
+// golang/go#29246; the body is a pipe that must end with the context, or
+// Run, and the edge's Stop with it, would never return.)
+func TestRunReturnsWhileConnecting(t *testing.T) {
+	entered := make(chan struct{}, 16)
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+contract.StreamPath, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release // an origin that does not answer yet
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(release)
+
+	s, err := purgelog.New(purgelog.Config{OriginURL: srv.URL, Token: token, StateFile: filepath.Join(t.TempDir(), "s"), Purger: &purger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	select {
+	case <-entered:
+	case <-time.After(wait):
+		t.Fatal("no stream request")
+	}
+	stop() // fails the test unless Run returns
+}
+
+// TestGivesUpOnAnOriginThatDoesNotAnswer: a stream's request that gets no
+// answer within AnswerTimeout is abandoned, and the subscriber tries
+// again (the stream itself has no overall bound).
+func TestGivesUpOnAnOriginThatDoesNotAnswer(t *testing.T) {
+	o := newOrigin(t)
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	var tries atomic.Int32
+	mux.HandleFunc("POST "+contract.StreamPath, func(w http.ResponseWriter, r *http.Request) {
+		if tries.Add(1) == 1 {
+			<-release // the first request never gets its answer
+			return
+		}
+		o.serve(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for the handler
+
+	s, err := purgelog.New(purgelog.Config{OriginURL: srv.URL, Token: token, Name: "edge-1", StateFile: filepath.Join(t.TempDir(), "s"),
+		Purger: &purger{}, AnswerTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s)
+	c := o.accept(t)
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img"}})
+	c.ready(1)
+	waitReady(t, s)
+	c.ack(t, 1)
+	if n := tries.Load(); n != 2 {
+		t.Fatalf("answered on try %d, want 2", n)
+	}
 }
