@@ -49,6 +49,13 @@ type Config struct {
 // origin answers at once, and streams the replay after its header.
 const DefaultAnswerTimeout = 30 * time.Second
 
+// Reconnection backoff: it doubles at every stream lost, from minBackoff up
+// to maxBackoff, and starts over after a healthy stream.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
 // errNoAnswer: the origin did not answer a stream's request in time.
 var errNoAnswer = errors.New("the origin did not answer the stream's request")
 
@@ -59,6 +66,8 @@ type Subscriber struct {
 	ready atomic.Bool
 	mu    sync.Mutex
 	wake  chan struct{} // closed when ready first becomes true
+	// after is time.After; tests see the reconnection backoff through it.
+	after func(time.Duration) <-chan time.Time
 }
 
 // New returns a subscriber positioned at the state file's last event.
@@ -72,7 +81,7 @@ func New(cfg Config) (*Subscriber, error) {
 	if cfg.AnswerTimeout <= 0 {
 		cfg.AnswerTimeout = DefaultAnswerTimeout
 	}
-	s := &Subscriber{cfg: cfg, wake: make(chan struct{})}
+	s := &Subscriber{cfg: cfg, wake: make(chan struct{}), after: time.After}
 	if raw, err := os.ReadFile(cfg.StateFile); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64); err == nil {
 			s.last.Store(n)
@@ -98,27 +107,34 @@ func (s *Subscriber) WaitReady(ctx context.Context) error {
 // Last is the last event applied.
 func (s *Subscriber) Last() uint64 { return s.last.Load() }
 
-// Run follows the log until ctx ends, reconnecting with backoff.
+// Run follows the log until ctx ends, reconnecting with backoff. The
+// backoff starts over after a healthy stream, one that caught up with the
+// log (its Ready frame), so that an edge whose streams drop now and then
+// follows purges again promptly each time.
 func (s *Subscriber) Run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	backoff := minBackoff
 	for ctx.Err() == nil {
-		err := s.follow(ctx)
+		caughtUp, err := s.follow(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		if caughtUp {
+			backoff = minBackoff
+		}
 		slog.Warn("edge lost the origin's purge stream; reconnecting", "error", err, "retry_in", backoff)
 		select {
-		case <-time.After(backoff):
+		case <-s.after(backoff):
 		case <-ctx.Done():
 			return
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
 // follow holds one connection: events come down the response, acks go up
-// the request body.
-func (s *Subscriber) follow(ctx context.Context) error {
+// the request body. caughtUp reports whether the stream reached a Ready
+// frame.
+func (s *Subscriber) follow(ctx context.Context) (caughtUp bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pr, pw := io.Pipe()
@@ -134,7 +150,7 @@ func (s *Subscriber) follow(ctx context.Context) error {
 	u := strings.TrimRight(s.cfg.OriginURL, "/") + contract.StreamPath + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
 	req.Header.Set("Content-Type", "text/plain")
@@ -145,42 +161,43 @@ func (s *Subscriber) follow(ctx context.Context) error {
 		if err == nil {
 			resp.Body.Close()
 		}
-		return fmt.Errorf("%w within %v", errNoAnswer, s.cfg.AnswerTimeout)
+		return false, fmt.Errorf("%w within %v", errNoAnswer, s.cfg.AnswerTimeout)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("origin answered %s", resp.Status)
+		return false, fmt.Errorf("origin answered %s", resp.Status)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		var ev contract.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return fmt.Errorf("bad event: %w", err)
+			return caughtUp, fmt.Errorf("bad event: %w", err)
 		}
 		if ev.Kind == contract.Ready {
+			caughtUp = true
 			if s.ready.CompareAndSwap(false, true) {
 				close(s.wake)
 			}
 			continue
 		}
 		if err := s.apply(ev.Kind, ev.IDs); err != nil {
-			return fmt.Errorf("apply event %d: %w", ev.Seq, err)
+			return caughtUp, fmt.Errorf("apply event %d: %w", ev.Seq, err)
 		}
 		if err := s.remember(ev.Seq); err != nil {
-			return err
+			return caughtUp, err
 		}
 		if _, err := fmt.Fprintf(pw, "%d\n", ev.Seq); err != nil {
-			return err
+			return caughtUp, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return caughtUp, err
 	}
-	return io.ErrUnexpectedEOF
+	return caughtUp, io.ErrUnexpectedEOF
 }
 
 func (s *Subscriber) apply(kind string, ids []string) error {

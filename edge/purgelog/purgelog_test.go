@@ -679,3 +679,51 @@ func TestGivesUpOnAnOriginThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("answered on try %d, want 2", n)
 	}
 }
+
+// TestBackoffStartsOverAfterAHealthyStream: the wait before reconnecting
+// doubles at every stream lost, and starts over after a stream that caught
+// up with the log (its Ready frame), so that an edge whose streams drop
+// now and then over days does not wait the longest backoff to follow
+// purges again. The waits are observed, not waited out.
+func TestBackoffStartsOverAfterAHealthyStream(t *testing.T) {
+	o := newOrigin(t)
+	s := subscribe(t, o, filepath.Join(t.TempDir(), "edge.state"), &purger{})
+	waits := make(chan time.Duration, 64)
+	s.SetAfter(func(d time.Duration) <-chan time.Time {
+		waits <- d
+		now := make(chan time.Time, 1)
+		now <- time.Now()
+		return now
+	})
+	// healthy catches up at seq and ends: the event after the Ready frame
+	// is acknowledged only once the Ready frame is read.
+	healthy := func(c *stream, seq uint64) {
+		c.ready(seq)
+		c.send(contract.Event{Seq: seq + 1, Kind: contract.ImagesDeleted, IDs: []string{"img"}})
+		c.ack(t, seq+1)
+		c.close()
+	}
+	o.refuse.Store(3)
+	stop := run(t, s)
+	healthy(o.accept(t), 0) // after three refusals
+	o.refuse.Store(1)
+	// Refused once, then a stream that ends before it caught up.
+	c := o.accept(t)
+	c.send(contract.Event{Seq: 2, Kind: contract.ImagesDeleted, IDs: []string{"img"}})
+	c.ack(t, 2)
+	c.close()
+	healthy(o.accept(t), 2)
+	o.accept(t)
+	stop()
+
+	ms := time.Millisecond
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 100 * ms, 200 * ms, 400 * ms, 100 * ms}
+	close(waits)
+	var got []time.Duration
+	for d := range waits {
+		got = append(got, d)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("waited %v before reconnecting, want %v", got, want)
+	}
+}
