@@ -106,12 +106,19 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	route := "unmatched"
 	defer func() {
+		// A panic before the answer started is a 500 in the standard body.
+		// Once it started, the answer can only be cut short: abort it, as
+		// net/http does, so that the client (an edge, which caches) sees a
+		// broken answer rather than a whole-looking truncated one.
+		abort := false
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
 			slog.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if !sw.wrote {
+			if sw.wrote {
+				abort = true
+			} else {
 				apierr.Write(sw, r, apierr.Internal(fmt.Errorf("panic: %v", v)))
 			}
 		}
@@ -119,11 +126,19 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code := strconv.Itoa(sw.code())
 		rt.requests.WithLabelValues(route, code).Inc()
 		rt.duration.WithLabelValues(route).Observe(elapsed.Seconds())
-		slog.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		attrs := []slog.Attr{
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
 			slog.Int("status", sw.code()), slog.Int64("bytes", sw.bytes),
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-			slog.String("remote", r.RemoteAddr), slog.String("forwarded_for", r.Header.Get("X-Forwarded-For")))
+			slog.String("remote", r.RemoteAddr), slog.String("forwarded_for", r.Header.Get("X-Forwarded-For")),
+		}
+		if abort {
+			attrs = append(attrs, slog.Bool("aborted", true))
+		}
+		slog.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		if abort {
+			panic(http.ErrAbortHandler)
+		}
 	}()
 	if _, pattern := rt.mux.Handler(r); pattern != "" {
 		route = pattern

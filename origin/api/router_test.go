@@ -449,14 +449,24 @@ func accessLog(t *testing.T, logs, id string) map[string]any {
 }
 
 // TestPanics: a handler's panic is a 500 in the standard body and the
-// server goes on; http.ErrAbortHandler aborts the answer as net/http does.
+// server goes on; http.ErrAbortHandler aborts the answer as net/http does,
+// and so does a panic once the answer started: the client (an edge, which
+// caches) must see a broken answer, not a truncated one that looks whole.
 func TestPanics(t *testing.T) {
+	var logs apitest.Buffer
 	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	slog.SetDefault(logging.New(&logs, slog.LevelInfo))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	base, _ := serve(t, api.Config{}, routes(
 		api.Route{Method: "GET", Pattern: "/panic", Public: true, Handler: func(http.ResponseWriter, *http.Request) { panic("boom: secret detail") }},
 		api.Route{Method: "GET", Pattern: "/abort", Public: true, Handler: func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }},
+		api.Route{Method: "GET", Pattern: "/half", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			w.WriteHeader(http.StatusOK)
+			w.Write([]byte("\x89PNG\r\n\x1a\nfirst half"))
+			http.NewResponseController(w).Flush()
+			panic("encoder failed halfway")
+		}},
 	))
 	r := send(t, base, apitest.Request{Method: "GET", Path: "/panic"})
 	apitest.WantMessage(t, apitest.WantError(t, r, 500), "Internal error")
@@ -468,6 +478,26 @@ func TestPanics(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("an aborted handler answered %d", resp.StatusCode)
 	}
+
+	req, _ = http.NewRequest("GET", base+"/half", nil)
+	req.Header.Set(contract.HeaderRequestID, "half-1")
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatalf("the header, flushed before the panic, did not arrive: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatalf("a handler that panicked midway gave a clean %d answer of %d bytes: %q", resp.StatusCode, len(body), body)
+	}
+	// The access log, written before the connection is cut, says so.
+	if line := accessLog(t, logs.String(), "half-1"); line["status"] != float64(200) || line["aborted"] != true {
+		t.Fatalf("access log of an answer cut short: %v", line)
+	}
+	if !strings.Contains(logs.String(), "encoder failed halfway") {
+		t.Fatalf("the panic was not logged:\n%s", logs.String())
+	}
+
 	apitest.WantStatus(t, send(t, base, apitest.Request{Method: "GET", Path: "/things/1"}), 200)
 }
 
