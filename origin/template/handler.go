@@ -433,6 +433,8 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 }
 
 // stripTemplate drops the fields that select the template from a request.
+// A JSON null stays (as an empty form value does): laid over the
+// template's defaults by imageparams.Merge, it removes the default.
 func stripTemplate(o *field.Object) *field.Object {
 	if o.IsForm() {
 		v := formSubset(o)
@@ -450,9 +452,11 @@ func stripTemplate(o *field.Object) *field.Object {
 		if k == "template_id" || k == "template_values" || k == "template_version" {
 			continue
 		}
-		if raw, ok := o.Raw(k); ok {
-			m[k] = raw
+		raw, ok := o.Raw(k) // not ok: null, since k is among the keys
+		if !ok {
+			raw = json.RawMessage("null")
 		}
+		m[k] = raw
 	}
 	out := field.FromJSON(m)
 	out.Prefix = o.Prefix

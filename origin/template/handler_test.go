@@ -440,6 +440,10 @@ func TestExpand(t *testing.T) {
 			id, 1, map[string]any{"viewport_width": 500.0, "device_scale": 1.0}, 1},
 		{"no values", map[string]any{}, id, 1, map[string]any{"html": "<p></p>", "css": "p{color: }"}, 1},
 		{"the request's html is replaced", map[string]any{"html": "<script>", "template_values": values}, id, 0, map[string]any{"html": "<h1>&lt;b&gt;Hi&lt;/b&gt;</h1>"}, 2},
+		// imageparams.Merge's rule: a null removes the default.
+		{"a null unsets a default", map[string]any{"device_scale": nil, "template_values": values},
+			id, 1, map[string]any{"device_scale": nil, "viewport_width": 300.0, "html": "<p>&lt;b&gt;Hi&lt;/b&gt;</p>"}, 1},
+		{"a null without a default", map[string]any{"timezone": nil}, id, 1, map[string]any{"timezone": nil, "device_scale": 1.0}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -464,6 +468,18 @@ func TestExpand(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// A form unsets a default with an empty value.
+	form, _, _, err := s.h.Expand(context.Background(), orgID, field.FromForm(url.Values{"device_scale": {""}}), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := form.FormValues("device_scale"); len(vs) != 1 || vs[0] != "" {
+		t.Fatalf("form: device_scale %q, want the empty value that unsets it", vs)
+	}
+	if vs := form.FormValues("viewport_width"); len(vs) != 1 || vs[0] != "300" {
+		t.Fatalf("form: viewport_width %q, want the default 300", vs)
 	}
 
 	failures := []struct {
@@ -493,7 +509,7 @@ func TestExpand(t *testing.T) {
 	// Errors name the field under the request's prefix (a batch variation).
 	o := obj(map[string]any{"template_values": 7})
 	o.Prefix = "variations[2]."
-	_, _, _, err := s.h.Expand(context.Background(), orgID, o, id, 0)
+	_, _, _, err = s.h.Expand(context.Background(), orgID, o, id, 0)
 	wantAPIError(t, err, 400, "variations[2].template_values", "")
 
 	// A render fault is the caller's: a 400 naming template_values.
