@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	"github.com/pictorhq/pictor/edge/purgelog"
+	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 )

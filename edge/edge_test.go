@@ -3,7 +3,6 @@ package edge
 import (
 	"bytes"
 	"context"
-	"github.com/pictorhq/pictor/origin/contract"
 	"image"
 	"image/color"
 	"image/png"
@@ -18,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/pictorhq/pictor/edge/cache"
+	"github.com/pictorhq/pictor/origin/contract"
 )
 
 const testID = "01a200a1-fca9-78eb-8bb4-faf20da6204f"

@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/pictorhq/pictor/origin/contract"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pictorhq/pictor/origin/contract"
 )
 
 // Purger is an edge that drops cached copies when told.

@@ -2,11 +2,11 @@ package origin
 
 import (
 	"context"
-	"github.com/pictorhq/pictor/origin/contract"
 	"net/http"
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/image"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"

@@ -13,12 +13,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/chromiumtest"
-
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/pictorhq/pictor/origin/chromiumtest"
 )
 
 // newChromium starts headless Chromium for one test and returns a tab.

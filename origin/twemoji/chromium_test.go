@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/chromiumtest"
-
 	"github.com/chromedp/chromedp"
+
+	"github.com/pictorhq/pictor/origin/chromiumtest"
 )
 
 // newChromium starts headless Chromium for one test and returns a tab.

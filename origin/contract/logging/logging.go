@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/pictorhq/pictor/origin/contract"
 	"io"
 	"log/slog"
+
+	"github.com/pictorhq/pictor/origin/contract"
 )
 
 type ctxKey struct{}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mailgun/raymond/v2/ast"
+
 	"github.com/pictorhq/pictor/wasm/internal/raymond/lexer"
 	"github.com/pictorhq/pictor/wasm/internal/raymond/parser"
 )
