@@ -316,8 +316,14 @@ func (e *Edge) Stop(ctx context.Context) error {
 	e.cancel()
 	if e.stopSub != nil {
 		e.stopSub()
-		<-e.subDone
-		e.stopSub = nil
+		select {
+		case <-e.subDone:
+			e.stopSub = nil
+		case <-time.After(forceWait):
+			// It may still apply a purge: the cache stays open.
+			errs = append(errs, errors.New("stop edge: the purge channel's subscriber did not return"))
+			handlersDone = false
+		}
 	}
 	e.fwd.Close()
 	if e.cache != nil && handlersDone {
