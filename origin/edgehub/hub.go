@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pictorhq/pictor/origin/contract"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 // Retention bounds the log: an edge further behind than this many events
@@ -45,8 +46,8 @@ func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.closing) }) }
 type edge struct {
 	name    string
 	events  chan contract.Event
-	lagging chan struct{} // closed when events overflowed: the edge must reconnect and replay
-	lagOnce sync.Once
+	lagging chan struct{} // closed (under Hub.mu) when events overflowed: the edge must reconnect and replay
+	gone    chan struct{} // closed when the stream ended: nothing waits for the edge any more
 	mu      sync.Mutex
 	acked   uint64
 	ackedCh chan struct{} // closed and replaced at every ack
@@ -71,7 +72,9 @@ const prefix = "edge-event/"
 
 func eventKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(prefix), seq) }
 
-// Publish appends an event and waits until every connected edge applied it.
+// Publish appends an event and waits until every connected edge applied it
+// (or left, or AckTimeout or ctx ended: such an edge replays the event when
+// it reconnects).
 func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -92,23 +95,26 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 		h.mu.Unlock()
 		return fmt.Errorf("append edge event: %w", err)
 	}
+	// Hand the event to every stream before the lock goes, so that each
+	// gets the events in the order of their numbers: a stream sends only
+	// what is past what it sent.
 	edges := make([]*edge, 0, len(h.edges))
+	var errs []error
 	for e := range h.edges {
-		edges = append(edges, e)
+		if e.push(ev) {
+			edges = append(edges, e)
+		} else {
+			errs = append(errs, fmt.Errorf("edge %s: %w", e.name, errLagging))
+		}
 	}
 	h.mu.Unlock()
 
+	// Every edge has the event already, and the waits share one deadline:
+	// each returns as soon as its edge acknowledged or left, so Publish
+	// waits for the slowest edge, not for the sum of them.
 	ctx, cancel := context.WithTimeout(ctx, AckTimeout)
 	defer cancel()
-	var errs []error
 	for _, e := range edges {
-		select {
-		case e.events <- ev:
-		default:
-			// The edge is far behind: drop its connection, it replays the
-			// log when it reconnects.
-			e.lagOnce.Do(func() { close(e.lagging) })
-		}
 		if err := e.wait(ctx, ev.Seq); err != nil {
 			errs = append(errs, fmt.Errorf("edge %s: %w", e.name, err))
 		}
@@ -117,6 +123,25 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 		slog.Warn("edges did not confirm a purge; they replay it when they reconnect", "seq", ev.Seq, "error", errors.Join(errs...))
 	}
 	return nil
+}
+
+// push queues ev for the edge's stream without blocking; the caller holds
+// Hub.mu. An edge whose queue is full is dropped instead (it replays the
+// log when it reconnects), and so is every event after that one: push
+// reports whether the stream will send ev.
+func (e *edge) push(ev contract.Event) bool {
+	select {
+	case <-e.lagging:
+		return false
+	default:
+	}
+	select {
+	case e.events <- ev:
+		return true
+	default:
+		close(e.lagging)
+		return false
+	}
 }
 
 func (e *edge) wait(ctx context.Context, seq uint64) error {
@@ -129,6 +154,8 @@ func (e *edge) wait(ctx context.Context, seq uint64) error {
 		}
 		select {
 		case <-ch:
+		case <-e.gone:
+			return errGone
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -154,12 +181,17 @@ func (h *Hub) authorized(r *http.Request) bool {
 // request body carries the edge's acknowledgements (one decimal sequence
 // number per line) and the response streams events (one JSON object per
 // line), starting after the request's contract.StreamSince position. A
-// contract.Reset frame tells an edge that fell off the log to drop
-// everything.
+// contract.Reset frame tells an edge that fell off the log, or is ahead of
+// it, to drop everything and continue from the head. The stream ends with
+// the request body: an edge that cannot acknowledge is gone.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="`+contract.StreamRealm+`"`)
-		http.Error(w, `{"error":"Unauthorized","message":"Invalid edge token","statusCode":401}`, http.StatusUnauthorized)
+		// Connection: close answers at once: net/http would otherwise
+		// drain the body first to keep the connection, and an edge's body
+		// (its acknowledgements) stays open as long as the edge runs.
+		apierr.Write(w, r, apierr.New(http.StatusUnauthorized, "Invalid edge token").
+			WithHeader("WWW-Authenticate", `Bearer realm="`+contract.StreamRealm+`"`).
+			WithHeader("Connection", "close"))
 		return
 	}
 	since, err := strconv.ParseUint(r.URL.Query().Get(contract.StreamSince), 10, 64)
@@ -168,20 +200,24 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	if err := rc.EnableFullDuplex(); err != nil {
-		http.Error(w, "full duplex unsupported", http.StatusInternalServerError)
+		apierr.Write(w, r, apierr.Internal(fmt.Errorf("purge channel: enable full duplex: %w", err)).WithHeader("Connection", "close"))
 		return
 	}
-	e := &edge{name: r.URL.Query().Get(contract.StreamName) + "@" + r.RemoteAddr, events: make(chan contract.Event, 1024), lagging: make(chan struct{}),
-		acked: since, ackedCh: make(chan struct{})}
-	// Register before reading the log, so no event falls between the two.
+	e := &edge{name: r.URL.Query().Get(contract.StreamName) + "@" + r.RemoteAddr, events: make(chan contract.Event, 1024),
+		lagging: make(chan struct{}), gone: make(chan struct{}), ackedCh: make(chan struct{})}
+	// Register before reading the log, so no event falls between the two:
+	// the log holds the events up to head, the queue those after it.
 	h.mu.Lock()
-	h.edges[e] = struct{}{}
 	head := h.seq
+	// An edge ahead of the log has nothing to acknowledge before head+1.
+	e.acked = min(since, head)
+	h.edges[e] = struct{}{}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		delete(h.edges, e)
 		h.mu.Unlock()
+		close(e.gone)
 	}()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -193,7 +229,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush()
 	}
 
-	go func() { // acknowledgements
+	acksEnded := make(chan struct{}) // closed when the edge can acknowledge no more
+	go func() {
+		defer close(acksEnded)
 		sc := bufio.NewScanner(r.Body)
 		for sc.Scan() {
 			if n, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64); err == nil {
@@ -203,27 +241,29 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	sent := since
-	if head > since {
-		if head-since > Retention {
-			if send(contract.Event{Seq: head, Kind: contract.Reset}) != nil {
+	switch {
+	case since > head || head-since > Retention:
+		// Further behind than the log keeps, or ahead of it (the store was
+		// restored from a backup, or is a new one): the edge's position
+		// means nothing against this log.
+		if send(contract.Event{Seq: head, Kind: contract.Reset}) != nil {
+			return
+		}
+		sent = head
+	case since < head:
+		it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(since)})
+		for it.Next() {
+			var ev contract.Event
+			if json.Unmarshal(it.Value(), &ev) != nil || ev.Seq > head {
+				continue
+			}
+			if send(ev) != nil {
+				it.Close()
 				return
 			}
-			sent = head
-		} else {
-			it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(since)})
-			for it.Next() {
-				var ev contract.Event
-				if json.Unmarshal(it.Value(), &ev) != nil || ev.Seq > head {
-					continue
-				}
-				if send(ev) != nil {
-					it.Close()
-					return
-				}
-				sent = ev.Seq
-			}
-			it.Close()
+			sent = ev.Seq
 		}
+		it.Close()
 	}
 	// A heartbeat tells the edge it is caught up (and keeps proxies open).
 	if send(contract.Event{Seq: sent, Kind: contract.Ready}) != nil {
@@ -234,6 +274,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case ev := <-e.events:
+			// The queue holds no event past one that overflowed (push),
+			// so the edge never acknowledges past a gap.
 			if ev.Seq <= sent {
 				continue
 			}
@@ -246,6 +288,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-e.lagging:
+			return
+		case <-acksEnded:
 			return
 		case <-h.closing:
 			return

@@ -18,7 +18,9 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/edgehub"
 )
 
@@ -70,6 +72,18 @@ func serve(t *testing.T, dir string) *origin {
 	}}
 	t.Cleanup(o.stop)
 	return o
+}
+
+// behindRouter serves the hub as the origin does, through its router with
+// the default limits on request bodies, and returns the server's URL.
+func behindRouter(t *testing.T, hub *edgehub.Hub) string {
+	t.Helper()
+	rt := api.New(api.Config{Body: &api.BodyRate{Grace: 15 * time.Second, MinRate: 4 << 10}}, []api.Route{
+		{Method: http.MethodPost, Pattern: contract.StreamPath, Public: true, Handler: hub.ServeHTTP},
+	})
+	srv := httptest.NewServer(rt)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // stream is one edge connection, read by a goroutine.
@@ -275,9 +289,10 @@ func TestNewRefusesShortToken(t *testing.T) {
 }
 
 // TestWrongTokenIs401WithChallenge: only "Bearer <the token>" opens the
-// channel; anything else is a 401 carrying the challenge of the realm.
-// (The requests carry a finished, empty body: see the report on a body
-// left open, as an edge's is.)
+// channel; anything else is a 401 carrying the challenge of the realm and
+// the standard error body, as application/json like every other error of
+// the origin's port. (The requests carry a finished, empty body; an open
+// one is TestWrongTokenAnswersAnOpenBody.)
 func TestWrongTokenIs401WithChallenge(t *testing.T) {
 	o := serve(t, t.TempDir())
 	tests := []struct {
@@ -301,11 +316,11 @@ func TestWrongTokenIs401WithChallenge(t *testing.T) {
 			if got, want := resp.Header.Get("WWW-Authenticate"), `Bearer realm="`+contract.StreamRealm+`"`; got != want {
 				t.Fatalf("WWW-Authenticate = %q, want %q", got, want)
 			}
-			var body struct {
-				Message    string `json:"message"`
-				StatusCode int    `json:"statusCode"`
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type = %q, want application/json", ct)
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.StatusCode != 401 || body.Message == "" {
+			var body apierr.Body
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error != "Unauthorized" || body.StatusCode != 401 || body.Message == "" {
 				t.Fatalf("body %+v (%v)", body, err)
 			}
 		})
@@ -314,6 +329,55 @@ func TestWrongTokenIs401WithChallenge(t *testing.T) {
 	s := connect(t, o.url, "0")
 	if _, ready := s.until(t); ready.Seq != 0 {
 		t.Fatalf("ready at %d on an empty log", ready.Seq)
+	}
+}
+
+// TestWrongTokenAnswersAnOpenBody: an edge with a wrong token gets its 401
+// at once, although its request body (the acknowledgements) stays open as
+// long as the edge runs: the hub must not wait for the body to end (net/http
+// drains an unread body before answering, to keep the connection), neither
+// served alone nor behind the origin's router, where the wait would last
+// the body grace.
+func TestWrongTokenAnswersAnOpenBody(t *testing.T) {
+	o := serve(t, t.TempDir())
+	tests := []struct {
+		name, url string
+	}{
+		{"the hub", o.url},
+		{"behind the router", behindRouter(t, o.hub)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			req, err := http.NewRequest(http.MethodPost, tc.url+contract.StreamPath+"?since=0", pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer wrong-token-wrong-token")
+			client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+			defer client.CloseIdleConnections()
+			answered := make(chan error, 1)
+			go func() {
+				resp, err := client.Do(req)
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusUnauthorized {
+						err = fmt.Errorf("status %d, want 401", resp.StatusCode)
+					}
+				}
+				answered <- err
+			}()
+			// Well within the body grace and the hub's AckTimeout.
+			select {
+			case err := <-answered:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(edgehub.AckTimeout / 2):
+				t.Fatal("no answer to a wrong token while the request body is open")
+			}
+		})
 	}
 }
 
@@ -425,10 +489,9 @@ func TestResetWhenFurtherBehindThanRetention(t *testing.T) {
 		})
 	}
 
-	// After a Reset, the edge follows live events from the head. (A hub
-	// of its own: the streams above may not be unregistered yet, and
-	// Publish would wait for them; see the report.)
-	o = serve(t, seeded())
+	// After a Reset, the edge follows live events from the head. (The
+	// streams above may not have ended yet: Publish hands them the event,
+	// then stops waiting for each as it ends.)
 	s := connect(t, o.url, "0")
 	if first, _ := s.until(t); first[0].Kind != contract.Reset {
 		t.Fatalf("no reset: %+v", first)
@@ -511,6 +574,180 @@ func TestPublishGivesUpWithItsContext(t *testing.T) {
 	got, _ := connect(t, o.url, "0").until(t)
 	if !slices.Equal(seqs(got), []uint64{1}) {
 		t.Fatalf("replayed %v, want [1]", seqs(got))
+	}
+}
+
+// TestPublishPushesToEveryEdgeBeforeWaiting: an event reaches every
+// connected edge at once, while none has acknowledged it yet, instead of
+// one edge after the other as each acknowledges (or AckTimeout passes).
+func TestPublishPushesToEveryEdgeBeforeWaiting(t *testing.T) {
+	o := serve(t, t.TempDir())
+	edges := []*stream{connect(t, o.url, "0"), connect(t, o.url, "0"), connect(t, o.url, "0")}
+	for _, s := range edges {
+		s.until(t)
+	}
+	done := publish(context.Background(), o.hub, contract.ImagesDeleted, "img-1")
+	for i, s := range edges {
+		select {
+		case ev := <-s.frames:
+			if ev.Seq != 1 {
+				t.Fatalf("edge %d got %+v", i, ev)
+			}
+		case <-time.After(edgehub.AckTimeout / 2):
+			t.Fatalf("edge %d did not get the event while the others had not acknowledged it", i)
+		}
+	}
+	for _, s := range edges {
+		pending(t, done, "before every edge acknowledged")
+		s.ack(t, "1")
+	}
+	published(t, done)
+}
+
+// TestPublishDoesNotWaitForAGoneEdge: an edge that leaves before it
+// acknowledges is no longer waited for (it replays the event when it comes
+// back), whether it hangs up or only ends its acknowledgements, which ends
+// its stream.
+func TestPublishDoesNotWaitForAGoneEdge(t *testing.T) {
+	tests := []struct {
+		name  string
+		leave func(*stream)
+	}{
+		{"hangs up", func(s *stream) { s.acks.Close(); s.resp.Body.Close() }},
+		{"ends its acknowledgements", func(s *stream) { s.acks.Close() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := serve(t, t.TempDir())
+			s := connect(t, o.url, "0")
+			s.until(t)
+			done := publish(context.Background(), o.hub, contract.ImagesDeleted, "img-1")
+			if ev := s.next(t); ev.Seq != 1 {
+				t.Fatalf("event %+v", ev)
+			}
+			tc.leave(s)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Publish: %v", err)
+				}
+			case <-time.After(edgehub.AckTimeout / 2):
+				t.Fatal("Publish is still waiting for an edge that left")
+			}
+			s.ended(t)
+		})
+	}
+}
+
+// TestEdgeAheadOfTheLogGetsNewEvents: an edge whose position is past the
+// head of the log (the origin's store was restored from a backup, or is a
+// new one) gets a Reset frame at the head, since its position means nothing
+// against this log, then every event logged from now on, and Publish waits
+// for it.
+func TestEdgeAheadOfTheLogGetsNewEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		head int
+	}{
+		{"restored store", 2},
+		{"new store", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := serve(t, t.TempDir())
+			publishN(t, o.hub, 1, tc.head)
+			head := uint64(tc.head)
+			s := connect(t, o.url, "50")
+			before, ready := s.until(t)
+			if len(before) != 1 || before[0].Kind != contract.Reset || before[0].Seq != head || ready.Seq != head {
+				t.Fatalf("frames %+v then ready at %d, want a reset at %d", before, ready.Seq, head)
+			}
+			s.ack(t, strconv.FormatUint(head, 10))
+
+			done := publish(context.Background(), o.hub, contract.ImagesDeleted, "img-new")
+			ev := s.next(t)
+			if ev.Seq != head+1 || ev.Kind != contract.ImagesDeleted || !slices.Equal(ev.IDs, []string{"img-new"}) {
+				t.Fatalf("live event %+v, want img-new at %d", ev, head+1)
+			}
+			pending(t, done, "before the edge acknowledged")
+			s.ack(t, strconv.FormatUint(ev.Seq, 10))
+			published(t, done)
+		})
+	}
+}
+
+// TestConcurrentPublishersLoseNoEvent: events published from many
+// goroutines reach every connected edge once each, in the order of their
+// numbers. (Were an event handed to a stream after a later one, the stream
+// would skip it as already sent, and the edge's acknowledgement of the
+// later one would release its Publish too: a purge lost for an edge that
+// already stored a later position.)
+func TestConcurrentPublishersLoseNoEvent(t *testing.T) {
+	const publishers, each, edges = 16, 100, 3
+	const total = publishers * each
+	o := serve(t, t.TempDir())
+
+	// received is what one edge got, in order; all is closed once it has
+	// the last event.
+	type received struct {
+		mu  sync.Mutex
+		got []uint64
+		all chan struct{}
+	}
+	var recs []*received
+	for range edges {
+		s := connect(t, o.url, "0")
+		s.until(t)
+		rec := &received{all: make(chan struct{})}
+		recs = append(recs, rec)
+		go func() { // the edge: acknowledge everything as it arrives
+			for ev := range s.frames {
+				if ev.Kind == contract.Ready {
+					continue
+				}
+				rec.mu.Lock()
+				rec.got = append(rec.got, ev.Seq)
+				rec.mu.Unlock()
+				if _, err := fmt.Fprintf(s.acks, "%d\n", ev.Seq); err != nil {
+					return
+				}
+				if ev.Seq == total {
+					close(rec.all)
+				}
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	for p := range publishers {
+		wg.Go(func() {
+			for i := range each {
+				if err := o.hub.Publish(context.Background(), contract.ImagesDeleted, []string{fmt.Sprintf("p%d-%d", p, i)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for n, rec := range recs {
+		select {
+		case <-rec.all:
+		case <-time.After(wait):
+			t.Fatalf("edge %d did not get event %d", n, total)
+		}
+		rec.mu.Lock()
+		var last uint64
+		for _, seq := range rec.got {
+			if seq != last+1 {
+				t.Errorf("edge %d: event %d arrived after %d: event %d never did", n, seq, last, last+1)
+				break
+			}
+			last = seq
+		}
+		if len(rec.got) != total {
+			t.Errorf("edge %d got %d events, want %d", n, len(rec.got), total)
+		}
+		rec.mu.Unlock()
 	}
 }
 
