@@ -39,7 +39,9 @@ const (
 	// Ready says the edge has every event up to Seq: sent once the replay
 	// is done, then as a heartbeat. An edge serves only after its first.
 	Ready = "ready"
-	// Reset says the edge fell further behind than the log keeps: it drops
+	// Reset says the edge's position means nothing against this log: it
+	// fell further behind than the log keeps, or it is ahead of the log's
+	// head (the origin's store was restored or replaced). The edge drops
 	// its whole cache and continues from Seq.
 	Reset = "reset"
 )
