@@ -27,7 +27,7 @@ import (
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
-	"github.com/pictorhq/pictor/origin/image"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
@@ -49,7 +49,7 @@ type Origin struct {
 	registry *prometheus.Registry
 	router   *api.Router
 	engine   *render.Engine
-	images   *image.Service
+	images   *images.Service
 	hub      *edgehub.Hub
 	sandbox  *wasm.Engine
 	tpls     *template.Store
@@ -130,7 +130,7 @@ func (o *Origin) open() error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images, err = image.NewService(image.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
+	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
 		CompactIdle: o.cfg.CompactIdle,
 		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/contract"
-	"github.com/pictorhq/pictor/origin/image"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/seal"
@@ -24,7 +24,7 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		OnChange: func(ctx context.Context, id string) error {
 			return o.purge(ctx, contract.TagsPurged, []string{contract.TemplateTag(id)})
 		}}
-	images := &image.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
+	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},

@@ -3,7 +3,7 @@ package origin
 import (
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/auth"
-	"github.com/pictorhq/pictor/origin/image"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/org"
 )
 
@@ -14,9 +14,9 @@ type signers struct {
 	orgs *org.Store
 }
 
-var _ image.SignerStore = signers{}
+var _ images.SignerStore = signers{}
 
-func (s signers) Signer(apiID string) (*image.Signer, error) {
+func (s signers) Signer(apiID string) (*images.Signer, error) {
 	k, err := s.keys.ByAPIID(apiID)
 	if err != nil {
 		return nil, err
@@ -35,11 +35,11 @@ func (s signers) Signer(apiID string) (*image.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &image.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()}, nil
+	return &images.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()}, nil
 }
 
 // Signers returns every enabled key of an active organization.
-func (s signers) Signers(orgID string) ([]*image.Signer, error) {
+func (s signers) Signers(orgID string) ([]*images.Signer, error) {
 	o, err := s.orgs.Get(orgID)
 	if err != nil {
 		return nil, err
@@ -51,13 +51,13 @@ func (s signers) Signers(orgID string) ([]*image.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*image.Signer, 0, len(keys))
+	out := make([]*images.Signer, 0, len(keys))
 	for _, k := range keys {
 		secret, err := s.keys.Secret(k)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &image.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()})
+		out = append(out, &images.Signer{Org: o, APIID: k.APIID, Secret: secret, Grant: k.Grant()})
 	}
 	return out, nil
 }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/apitest"
-	"github.com/pictorhq/pictor/origin/image"
+	"github.com/pictorhq/pictor/origin/images"
 )
 
 const box800 = `<div style="width:400px;height:200px;background:rgb(255,0,0)"></div>`
@@ -257,7 +257,7 @@ func TestSeparateEdgesPurge(t *testing.T) {
 		ID string `json:"template_id"`
 	}
 	r.Decode(t, &tpl)
-	signed := fmt.Sprintf("/v1/image/%s/%s?w=60", tpl.ID, image.Sign(k.APIKey, "w=60"))
+	signed := fmt.Sprintf("/v1/image/%s/%s?w=60", tpl.ID, images.Sign(k.APIKey, "w=60"))
 	for _, base := range []string{a, b2} {
 		for range 2 { // the second GET is the edge's cached entry
 			img := apitest.DecodeImage(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: signed}))
@@ -326,10 +326,10 @@ func TestSignedURLsAtTheEdge(t *testing.T) {
 	r.Decode(t, &tpl)
 
 	const values = "w=60"
-	byKey := fmt.Sprintf("/v1/image/%s/%s?%s", tpl.ID, image.Sign(k.APIKey, values), values)
-	byOwner := fmt.Sprintf("/v1/image/%s/%s/png?%s", tpl.ID, image.Sign(s.Owner.APIKey, values), values)
+	byKey := fmt.Sprintf("/v1/image/%s/%s?%s", tpl.ID, images.Sign(k.APIKey, values), values)
+	byOwner := fmt.Sprintf("/v1/image/%s/%s/png?%s", tpl.ID, images.Sign(s.Owner.APIKey, values), values)
 	query := "html=" + url.QueryEscape(box800) + "&device_scale=1"
-	direct := fmt.Sprintf("/v1/image/create-and-render/%s/%s?%s", k.APIID, image.Sign(k.APIKey, query), query)
+	direct := fmt.Sprintf("/v1/image/create-and-render/%s/%s?%s", k.APIID, images.Sign(k.APIKey, query), query)
 
 	fetches := func() float64 { return apitest.Metric(t, s.URL, "pictor_edge_origin_fetches_total") }
 	// get answers p, and reports whether the edge fetched it from the origin.

@@ -1,4 +1,4 @@
-// Package image is the image resource: creating an image records its
+// Package images is the image resource: creating an image records its
 // parameters and starts its render in the background; a GET serves the
 // master PNG or a JPEG, WebP or PDF rendition, rendering and converting on
 // first use, each exactly once, and serves the recorded failure when the
@@ -12,4 +12,4 @@
 // failures and refunds (service_failure.go), master compaction, deletion
 // and listing; record.go and migrate.go hold the stored records and their
 // key layout.
-package image
+package images

@@ -1,11 +1,11 @@
-package image
+package images
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	stdimage "image"
+	"image"
 	"image/color"
 	"image/png"
 	"net/http"
@@ -172,7 +172,7 @@ func (e *env) keys(prefix string) map[string]string {
 // is: compaction always shrinks it. seed varies its pixels.
 func testPNG(t *testing.T, w, h int, seed uint8) []byte {
 	t.Helper()
-	img := stdimage.NewNRGBA(stdimage.Rect(0, 0, w, h))
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
 			img.SetNRGBA(x, y, color.NRGBA{R: uint8(x) + seed, G: uint8(y), B: seed, A: 255})

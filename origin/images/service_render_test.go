@@ -1,11 +1,11 @@
-package image
+package images
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	stdimage "image"
+	"image"
 	_ "image/jpeg" // decodes the JPEG rendition
 	"io"
 	"os"
@@ -70,7 +70,7 @@ func TestConversionsAreMadeOnce(t *testing.T) {
 			if !os.SameFile(first.info, second.info) {
 				t.Fatal("the rendition was made again")
 			}
-			cfg, format, err := stdimage.DecodeConfig(bytes.NewReader(first.data))
+			cfg, format, err := image.DecodeConfig(bytes.NewReader(first.data))
 			if err != nil || format != tt.decode || cfg.Width != 40 || cfg.Height != 30 {
 				t.Fatalf("the rendition decodes as %s %dx%d (%v)", format, cfg.Width, cfg.Height, err)
 			}
@@ -145,11 +145,11 @@ func TestCompactKeepsETag(t *testing.T) {
 
 func samePixels(t *testing.T, a, b []byte) bool {
 	t.Helper()
-	ia, _, err := stdimage.Decode(bytes.NewReader(a))
+	ia, _, err := image.Decode(bytes.NewReader(a))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib, _, err := stdimage.Decode(bytes.NewReader(b))
+	ib, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
