@@ -37,7 +37,7 @@ func TestTags(t *testing.T) {
 		t.Fatalf("JoinTags = %q", got)
 	}
 	// A tag never contains the separator, whatever the id.
-	for _, tag := range []string{TemplateTag("abc"), KeyTag("def")} {
+	for _, tag := range []string{TemplateTag("abc"), KeyTag("def"), OGConfigTag("ghi")} {
 		if strings.ContainsAny(tag, " \t") {
 			t.Fatalf("tag %q contains a separator", tag)
 		}

@@ -13,3 +13,8 @@ func KeyTag(apiID string) string { return apiID }
 
 // JoinTags is the value of HeaderTag for tags.
 func JoinTags(tags ...string) string { return strings.Join(tags, " ") }
+
+// OGConfigTag is the purge tag of every OG image an OG configuration
+// produced: a TagsPurged event with it follows a change to the
+// configuration or its deletion.
+func OGConfigTag(configID string) string { return "og:" + configID }
