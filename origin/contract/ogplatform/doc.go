@@ -1,5 +1,8 @@
-// Package ogplatform names the platform a social-card crawler belongs to,
-// from its User-Agent, and the size of image that platform shows. The edge
-// keys OG images on the platform (never on the raw header, so no
-// Vary: User-Agent), and the origin renders or fits each platform's size.
+// Package ogplatform is what both tiers agree on for automatic Open Graph
+// images: the platform a social-card crawler belongs to, from its
+// User-Agent, with the size of image that platform shows, and the one
+// spelling of a page path. The edge keys OG images on the platform (never
+// on the raw header, so no Vary: User-Agent) and the normalised path; the
+// origin reads that path on the site and renders or fits each platform's
+// size.
 package ogplatform
