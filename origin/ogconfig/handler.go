@@ -1,0 +1,341 @@
+package ogconfig
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/respond"
+)
+
+// maxBody bounds a request: the largest default_options.css plus room for
+// every other field.
+const maxBody = imageparams.MaxCSSBytes + 1<<20
+
+// List page sizes of spec §4.3.
+const (
+	defaultCount = 10
+	maxCount     = 100
+)
+
+// TimeFormat is how answers write timestamps: UTC, milliseconds (as every
+// management resource).
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Templates checks that an organization holds a template.
+type Templates interface {
+	// Exists returns nil when the organization has the template and, when
+	// version is not 0, that version of it; else an error wrapping
+	// ErrTemplateNotFound (or any other failure).
+	Exists(orgID, templateID string, version int) error
+}
+
+// TemplatesFunc adapts a function to Templates.
+type TemplatesFunc func(orgID, templateID string, version int) error
+
+// Exists implements Templates.
+func (f TemplatesFunc) Exists(orgID, templateID string, version int) error {
+	return f(orgID, templateID, version)
+}
+
+var _ Templates = TemplatesFunc(nil)
+
+// Handler serves /v1/og-configs.
+type Handler struct {
+	Store   *Store
+	Cursors cursor.Codec
+	// Templates checks the template of templated configurations; nil
+	// refuses them (404).
+	Templates Templates
+	// AllowPrivate accepts base_url hosts that are loopback or private
+	// address literals (--allow-private-urls).
+	AllowPrivate bool
+	// OnChange runs after an update and after a deletion, before the
+	// answer: the edges drop the configuration's OG images
+	// (contract.OGConfigTag). If it fails the change is kept and the
+	// request answers 500, as for templates.
+	OnChange func(ctx context.Context, cfg *Config) error
+}
+
+func (h *Handler) changed(ctx context.Context, c *Config) error {
+	if h.OnChange == nil {
+		return nil
+	}
+	return h.OnChange(ctx, c)
+}
+
+// MappingView is a template_values_mapping entry in answers.
+type MappingView struct {
+	TemplateKey string `json:"template_key"`
+	MetaKey     string `json:"meta_key,omitempty"`
+	Fallback    string `json:"fallback,omitempty"`
+}
+
+// View is the JSON form of a configuration.
+type View struct {
+	ID                      string                     `json:"id"`
+	DomainID                string                     `json:"domain_id"`
+	ConfigType              ConfigType                 `json:"config_type"`
+	Name                    string                     `json:"name"`
+	Description             string                     `json:"description"`
+	BaseURL                 string                     `json:"base_url"`
+	Enabled                 bool                       `json:"enabled"`
+	RefreshIntervalS        int64                      `json:"refresh_interval_s"`
+	OptimizationMode        OptimizationMode           `json:"optimization_mode"`
+	ExtractValues           bool                       `json:"extract_values"`
+	DefaultOptions          map[string]json.RawMessage `json:"default_options"`
+	TemplateID              *string                    `json:"template_id"`
+	TemplateVersion         *int                       `json:"template_version"`
+	TemplateValuesMapping   []MappingView              `json:"template_values_mapping"`
+	Headers                 map[string]string          `json:"headers"`
+	AdditionalHeaderOrigins []string                   `json:"additional_header_origins"`
+	CreatedAt               string                     `json:"created_at"`
+	UpdatedAt               string                     `json:"updated_at"`
+}
+
+// NewView returns the public form of c. Collections are never null;
+// template_id and template_version are null when not set.
+func NewView(c *Config) View {
+	v := View{
+		ID:                      c.ID,
+		DomainID:                c.DomainID,
+		ConfigType:              c.ConfigType,
+		Name:                    c.Name,
+		Description:             c.Description,
+		BaseURL:                 c.BaseURL,
+		Enabled:                 !c.Disabled,
+		RefreshIntervalS:        int64(c.RefreshInterval / time.Second),
+		OptimizationMode:        c.OptimizationMode,
+		ExtractValues:           c.ExtractValues,
+		DefaultOptions:          c.DefaultOptions,
+		TemplateValuesMapping:   make([]MappingView, len(c.Mapping)),
+		Headers:                 c.Headers,
+		AdditionalHeaderOrigins: c.AdditionalHeaderOrigins,
+		CreatedAt:               c.CreatedAt.UTC().Format(TimeFormat),
+		UpdatedAt:               c.UpdatedAt.UTC().Format(TimeFormat),
+	}
+	if v.DefaultOptions == nil {
+		v.DefaultOptions = map[string]json.RawMessage{}
+	}
+	if v.Headers == nil {
+		v.Headers = map[string]string{}
+	}
+	if v.AdditionalHeaderOrigins == nil {
+		v.AdditionalHeaderOrigins = []string{}
+	}
+	if c.TemplateID != "" {
+		id := c.TemplateID
+		v.TemplateID = &id
+	}
+	if c.TemplateVersion != 0 {
+		n := c.TemplateVersion
+		v.TemplateVersion = &n
+	}
+	for i, m := range c.Mapping {
+		v.TemplateValuesMapping[i] = MappingView{TemplateKey: m.TemplateKey, MetaKey: m.MetaKey, Fallback: string(m.Fallback)}
+	}
+	return v
+}
+
+// parse reads and validates a create or update request, the template it
+// names included.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
+	p := auth.FromContext(r.Context())
+	o, err := field.DecodeAny(w, r, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	req, err := ParseRequest(o, Options{MaxWaitCap: p.Org.PlanInfo().MaxWaitCap, AllowPrivate: h.AllowPrivate})
+	if err != nil {
+		return req, err
+	}
+	return req, h.checkTemplate(p.Org.ID, req)
+}
+
+// checkTemplate answers 404 unless the organization holds the template
+// (and version) a templated configuration names.
+func (h *Handler) checkTemplate(orgID string, req Request) error {
+	if req.ConfigType != Templated {
+		return nil
+	}
+	if h.Templates == nil {
+		return apierr.NotFound("Templates are not available")
+	}
+	err := h.Templates.Exists(orgID, req.TemplateID, req.TemplateVersion)
+	if !errors.Is(err, ErrTemplateNotFound) {
+		return err
+	}
+	if req.TemplateVersion != 0 && h.Templates.Exists(orgID, req.TemplateID, 0) == nil {
+		return apierr.NotFound("Template %s has no version %d", req.TemplateID, req.TemplateVersion)
+	}
+	return apierr.NotFound("Template %s not found", req.TemplateID)
+}
+
+// storeError maps the store's errors to answers.
+func storeError(err error) error {
+	var ce *ConflictError
+	switch {
+	case errors.As(err, &ce):
+		e := apierr.New(http.StatusConflict, "Conflicting OG configuration: %s is already enabled for %s in this organization; disable it or change its base_url first",
+			ce.ExistingID, ce.BaseURL)
+		e.Cause = err
+		return e
+	case errors.Is(err, ErrNotFound):
+		return apierr.NotFound("OG configuration not found")
+	}
+	return err
+}
+
+// pathID validates the {id} path segment.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", apierr.Field("id", "is not a valid OG configuration id")
+	}
+	return strings.ToLower(id), nil
+}
+
+// Create handles POST /v1/og-configs.
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	req, err := h.parse(w, r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	c, err := h.Store.Create(p.Org.ID, req)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(c))
+}
+
+// Get handles GET /v1/og-configs/{id}.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	c, err := h.Store.Get(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(c))
+}
+
+// Update handles POST /v1/og-configs/{id}: a full replacement.
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	req, err := h.parse(w, r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	c, err := h.Store.Update(p.Org.ID, id, req)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	if err := h.changed(r.Context(), c); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(c))
+}
+
+// Delete handles DELETE /v1/og-configs/{id}.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	c, err := h.Store.Delete(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	if err := h.changed(r.Context(), c); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.Empty(w, http.StatusNoContent)
+}
+
+// ListResponse is the list envelope of spec §2.5.
+type ListResponse struct {
+	Data       []View `json:"data"`
+	Pagination struct {
+		NextPageStart *string `json:"next_page_start"`
+	} `json:"pagination"`
+}
+
+func scope(orgID string) string { return "og-configs/" + orgID }
+
+// parseList validates count and page_start.
+func (h *Handler) parseList(orgID string, q map[string][]string) (count int, after string, err error) {
+	var errs field.Errors
+	count = defaultCount
+	if vs, ok := q["count"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
+		if err != nil || n < 1 || n > maxCount {
+			errs.Add("count", "must be an integer between 1 and %d", maxCount)
+		} else {
+			count = n
+		}
+	}
+	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
+		pos, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
+		if err != nil {
+			errs.Add("page_start", "is not a cursor issued by this API")
+		}
+		after = pos
+	}
+	return count, after, errs.Err()
+}
+
+// List handles GET /v1/og-configs: newest first, disabled ones included.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	p := auth.FromContext(r.Context())
+	count, after, err := h.parseList(p.Org.ID, r.URL.Query())
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	list, more, err := h.Store.List(p.Org.ID, after, count)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	var out ListResponse
+	out.Data = make([]View, len(list))
+	for i, c := range list {
+		out.Data[i] = NewView(c)
+	}
+	if more {
+		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
+		out.Pagination.NextPageStart = &next
+	}
+	respond.JSON(w, r, http.StatusOK, out)
+}

@@ -1,0 +1,309 @@
+package ogconfig
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/kv"
+)
+
+// Keys (see doc.go):
+//
+//	ogc/c/<id>                Config
+//	ogc/d/<domain_id>         id of the configuration with that domain id
+//	ogc/o/<org_id>/<id>       empty: an organization's configurations in creation order
+//	ogc/e/<org_id>/<base_url> id of the organization's enabled configuration for that origin
+func recordKey(id string) []byte         { return []byte("ogc/c/" + id) }
+func domainKey(domainID string) []byte   { return []byte("ogc/d/" + domainID) }
+func orgPrefix(orgID string) []byte      { return []byte("ogc/o/" + orgID + "/") }
+func orgKey(orgID, id string) []byte     { return []byte("ogc/o/" + orgID + "/" + id) }
+func claimKey(orgID, base string) []byte { return []byte("ogc/e/" + orgID + "/" + base) }
+
+// domainEncoding writes domain ids: lower-case base32 without padding,
+// safe in a URL path and in a host name label.
+var domainEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// domainIDBytes is the randomness of a domain id: 128 bits.
+const domainIDBytes = 16
+
+// DomainIDLength is the length of every domain id: 128 bits in base32.
+const DomainIDLength = (domainIDBytes*8 + 4) / 5
+
+func newDomainID() string {
+	b := make([]byte, domainIDBytes)
+	rand.Read(b)
+	return domainEncoding.EncodeToString(b)
+}
+
+// validDomainID reports whether s is spelled as a domain id, so that
+// hostile input from a public path never reaches the store as a key.
+func validDomainID(s string) bool {
+	if len(s) != DomainIDLength {
+		return false
+	}
+	b, err := domainEncoding.DecodeString(s)
+	return err == nil && len(b) == domainIDBytes && domainEncoding.EncodeToString(b) == s
+}
+
+// Store keeps OG configurations in a kv.Store.
+type Store struct {
+	kv    kv.Store
+	now   func() time.Time
+	seed  maphash.Seed
+	locks [32]sync.Mutex // writes of one organization are serialized by its stripe
+}
+
+// NewStore returns a Store; now may be nil for the wall clock.
+func NewStore(s kv.Store, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{kv: s, now: now, seed: maphash.MakeSeed()}
+}
+
+func (s *Store) lock(orgID string) func() {
+	m := &s.locks[maphash.String(s.seed, orgID)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+func (s *Store) load(r kv.Reader, id string) (*Config, error) {
+	raw, err := r.Get(recordKey(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get OG configuration %s: %w", id, err)
+	}
+	var c Config
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("decode OG configuration %s: %w", id, err)
+	}
+	if c.DefaultOptions == nil {
+		c.DefaultOptions = map[string]json.RawMessage{}
+	}
+	return &c, nil
+}
+
+// claimant returns the id of the organization's enabled configuration for
+// base, "" when none.
+func (s *Store) claimant(orgID, base string) (string, error) {
+	id, err := s.kv.Get(claimKey(orgID, base))
+	if errors.Is(err, kv.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up the OG configuration of %s: %w", base, err)
+	}
+	return string(id), nil
+}
+
+// Create adds a configuration to the organization. An enabled one whose
+// base_url another enabled configuration of the organization holds is a
+// *ConflictError.
+func (s *Store) Create(orgID string, req Request) (*Config, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	if !req.Disabled {
+		if other, err := s.claimant(orgID, req.BaseURL); err != nil {
+			return nil, err
+		} else if other != "" {
+			return nil, &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
+		}
+	}
+	domainID, err := s.freeDomainID()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	c := &Config{
+		ID:        uuid.Must(uuid.NewV7()).String(),
+		DomainID:  domainID,
+		OrgID:     orgID,
+		Revision:  1,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	apply(c, req)
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Put(recordKey(c.ID), raw)
+	b.Put(domainKey(c.DomainID), []byte(c.ID))
+	b.Put(orgKey(orgID, c.ID), nil)
+	if !c.Disabled {
+		b.Put(claimKey(orgID, c.BaseURL), []byte(c.ID))
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("store OG configuration: %w", err)
+	}
+	return c, nil
+}
+
+// freeDomainID draws a domain id no configuration has. At 128 bits a
+// collision is not expected; looking costs one read.
+func (s *Store) freeDomainID() (string, error) {
+	for range 4 {
+		id := newDomainID()
+		_, err := s.kv.Get(domainKey(id))
+		if errors.Is(err, kv.ErrNotFound) {
+			return id, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("look up domain id: %w", err)
+		}
+	}
+	return "", errors.New("no free domain id: the random source repeats itself")
+}
+
+func apply(c *Config, req Request) {
+	c.ConfigType = req.ConfigType
+	c.Name = req.Name
+	c.Description = req.Description
+	c.BaseURL = req.BaseURL
+	c.Disabled = req.Disabled
+	c.RefreshInterval = req.RefreshInterval
+	c.OptimizationMode = req.OptimizationMode
+	c.ExtractValues = req.ExtractValues
+	c.DefaultOptions = req.DefaultOptions
+	if c.DefaultOptions == nil {
+		c.DefaultOptions = map[string]json.RawMessage{}
+	}
+	c.TemplateID = req.TemplateID
+	c.TemplateVersion = req.TemplateVersion
+	c.Mapping = req.Mapping
+	c.Headers = req.Headers
+	c.AdditionalHeaderOrigins = req.AdditionalHeaderOrigins
+}
+
+// Get returns the organization's configuration with the id; another
+// organization's is ErrNotFound, like a missing one.
+func (s *Store) Get(orgID, id string) (*Config, error) {
+	c, err := s.load(s.kv, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.OrgID != orgID {
+		return nil, ErrNotFound
+	}
+	return c, nil
+}
+
+// ByDomainID returns the configuration with the domain id, disabled or
+// not, whatever its organization: the OG serving path's look-up (one index
+// read and one record read).
+func (s *Store) ByDomainID(domainID string) (*Config, error) {
+	if !validDomainID(domainID) {
+		return nil, ErrNotFound
+	}
+	id, err := s.kv.Get(domainKey(domainID))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up domain id: %w", err)
+	}
+	return s.load(s.kv, string(id))
+}
+
+// Update replaces the configuration's fields with req (a full
+// replacement); its id, domain id and creation time stay and its revision
+// grows. Enabling it, or moving it while enabled, to a base_url another
+// enabled configuration holds is a *ConflictError.
+func (s *Store) Update(orgID, id string, req Request) (*Config, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	c, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !req.Disabled {
+		if other, err := s.claimant(orgID, req.BaseURL); err != nil {
+			return nil, err
+		} else if other != "" && other != id {
+			return nil, &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
+		}
+	}
+	wasEnabled, oldBase := !c.Disabled, c.BaseURL
+	apply(c, req)
+	c.Revision++
+	c.UpdatedAt = s.now().UTC()
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Put(recordKey(c.ID), raw)
+	if wasEnabled && (c.Disabled || c.BaseURL != oldBase) {
+		b.Delete(claimKey(orgID, oldBase))
+	}
+	if !c.Disabled {
+		b.Put(claimKey(orgID, c.BaseURL), []byte(c.ID))
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("store OG configuration %s: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// Delete removes the configuration with its indexes and returns what it
+// was.
+func (s *Store) Delete(orgID, id string) (*Config, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	c, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Delete(recordKey(c.ID))
+	b.Delete(domainKey(c.DomainID))
+	b.Delete(orgKey(orgID, c.ID))
+	if !c.Disabled {
+		b.Delete(claimKey(orgID, c.BaseURL))
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("delete OG configuration %s: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// List returns up to count of the organization's configurations newest
+// first, disabled ones included, starting after the id after ("" for the
+// first page), and whether more follow.
+func (s *Store) List(orgID, after string, count int) ([]*Config, bool, error) {
+	snap := s.kv.Snapshot()
+	defer snap.Close()
+	opts := kv.IterOptions{Reverse: true}
+	if after != "" {
+		opts.After = orgKey(orgID, after)
+	}
+	it := snap.Iterate(orgPrefix(orgID), opts)
+	defer it.Close()
+	prefixLen := len(orgPrefix(orgID))
+	var out []*Config
+	for it.Next() {
+		if len(out) == count {
+			return out, true, nil
+		}
+		c, err := s.load(snap, string(it.Key()[prefixLen:]))
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, c)
+	}
+	return out, false, it.Err()
+}
