@@ -387,6 +387,8 @@ func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
 		Body: in.Body, ContentType: in.ContentType, ETag: in.ETag,
 		LastModified: in.LastModified.UTC(), StoredAt: in.StoredAt.UTC(),
 		OrgID: in.OrgID, ImageID: in.ImageID, Tag: in.Tag,
+		FreshUntil: in.FreshUntil.UTC(), StaleWhileRevalidate: in.StaleWhileRevalidate.Truncate(time.Second),
+		Validator: in.Validator,
 	}
 	if y := e.StoredAt.Year(); y < 1970 || y > 9999 {
 		e.StoredAt = time.Now().UTC()
@@ -504,6 +506,48 @@ func (c *Cache) PurgeOrg(orgID string) (int, error) { return c.purge(byOrg, orgI
 
 // PurgeTag drops every entry carrying tag, like PurgeImage.
 func (c *Cache) PurgeTag(tag string) (int, error) { return c.purge(byTag, tag) }
+
+// Delete drops key's entry from both levels, as when the origin answers
+// that what it holds is gone, and reports whether L2 had one.
+func (c *Cache) Delete(key []byte) (bool, error) {
+	if !validKey(key) {
+		return false, nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return false, ErrClosed
+	}
+	m, found, err := c.readMeta(key)
+	corrupt := errors.Is(err, ErrCorrupt)
+	if err != nil && !corrupt {
+		return false, fmt.Errorf("cache delete: %w", err)
+	}
+	b := c.db.NewBatch()
+	defer b.Close()
+	switch {
+	case found:
+		c.deleteEntry(b, key, &m)
+	case corrupt: // its index records stay, as after a repair
+		b.Delete(recordKey(prefixValue, key), nil)
+		b.Delete(recordKey(prefixMeta, key), nil)
+	}
+	if found || corrupt {
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return false, fmt.Errorf("cache delete: %w", err)
+		}
+	}
+	switch {
+	case found:
+		c.stats.l2Bytes.Add(-m.size)
+		c.stats.l2Entries.Add(-1)
+	case corrupt:
+		c.stats.l2Corrupt.Add(1)
+		c.stats.l2Entries.Add(-1)
+	}
+	c.dropL1([][]byte{key})
+	return found, nil
+}
 
 // purgeChunk bounds the keys one batch deletes.
 const purgeChunk = 512

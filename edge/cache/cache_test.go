@@ -58,6 +58,16 @@ func newEntry(org, image, tag string, n int, seed uint64) *Entry {
 	}
 }
 
+// newOGEntry returns an entry as the edge keeps an OG image: tagged with
+// its configuration, fresh for a while; validator "" when it is the ETag.
+func newOGEntry(org, tag, validator string, n int, seed uint64) *Entry {
+	e := newEntry(org, "", tag, n, seed)
+	e.FreshUntil = time.Date(2026, 5, 6, 7, 8, 9, 10, time.UTC)
+	e.StaleWhileRevalidate = 7 * 24 * time.Hour
+	e.Validator = validator
+	return e
+}
+
 func mustPut(t testing.TB, c *Cache, key string, e *Entry) {
 	t.Helper()
 	if err := c.Put([]byte(key), e); err != nil {
@@ -107,7 +117,8 @@ func (c *Cache) scanned(t testing.TB) (size, entries int64) {
 func sameEntry(t testing.TB, got, want *Entry) {
 	t.Helper()
 	if !bytes.Equal(got.Body, want.Body) || got.ContentType != want.ContentType || got.ETag != want.ETag ||
-		!got.LastModified.Equal(want.LastModified) || got.OrgID != want.OrgID || got.ImageID != want.ImageID || got.Tag != want.Tag {
+		!got.LastModified.Equal(want.LastModified) || got.OrgID != want.OrgID || got.ImageID != want.ImageID || got.Tag != want.Tag ||
+		!got.FreshUntil.Equal(want.FreshUntil) || got.StaleWhileRevalidate != want.StaleWhileRevalidate || got.Validator != want.Validator {
 		t.Fatalf("entry differs:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -154,6 +165,8 @@ func TestPutGet(t *testing.T) {
 		{"tagged signed url", "sig/xyz", newEntry("org1", "", "api-1", 1000, 2)},
 		{"all owners", "img/b/png", newEntry("org2", "b", "api-2", 10, 3)},
 		{"empty body, no last-modified", "img/c", func() *Entry { e := newEntry("org2", "c", "", 0, 4); e.LastModified = time.Time{}; return e }()},
+		{"og image, fitted", "o|d|twitter|/a", newOGEntry("org3", "og:cfg1", `"origin-1"`, 2000, 5)},
+		{"og image, as is, long key", "o|d|default|/" + strings.Repeat("p", 3000), newOGEntry("org3", "og:cfg1", "", 2000, 6)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +263,11 @@ func TestPutRejects(t *testing.T) {
 		{"header injection", "k", mod(func(e *Entry) { e.ContentType = "image/png\r\nX-Evil: 1" }), ErrInvalidEntry},
 		{"no content type", "k", mod(func(e *Entry) { e.ContentType = "" }), ErrInvalidEntry},
 		{"id too long", "k", mod(func(e *Entry) { e.ImageID = strings.Repeat("i", 256) }), ErrInvalidEntry},
+		{"stale-while-revalidate without freshness", "k", mod(func(e *Entry) { e.StaleWhileRevalidate = time.Minute }), ErrInvalidEntry},
+		{"validator without freshness", "k", mod(func(e *Entry) { e.Validator = `"v"` }), ErrInvalidEntry},
+		{"weak validator", "k", mod(func(e *Entry) { e.FreshUntil = time.Now(); e.Validator = `W/"v"` }), ErrInvalidEntry},
+		{"negative stale-while-revalidate", "k", mod(func(e *Entry) { e.FreshUntil = time.Now(); e.StaleWhileRevalidate = -time.Second }), ErrInvalidEntry},
+		{"freshness before 1970", "k", mod(func(e *Entry) { e.FreshUntil = time.Unix(-1, 0) }), ErrInvalidEntry},
 		{"too large", "k", newEntry("o", "i", "", 4<<20, 1), ErrTooLarge},
 	}
 	for _, tt := range tests {
@@ -975,5 +993,40 @@ func TestHammer(t *testing.T) {
 	}
 	if s := c.Stats(); s.L2Bytes != 0 || s.L2Entries != 0 {
 		t.Fatalf("after purging everything: %d bytes, %d entries", s.L2Bytes, s.L2Entries)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	mustPut(t, c, "o|d|default|/a", newOGEntry("org", "og:c", "", 500, 1))
+	mustPut(t, c, "o|d|twitter|/a", newOGEntry("org", "og:c", `"v"`, 500, 2))
+	tests := []struct {
+		name  string
+		key   string
+		found bool
+	}{
+		{"present", "o|d|default|/a", true},
+		{"already gone", "o|d|default|/a", false},
+		{"never there", "o|d|default|/b", false},
+		{"invalid key", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			found, err := c.Delete([]byte(tt.key))
+			if err != nil || found != tt.found {
+				t.Fatalf("Delete = %v, %v; want %v", found, err, tt.found)
+			}
+			if _, _, ok := c.Get([]byte(tt.key)); ok {
+				t.Fatal("Get finds the deleted entry")
+			}
+		})
+	}
+	size, entries := c.scanned(t)
+	if s := c.Stats(); s.L2Bytes != size || s.L2Entries != 1 || entries != 1 {
+		t.Fatalf("tracked %d bytes %d entries, scanned %d bytes %d entries", s.L2Bytes, s.L2Entries, size, entries)
+	}
+	// The other platform's entry is still there, and its tag finds only it.
+	if n, err := c.PurgeTag("og:c"); err != nil || n != 1 {
+		t.Fatalf("PurgeTag = %d, %v; want 1", n, err)
 	}
 }

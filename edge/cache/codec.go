@@ -52,18 +52,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Value layout, little-endian:
 //
-//	0  version (1)     1  flags (0)
+//	0  version (1)     1  flags (0, or flagRevalidates)
 //	2  Last-Modified   int64 Unix seconds, then uint32 nanoseconds
 //	14 StoredAt        int64 Unix seconds, then uint32 nanoseconds
 //	26 lengths         uint16 ContentType, ETag, OrgID, ImageID, Tag
 //	36 body length     uint32
 //	40 ContentType ETag OrgID ImageID Tag Body
 //	n-4 crc32c of bytes [0, n-4)
+//
+// With flagRevalidates (an entry with a FreshUntil: an OG image), 18 bytes
+// follow the header and the strings end with the Validator:
+//
+//	40 FreshUntil      int64 Unix seconds, then uint32 nanoseconds
+//	52 stale-while-revalidate  uint32 seconds
+//	56 length          uint16 Validator
+//	58 ContentType ETag OrgID ImageID Tag Validator Body
+//
+// Entries without a FreshUntil (images) are written as before the flag
+// existed, and values written then read as entries that never go stale.
 const (
 	valueVersion   = 1
 	valueHeaderLen = 40
+	revalidateLen  = 18
 	trailerLen     = 4
-	maxBodyLen     = math.MaxUint32 - valueHeaderLen - 5*math.MaxUint16 - trailerLen
+	maxBodyLen     = math.MaxUint32 - valueHeaderLen - revalidateLen - 6*math.MaxUint16 - trailerLen
+
+	flagRevalidates = 1 << 0
 )
 
 // Unix seconds of the years 1 and 9999's end: times outside are corrupt.
@@ -73,22 +87,39 @@ const (
 )
 
 func encodedLen(e *Entry) int {
-	return valueHeaderLen + len(e.ContentType) + len(e.ETag) + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + len(e.Body) + trailerLen
+	n := valueHeaderLen + len(e.ContentType) + len(e.ETag) + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + len(e.Body) + trailerLen
+	if e.revalidates() {
+		n += revalidateLen + len(e.Validator)
+	}
+	return n
 }
 
 // encodeValue writes e into dst, which is exactly encodedLen(e) long. The
-// caller has validated e (string lengths fit their uint16 fields).
+// caller has validated e (string lengths fit their uint16 fields) and kept
+// whole seconds of its StaleWhileRevalidate.
 func encodeValue(dst []byte, e *Entry) {
 	dst[0], dst[1] = valueVersion, 0
 	putTime(dst[2:], e.LastModified)
 	putTime(dst[14:], e.StoredAt)
 	strs := [...]string{e.ContentType, e.ETag, e.OrgID, e.ImageID, e.Tag}
-	off := valueHeaderLen
 	for i, s := range strs {
 		binary.LittleEndian.PutUint16(dst[26+2*i:], uint16(len(s)))
-		off += copy(dst[off:], s)
 	}
 	binary.LittleEndian.PutUint32(dst[36:], uint32(len(e.Body)))
+	off := valueHeaderLen
+	if e.revalidates() {
+		dst[1] |= flagRevalidates
+		putTime(dst[off:], e.FreshUntil)
+		binary.LittleEndian.PutUint32(dst[off+12:], uint32(e.StaleWhileRevalidate/time.Second))
+		binary.LittleEndian.PutUint16(dst[off+16:], uint16(len(e.Validator)))
+		off += revalidateLen
+	}
+	for _, s := range strs {
+		off += copy(dst[off:], s)
+	}
+	if e.revalidates() {
+		off += copy(dst[off:], e.Validator)
+	}
 	off += copy(dst[off:], e.Body)
 	binary.LittleEndian.PutUint32(dst[off:], crc32.Checksum(dst[:off], castagnoli))
 }
@@ -120,7 +151,7 @@ func decodeValue(src []byte) (*Entry, error) {
 	if got, want := crc32.Checksum(src[:n-trailerLen], castagnoli), binary.LittleEndian.Uint32(src[n-trailerLen:]); got != want {
 		return nil, fmt.Errorf("%w: value checksum %08x, want %08x", ErrCorrupt, got, want)
 	}
-	if src[0] != valueVersion || src[1] != 0 {
+	if src[0] != valueVersion || src[1]&^flagRevalidates != 0 {
 		return nil, fmt.Errorf("%w: value version %d flags %d", ErrCorrupt, src[0], src[1])
 	}
 	lastMod, ok1 := getTime(src[2:])
@@ -128,31 +159,51 @@ func decodeValue(src []byte) (*Entry, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("%w: value time out of range", ErrCorrupt)
 	}
-	var lens [5]int
+	var lens [6]int // the five strings of the header, and the Validator
 	total := valueHeaderLen + trailerLen
-	for i := range lens {
+	for i := range 5 {
 		lens[i] = int(binary.LittleEndian.Uint16(src[26+2*i:]))
 		total += lens[i]
+	}
+	off := valueHeaderLen
+	var (
+		fresh time.Time
+		swr   time.Duration
+	)
+	if src[1]&flagRevalidates != 0 {
+		if n < valueHeaderLen+revalidateLen+trailerLen {
+			return nil, fmt.Errorf("%w: value of %d bytes is shorter than its header", ErrCorrupt, n)
+		}
+		var ok bool
+		if fresh, ok = getTime(src[off:]); !ok || fresh.IsZero() {
+			return nil, fmt.Errorf("%w: value freshness out of range", ErrCorrupt)
+		}
+		swr = time.Duration(binary.LittleEndian.Uint32(src[off+12:])) * time.Second
+		lens[5] = int(binary.LittleEndian.Uint16(src[off+16:]))
+		total += revalidateLen + lens[5]
+		off += revalidateLen
 	}
 	bodyLen := int(binary.LittleEndian.Uint32(src[36:]))
 	if total+bodyLen != n {
 		return nil, fmt.Errorf("%w: value lengths add up to %d, have %d bytes", ErrCorrupt, total+bodyLen, n)
 	}
-	var strs [5]string
-	off := valueHeaderLen
+	var strs [6]string
 	for i, l := range lens {
 		strs[i] = string(src[off : off+l])
 		off += l
 	}
 	e := &Entry{
-		Body:         bytes.Clone(src[off : off+bodyLen]), // no zeroing first
-		ContentType:  strs[0],
-		ETag:         strs[1],
-		LastModified: lastMod,
-		StoredAt:     stored,
-		OrgID:        strs[2],
-		ImageID:      strs[3],
-		Tag:          strs[4],
+		Body:                 bytes.Clone(src[off : off+bodyLen]), // no zeroing first
+		ContentType:          strs[0],
+		ETag:                 strs[1],
+		LastModified:         lastMod,
+		StoredAt:             stored,
+		OrgID:                strs[2],
+		ImageID:              strs[3],
+		Tag:                  strs[4],
+		FreshUntil:           fresh,
+		StaleWhileRevalidate: swr,
+		Validator:            strs[5],
 	}
 	if err := e.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"testing"
@@ -26,6 +27,12 @@ func TestValueRoundTrip(t *testing.T) {
 		{"no last-modified, no tag", &Entry{Body: []byte{}, ContentType: "application/pdf", ETag: `""`,
 			StoredAt: time.Unix(1_700_000_000, 0).UTC(), OrgID: "o", ImageID: "i"}},
 		{"large body", newEntry("o", "i", "t", 1<<20, 9)},
+		{"og image", newOGEntry("o", "og:c", `"origin"`, 100, 10)},
+		{"og image, no validator, no stale-while-revalidate", func() *Entry {
+			e := newOGEntry("o", "og:c", "", 0, 11)
+			e.StaleWhileRevalidate = 0
+			return e
+		}()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +68,8 @@ func TestValueCorruption(t *testing.T) {
 		{"truncated by one", func(v []byte) []byte { return v[:len(v)-1] }},
 		{"bit flip", func(v []byte) []byte { v[50] ^= 4; return v }},
 		{"unknown version", func(v []byte) []byte { v[0] = 2; return withCRC(v) }},
-		{"flags set", func(v []byte) []byte { v[1] = 1; return withCRC(v) }},
+		{"revalidation flag on an entry without its fields", func(v []byte) []byte { v[1] = flagRevalidates; return withCRC(v) }},
+		{"unknown flag", func(v []byte) []byte { v[1] = 2; return withCRC(v) }},
 		{"nanoseconds out of range", func(v []byte) []byte { binary.LittleEndian.PutUint32(v[10:], 1e9); return withCRC(v) }},
 		{"body length too long", func(v []byte) []byte { binary.LittleEndian.PutUint32(v[36:], 101); return withCRC(v) }},
 		{"string length too long", func(v []byte) []byte { binary.LittleEndian.PutUint16(v[26:], 0xffff); return withCRC(v) }},
@@ -74,6 +82,64 @@ func TestValueCorruption(t *testing.T) {
 				t.Fatalf("decode = %v, %v; want ErrCorrupt", e, err)
 			}
 		})
+	}
+}
+
+// TestValueOfOGCorruption: the revalidation fields are checked too.
+func TestValueOfOGCorruption(t *testing.T) {
+	good := encode(newOGEntry("o", "og:c", `"v"`, 100, 1))
+	withCRC := func(v []byte) []byte {
+		binary.LittleEndian.PutUint32(v[len(v)-4:], crc32.Checksum(v[:len(v)-4], castagnoli))
+		return v
+	}
+	tests := []struct {
+		name string
+		f    func([]byte) []byte
+	}{
+		{"flag cleared", func(v []byte) []byte { v[1] = 0; return withCRC(v) }},
+		{"zero freshness", func(v []byte) []byte { putTime(v[valueHeaderLen:], time.Time{}); return withCRC(v) }},
+		{"freshness before 1970", func(v []byte) []byte { putTime(v[valueHeaderLen:], time.Unix(-5, 0)); return withCRC(v) }},
+		{"validator length too long", func(v []byte) []byte { binary.LittleEndian.PutUint16(v[valueHeaderLen+16:], 200); return withCRC(v) }},
+		{"cut into the revalidation fields", func(v []byte) []byte {
+			v = v[:valueHeaderLen+8+trailerLen]
+			clear(v[26:40])
+			return withCRC(v)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.f(append([]byte(nil), good...))
+			if e, err := decodeValue(v); !errors.Is(err, ErrCorrupt) || e != nil {
+				t.Fatalf("decode = %v, %v; want ErrCorrupt", e, err)
+			}
+		})
+	}
+}
+
+// oldValue is an image entry as the layout wrote it before entries had a
+// freshness (encoded by that version's encodeValue).
+const oldValue = "010000f15365000000000000000064f1536500000000050000000900050005000500050007000000696d6167652f706e6722616263226f72675f31696d675f316170695f316f6c6420706e6747226aea"
+
+// TestValueWrittenBeforeFreshness: values written before the revalidation
+// fields existed read as entries that never go stale, and an image entry
+// is still written byte for byte as then.
+func TestValueWrittenBeforeFreshness(t *testing.T) {
+	v, err := hex.DecodeString(oldValue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeValue(v)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	want := &Entry{Body: []byte("old png"), ContentType: "image/png", ETag: `"abc"`,
+		LastModified: time.Unix(1_700_000_000, 0).UTC(), OrgID: "org_1", ImageID: "img_1", Tag: "api_1"}
+	sameEntry(t, got, want)
+	if !got.FreshUntil.IsZero() || got.StaleWhileRevalidate != 0 || got.Validator != "" {
+		t.Fatalf("an old entry has a freshness: %+v", got)
+	}
+	if !bytes.Equal(encode(got), v) {
+		t.Fatalf("an image entry is no longer written as before:\n got %x\nwant %x", encode(got), v)
 	}
 }
 
@@ -113,6 +179,7 @@ func TestIndexPrefixes(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(newEntry("o", "i", "t", 64, 1)))
 	f.Add(encode(&Entry{ContentType: "image/png", ETag: `"x"`, OrgID: "o", ImageID: "i"}))
+	f.Add(encode(newOGEntry("o", "og:c", `"v"`, 64, 2)))
 	f.Add(encodeMeta(&meta{seq: 7, size: 100, valueLen: 50, org: "o", image: "i"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

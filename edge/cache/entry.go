@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 	"unsafe"
@@ -28,6 +29,19 @@ type Entry struct {
 	ImageID string
 	Tag     string
 
+	// FreshUntil is when the entry is due for a recheck with the origin (an
+	// OG image, whose page may change); past it the edge still serves it,
+	// stale, while it revalidates. Zero for an entry that never goes stale:
+	// images are immutable. The fields below need it.
+	FreshUntil time.Time
+	// StaleWhileRevalidate is the origin's stale-while-revalidate, for the
+	// Cache-Control the edge sends; Put keeps whole seconds.
+	StaleWhileRevalidate time.Duration
+	// Validator is the origin's entity tag to revalidate with, when it is
+	// not ETag (an image the edge fitted to a platform's size has its own);
+	// "" means ETag.
+	Validator string
+
 	// Set by the cache on the copies it stores.
 	key      []byte // the cache key, verified on every L1 hit
 	ct, etag []byte // ready-to-write header values
@@ -51,10 +65,15 @@ func (e *Entry) ETagBytes() []byte { return e.etag }
 // nil when LastModified is zero.
 func (e *Entry) LastModifiedBytes() []byte { return e.lastMod }
 
+// MaxKeyLen bounds a cache key: an OG image's holds a page path of up to
+// 2 KiB as sent. Put refuses a longer one and Get misses it.
+const MaxKeyLen = 4096
+
 // Size limits of the fields an entry carries into HTTP headers and indexes.
 const (
-	maxKeyLen     = 1024
-	maxHeaderLen  = 255 // ContentType, ETag
+	maxKeyLen     = MaxKeyLen
+	maxHeaderLen  = 255 // ContentType, ETag, Validator
+	maxStaleSecs  = math.MaxUint32
 	maxIDLen      = 255 // OrgID, ImageID, Tag
 	httpDateLen   = len(http.TimeFormat)
 	entryOverhead = int64(unsafe.Sizeof(Entry{})) + 3*16 // struct and allocation headers
@@ -84,8 +103,27 @@ func (e *Entry) validate() error {
 	if y := e.LastModified.Year(); !e.LastModified.IsZero() && (y < 1970 || y > 9999) {
 		return fmt.Errorf("%w: Last-Modified %v out of range", ErrInvalidEntry, e.LastModified)
 	}
+	if e.FreshUntil.IsZero() {
+		if e.StaleWhileRevalidate != 0 || e.Validator != "" {
+			return fmt.Errorf("%w: StaleWhileRevalidate or Validator without FreshUntil", ErrInvalidEntry)
+		}
+		return nil
+	}
+	if y := e.FreshUntil.Year(); y < 1970 || y > 9999 {
+		return fmt.Errorf("%w: FreshUntil %v out of range", ErrInvalidEntry, e.FreshUntil)
+	}
+	if e.StaleWhileRevalidate < 0 || e.StaleWhileRevalidate/time.Second > maxStaleSecs {
+		return fmt.Errorf("%w: StaleWhileRevalidate %v out of range", ErrInvalidEntry, e.StaleWhileRevalidate)
+	}
+	if e.Validator != "" && !strongETag(e.Validator) {
+		return fmt.Errorf("%w: Validator %q is not a strong quoted entity tag", ErrInvalidEntry, e.Validator)
+	}
 	return nil
 }
+
+// revalidates reports whether the entry has a freshness to keep, so that
+// its value carries the revalidation fields.
+func (e *Entry) revalidates() bool { return !e.FreshUntil.IsZero() }
 
 // headerSafe reports whether s is visible ASCII and spaces only.
 func headerSafe(s string) bool {
@@ -132,7 +170,7 @@ func (e *Entry) prepare(key []byte, hash uint64) {
 		e.lastMod = buf[at:len(buf):len(buf)]
 	}
 	e.ref = refIndex(hash)
-	e.cost = int64(len(e.Body)+cap(buf)+len(e.ContentType)+len(e.ETag)+len(e.OrgID)+len(e.ImageID)+len(e.Tag)) + entryOverhead
+	e.cost = int64(len(e.Body)+cap(buf)+len(e.ContentType)+len(e.ETag)+len(e.OrgID)+len(e.ImageID)+len(e.Tag)+len(e.Validator)) + entryOverhead
 }
 
 // Level says where Get found an entry.
