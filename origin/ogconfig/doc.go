@@ -56,8 +56,9 @@
 //     template_version (≥ 1) optional (none: the latest version at render
 //     time); both are refused for html_css, as is a non-empty
 //     template_values_mapping. A template (or version) the organization
-//     does not hold is a 404 naming it. A template deleted later is the
-//     render's problem, not the configuration's.
+//     does not hold is a 404 naming it, at every save (disabled
+//     configurations included). A template deleted later is the render's
+//     problem, not the configuration's.
 //   - template_values_mapping: at most 32 entries, each {template_key,
 //     meta_key} or {template_key, fallback: titles|descriptions}, exactly
 //     one of the two; a template_key is mapped once; meta_key is a meta
@@ -74,9 +75,10 @@
 //     an origin. The rule does not span organizations: nothing proves who
 //     owns a site, and the serving path finds a configuration by its
 //     domain id, never by origin, so two organizations configuring the same
-//     origin cannot disturb each other. The check is race-free within one
-//     origin process (the organization's lock); see the report on
-//     scale-out.
+//     origin cannot disturb each other. The check and the claim are made
+//     under the organization's lock, so concurrent saves cannot both win
+//     within one process; origins sharing one store would need a
+//     conditional write in kv to keep the rule.
 //   - ids are UUIDv7 (lists sort by creation); a malformed {id} is a 400
 //     naming id; another organization's id and an unknown one give the
 //     same 404. domain_id is 128 random bits in lower-case base32 (26

@@ -31,6 +31,7 @@ import (
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/template"
 )
 
 func TestMain(m *testing.M) {
@@ -759,4 +760,47 @@ func TestRateLimit(t *testing.T) {
 	apitest.WantMessage(t, apitest.WantError(t, r, http.StatusTooManyRequests), "og-config:write")
 	apitest.WantStatus(t, s.do(t, apitest.Request{Method: "GET", Path: "/v1/og-configs", Creds: pro}), 200)
 	s.save(t, other, "", htmlCSS("https://late.example"))
+}
+
+// TestTemplateStoreAdapter: origin/template's Store, adapted as the
+// origin wires it, answers Exists as Templates requires.
+func TestTemplateStoreAdapter(t *testing.T) {
+	db, err := pebblekv.Open(filepath.Join(t.TempDir(), "db"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tpls := template.NewStore(db, nil)
+	// As in origin/routes.go.
+	var adapter ogconfig.Templates = ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
+		_, _, err := tpls.Version(orgID, id, version)
+		if errors.Is(err, template.ErrNotFound) {
+			return fmt.Errorf("%w: %w", ogconfig.ErrTemplateNotFound, err)
+		}
+		return err
+	})
+	tpl, _, err := tpls.Create("org-a", 10, template.Version{HTML: "<p>{{title}}</p>", Defaults: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		orgID   string
+		id      string
+		version int
+		found   bool
+	}{
+		{"latest", "org-a", tpl.ID, 0, true},
+		{"version 1", "org-a", tpl.ID, 1, true},
+		{"version 2", "org-a", tpl.ID, 2, false},
+		{"another organization", "org-b", tpl.ID, 0, false},
+		{"unknown", "org-a", "t-nope", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := adapter.Exists(tc.orgID, tc.id, tc.version)
+			if tc.found != (err == nil) || (err != nil && !errors.Is(err, ogconfig.ErrTemplateNotFound)) {
+				t.Fatalf("Exists = %v, want found %v", err, tc.found)
+			}
+		})
+	}
 }
