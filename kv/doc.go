@@ -13,6 +13,10 @@
 //	key/<key_id>                      API key record (secret sealed with the master key)
 //	key-api/<api_id>                  key_id of the key whose Basic-auth username is api_id
 //	org-key/<org_id>/<key_id>         empty; lists an organization's keys in creation order
+//	ogc/c/<id>                        OG configuration record
+//	ogc/d/<domain_id>                 id of the OG configuration with that domain id
+//	ogc/o/<org_id>/<id>               empty; an organization's OG configurations in creation order
+//	ogc/e/<org_id>/<base_url>         id of the organization's enabled OG configuration for that origin
 //
 // Families added by later components document themselves here as well.
 package kv

@@ -28,6 +28,7 @@ import (
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
@@ -53,6 +54,7 @@ type Origin struct {
 	hub      *edgehub.Hub
 	sandbox  *wasm.Engine
 	tpls     *template.Store
+	ogcs     *ogconfig.Store
 	ln       *api.Listener
 	srv      *http.Server
 	ready    atomic.Bool
@@ -88,6 +90,7 @@ func (o *Origin) open() error {
 	}
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
+	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
 		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})

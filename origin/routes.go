@@ -2,12 +2,15 @@ package origin
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/seal"
@@ -26,6 +29,17 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		}}
 	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
+	ogConfigs := &ogconfig.Handler{Store: o.ogcs, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
+		Templates: ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
+			_, _, err := o.tpls.Version(orgID, id, version)
+			if errors.Is(err, template.ErrNotFound) {
+				return fmt.Errorf("%w: %w", ogconfig.ErrTemplateNotFound, err)
+			}
+			return err
+		}),
+		OnChange: func(ctx context.Context, c *ogconfig.Config) error {
+			return o.purge(ctx, contract.TagsPurged, []string{contract.OGConfigTag(c.ID)})
+		}}
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
@@ -51,6 +65,12 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Handler: templates.Versions},
 		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: templates.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: templates.Delete},
+
+		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Create},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.List},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Delete},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},
