@@ -26,8 +26,8 @@ type Config struct {
 	AllowPrivate bool
 	// Timeout bounds a whole fetch: redirects, headers and body.
 	Timeout time.Duration
-	// MaxBytes bounds the (decoded) body read; the head is read from what
-	// fits.
+	// MaxBytes bounds the body read, counted after Content-Encoding is
+	// undone; the head is read from what fits.
 	MaxBytes int64
 	// MaxRedirects is how many redirects a fetch follows.
 	MaxRedirects int

@@ -59,7 +59,7 @@ type Page struct {
 	// Truncated reports a head still open after Config.MaxBytes of body:
 	// Head holds what those bytes said.
 	Truncated bool
-	// BytesRead is how much of the (decoded) body was read.
+	// BytesRead is how much of the body was read, counted as MaxBytes is.
 	BytesRead int64
 	// Head is what the page's <head> says.
 	Head

@@ -9,10 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/origin/egress"
 )
@@ -79,6 +82,27 @@ func TestFetch(t *testing.T) {
 			check: func(t *testing.T, p *Page, _ error) {
 				if p.Title != "Hello" {
 					t.Errorf("Title = %q", p.Title)
+				}
+			},
+		},
+		{
+			name: "a gzip bomb is cut at MaxBytes of decompressed body",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				var b bytes.Buffer
+				zw := gzip.NewWriter(&b)
+				_, _ = zw.Write([]byte(`<head><title>Bomb</title>`))
+				filler := bytes.Repeat([]byte(`<meta name="a" content="b">`), 1<<10)
+				for range 8 << 20 / len(filler) { // 8 MiB once decompressed
+					_, _ = zw.Write(filler)
+				}
+				_ = zw.Close()
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Content-Encoding", "gzip")
+				_, _ = w.Write(b.Bytes())
+			},
+			check: func(t *testing.T, p *Page, _ error) {
+				if p.Title != "Bomb" || !p.Truncated || p.BytesRead != 2<<20 {
+					t.Errorf("Title %q, Truncated %v, BytesRead %d", p.Title, p.Truncated, p.BytesRead)
 				}
 			},
 		},
@@ -555,23 +579,55 @@ func TestFetchHTTPS(t *testing.T) {
 	}
 }
 
-// TestFetchCanceled cancels the caller's context while the site is
-// answering: the error is the caller's cancellation, not a timeout.
-func TestFetchCanceled(t *testing.T) {
-	started := make(chan struct{})
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-r.Context().Done()
-	}))
-	f := newFetcher(t, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-started
-		cancel()
-	}()
-	p, err := f.Fetch(ctx, Request{URL: srv.URL + "/"})
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) || p != nil {
-		t.Fatalf("Fetch = %v, %v; want context.Canceled", p, err)
+// TestFetchCallerContext ends the caller's context while the site is
+// answering: a cancellation is the caller's, not a timeout; the caller's
+// deadline is one.
+func TestFetchCallerContext(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ctx     func(started <-chan struct{}) (context.Context, context.CancelFunc)
+		want    error
+		notWant error
+	}{
+		{
+			name: "canceled",
+			ctx: func(started <-chan struct{}) (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					<-started
+					cancel()
+				}()
+				return ctx, cancel
+			},
+			want:    context.Canceled,
+			notWant: ErrTimeout,
+		},
+		{
+			name: "deadline before the fetch's own",
+			ctx: func(<-chan struct{}) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 200*time.Millisecond)
+			},
+			want:    ErrTimeout,
+			notWant: context.Canceled,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				started <- struct{}{}
+				<-r.Context().Done()
+			}))
+			f := newFetcher(t, nil, nil)
+			ctx, cancel := tc.ctx(started)
+			defer cancel()
+			p, err := f.Fetch(ctx, Request{URL: srv.URL + "/"})
+			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || p != nil {
+				t.Fatalf("Fetch = %v, %v; want %v", p, err, tc.want)
+			}
+			if tc.want == ErrTimeout && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want it to match context.DeadlineExceeded", err)
+			}
+		})
 	}
 }
 
@@ -627,4 +683,41 @@ func TestConfigValidate(t *testing.T) {
 func port(s *httptest.Server) string {
 	_, p, _ := net.SplitHostPort(s.Listener.Addr().String())
 	return p
+}
+
+// TestFetchMetrics counts fetches by outcome.
+func TestFetchMetrics(t *testing.T) {
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		servePage(w, "text/html", simplePage)
+	}))
+	reg := prometheus.NewRegistry()
+	f := newFetcher(t, nil, func(c *Config) { c.Registerer = reg })
+	for _, path := range []string{"/", "/", "/missing"} {
+		_, _ = f.Fetch(context.Background(), Request{URL: srv.URL + path})
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "pictor_ogpage_fetches_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{outcomeOK: 2, outcomeStatus: 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fetches by outcome = %v, want %v", got, want)
+	}
+	// A second fetcher on the same registry shares the collectors.
+	g := newFetcher(t, nil, func(c *Config) { c.Registerer = reg })
+	if g.metrics.fetches != f.metrics.fetches {
+		t.Error("a second fetcher did not reuse the registered collectors")
+	}
 }

@@ -211,15 +211,30 @@ func parseHead(r io.Reader, contentType string) (h Head, ended bool, err error) 
 }
 
 // decode returns r as UTF-8. The encoding is the BOM's, else the charset of
-// contentType, else one a <meta> in the first KiB declares, else UTF-8.
-// (Browsers would fall back to windows-1252 when nothing is declared and
-// the first KiB is ASCII; today such a page is nearly always UTF-8.)
+// contentType, else one a <meta> in the first KiB declares; when none says,
+// it is windows-1252 if the first KiB is not valid UTF-8, else UTF-8.
+// (Browsers would take windows-1252 for an undeclared page whose first KiB
+// is ASCII too; today such a page is nearly always UTF-8.)
 func decode(r io.Reader, peek []byte, contentType string) io.Reader {
 	enc, name, certain := charset.DetermineEncoding(peek, contentType)
-	if name == "utf-8" || (!certain && name == "windows-1252" && !declaresCharset(peek)) {
+	if name == "utf-8" || (!certain && name == "windows-1252" && validUTF8Start(peek) && !declaresCharset(peek)) {
 		return r
 	}
 	return enc.NewDecoder().Reader(r)
+}
+
+// validUTF8Start reports whether b is valid UTF-8 but for a rune cut at
+// its end.
+func validUTF8Start(b []byte) bool {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // declaresCharset reports whether the start of a document holds a meta

@@ -163,6 +163,20 @@ func TestParseHeadMeta(t *testing.T) {
 			wantEnded:   true,
 		},
 		{
+			name:        "windows-1252 without a declaration, when the first KiB is not UTF-8",
+			doc:         "<head><title>Caf\xe9</title></head>",
+			contentType: "text/html",
+			want:        Head{Title: "Café"},
+			wantEnded:   true,
+		},
+		{
+			name:        "a UTF-8 rune cut at the end of the first KiB",
+			doc:         "<head><!--" + strings.Repeat("x", 1024-len("<head><!--")-1) + "é--><title>é</title></head>",
+			contentType: "text/html",
+			want:        Head{Title: "é"},
+			wantEnded:   true,
+		},
+		{
 			name:      "invalid UTF-8 is replaced",
 			doc:       "<head><meta charset=utf-8><title>a\xffb</title></head>",
 			want:      Head{Title: "a\uFFFDb"},
