@@ -63,7 +63,7 @@ func FuzzParseHead(f *testing.F) {
 		}
 		for k, v := range h.Overrides {
 			check("override", v)
-			if !slices.Contains(OverrideParams, k) {
+			if !slices.Contains(overrideParams, k) {
 				t.Errorf("override %q is not a parameter", k)
 			}
 		}

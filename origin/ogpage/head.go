@@ -35,9 +35,9 @@ const (
 	FallbackDescriptions = "descriptions"
 )
 
-// OverrideParams are the render parameters a page may override with
+// overrideParams are the render parameters a page may override with
 // hcti:<param> or pictor:<param>.
-var OverrideParams = []string{
+var overrideParams = []string{
 	"selector", "css", "ms_delay", "max_wait_ms", "render_when_ready", "transparent_background",
 	"viewport_width", "viewport_height", "device_scale", "color_scheme", "media_type", "timezone",
 	"block_consent_banners", "content_version",
@@ -376,7 +376,7 @@ func (p *headParser) override(key, param, value string) {
 }
 
 func isOverrideParam(param string) bool {
-	for _, q := range OverrideParams {
+	for _, q := range overrideParams {
 		if q == param {
 			return true
 		}
