@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -345,7 +346,7 @@ func (p *headParser) add(key, raw, value string) {
 
 // override records the render override param.
 func (p *headParser) override(key, param, value string) {
-	if !isOverrideParam(param) {
+	if !slices.Contains(overrideParams, param) {
 		p.ignore(key, "is not a parameter a page may override")
 		return
 	}
@@ -373,15 +374,6 @@ func (p *headParser) override(key, param, value string) {
 		return
 	}
 	p.overrides[param] = value
-}
-
-func isOverrideParam(param string) bool {
-	for _, q := range overrideParams {
-		if q == param {
-			return true
-		}
-	}
-	return false
 }
 
 // checkOverride validates one override as the image API validates the
