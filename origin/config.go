@@ -50,6 +50,9 @@ type Config struct {
 	// ChromiumSiteIsolation turns Chromium's site isolation on
 	// (--chromium-site-isolation).
 	ChromiumSiteIsolation bool
+	// OGRenderBudget is the new renders an OG configuration may start a
+	// minute (default og.DefaultBudget).
+	OGRenderBudget int
 	// RenderTabs is how many renders run at once (default: CPU count).
 	RenderTabs int
 	// RenderQueue is how many renders may wait for a tab before creation

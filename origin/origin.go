@@ -28,7 +28,9 @@ import (
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/og"
 	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
@@ -42,23 +44,25 @@ const StoreDir = "kv"
 
 // Origin is a running origin tier.
 type Origin struct {
-	cfg      Config
-	store    kv.Store
-	orgs     *org.Store
-	keys     *apikey.Store
-	admin    *admin.Server
-	registry *prometheus.Registry
-	router   *api.Router
-	engine   *render.Engine
-	images   *images.Service
-	hub      *edgehub.Hub
-	sandbox  *wasm.Engine
-	tpls     *template.Store
-	ogcs     *ogconfig.Store
-	ln       *api.Listener
-	srv      *http.Server
-	ready    atomic.Bool
-	served   chan error
+	cfg       Config
+	store     kv.Store
+	orgs      *org.Store
+	keys      *apikey.Store
+	admin     *admin.Server
+	registry  *prometheus.Registry
+	router    *api.Router
+	engine    *render.Engine
+	images    *images.Service
+	hub       *edgehub.Hub
+	sandbox   *wasm.Engine
+	tpls      *template.Store
+	ogcs      *ogconfig.Store
+	templates *template.Handler
+	og        *og.Service
+	ln        *api.Listener
+	srv       *http.Server
+	ready     atomic.Bool
+	served    chan error
 	// endRequests cancels the context of every request, when Stop's
 	// grace is over (cause apierr.ErrShuttingDown).
 	endRequests context.CancelCauseFunc
@@ -137,6 +141,25 @@ func (o *Origin) open() error {
 		CompactIdle: o.cfg.CompactIdle,
 		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {
+		return err
+	}
+	o.templates = &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
+		OnChange: func(ctx context.Context, id string) error {
+			return o.purge(ctx, contract.TagsPurged, []string{contract.TemplateTag(id)})
+		}}
+	pc := ogpage.DefaultConfig()
+	pc.Gateway, pc.AllowPrivate, pc.Registerer = gw, o.cfg.AllowPrivateURLs, o.registry
+	pages, err := ogpage.New(pc)
+	if err != nil {
+		return err
+	}
+	oc := og.DefaultConfig()
+	oc.Store, oc.Configs, oc.Orgs, oc.Images, oc.Pages, oc.Templates = store, o.ogcs, o.orgs, o.images, pages, o.templates
+	oc.Now = o.cfg.Now
+	if o.cfg.OGRenderBudget > 0 {
+		oc.Budget = o.cfg.OGRenderBudget
+	}
+	if o.og, err = og.New(oc); err != nil {
 		return err
 	}
 	body := o.cfg.bodyRate()
@@ -319,6 +342,10 @@ func (o *Origin) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		o.admin = nil
+	}
+	if o.og != nil {
+		o.og.Close() // its background rechecks use the images
+		o.og = nil
 	}
 	if o.images != nil {
 		o.images.Close()

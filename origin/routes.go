@@ -23,10 +23,7 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
 		return o.purge(ctx, contract.KeyDisabled, []string{contract.KeyTag(apiID)})
 	}}
-	templates := &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
-		OnChange: func(ctx context.Context, id string) error {
-			return o.purge(ctx, contract.TagsPurged, []string{contract.TemplateTag(id)})
-		}}
+	templates := o.templates
 	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
 	ogConfigs := &ogconfig.Handler{Store: o.ogcs, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
@@ -66,6 +63,8 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: templates.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: templates.Delete},
 
+		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}", Public: true, Handler: o.og.ServeHTTP},
+		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}/{path...}", Public: true, Handler: o.og.ServeHTTP},
 		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Create},
 		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.List},
 		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get},

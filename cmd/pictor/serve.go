@@ -14,6 +14,7 @@ import (
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/logging"
+	"github.com/pictorhq/pictor/origin/og"
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish;
@@ -40,7 +41,7 @@ type tierFlags struct {
 
 // renderFlags configure the origin's Chromium pool.
 type renderFlags struct {
-	tabs, queue                               int
+	tabs, queue, ogBudget                     int
 	fontsURL, browser, browserUser, wasmCache string
 	noSandbox, siteIsolation                  bool
 }
@@ -55,6 +56,7 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
 	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
 	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
+	fs.IntVar(&r.ogBudget, "og-render-budget", og.DefaultBudget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {
@@ -72,6 +74,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.ChromiumNoSandbox = t.render.noSandbox
 	cfg.ChromiumSiteIsolation = t.render.siteIsolation
 	cfg.WasmCacheDir = t.render.wasmCache
+	cfg.OGRenderBudget = t.render.ogBudget
 	cfg.EdgeToken = t.edgeToken
 	return cfg
 }

@@ -157,8 +157,8 @@ func writeCharge(w http.ResponseWriter, c Charge) {
 	h.Set("x-renders-used", strconv.FormatInt(c.Used, 10))
 }
 
-// planError turns a refused charge into the 429 of compat.md.
-func planError(err error) error {
+// PlanError turns a refused charge into the 429 of compat.md.
+func PlanError(err error) error {
 	var le *usage.LimitError
 	if errors.As(err, &le) {
 		e := apierr.New(http.StatusTooManyRequests, "You've used %d of your %d image credits for this billing period (this request needs %d). Upgrade your plan or wait for the next billing period.", le.Used, le.Allowed, le.Wanted)

@@ -49,7 +49,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params, Dedupe: dedupe}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, planError(err))
+		apierr.Write(w, r, PlanError(err))
 		return
 	}
 	h.countRenders(created, []*templateRef{ref})
@@ -130,7 +130,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 	created, charge, err := h.Service.Create(r.Context(), p.Org, items)
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, planError(err))
+		apierr.Write(w, r, PlanError(err))
 		return
 	}
 	h.countRenders(created, refs)

@@ -91,7 +91,7 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, planError(err))
+		apierr.Write(w, r, PlanError(err))
 		return
 	}
 	h.serve(w, r, created[0].ID, format)
@@ -167,7 +167,7 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: cid}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, planError(err))
+		apierr.Write(w, r, PlanError(err))
 		return
 	}
 	h.countRenders(created, []*templateRef{ref})

@@ -1,0 +1,285 @@
+package og
+
+import (
+	"bytes"
+	"hash/fnv"
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/ogpage"
+	"github.com/pictorhq/pictor/origin/org"
+)
+
+// readTimeout bounds one read of a page with its render: the fetch (10 s)
+// and a render that waits up to the plan's longest max_wait_ms.
+const readTimeout = 2 * time.Minute
+
+// failedRecheckWait is how long a page whose recheck failed is served as
+// it was before the next try.
+const failedRecheckWait = time.Minute
+
+// begin counts background work in, unless the service is closing.
+func (s *Service) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// read reads a page that has no image yet, or whose configuration
+// changed, once however many requests ask: every waiter gets its result,
+// and one that stops waiting does not stop it.
+func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, error) {
+	ch := s.reads.DoChan(cfg.ID+"\x00"+path, func() (any, error) {
+		if !s.begin() {
+			return nil, apierr.From(apierr.ErrShuttingDown)
+		}
+		defer s.wg.Done()
+		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
+		defer cancel()
+		prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil && prev.Revision == cfg.Revision && prev.Images[v] != "" {
+			return prev, nil // read while this request waited for its turn
+		}
+		return s.check(rctx, cfg, o, path, prev, []string{v})
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*page), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// recheckLater reads a page whose refresh interval is over in the
+// background, once however many requests ask, unless as many rechecks as
+// allowed are running already (a later request tries again).
+func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return
+	}
+	if !s.begin() {
+		<-s.slots
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.slots }()
+		_, _, _ = s.reads.Do(cfg.ID+"\x00"+path, func() (any, error) {
+			ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
+			defer cancel()
+			prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+			if err != nil || prev == nil || prev.Revision != cfg.Revision || s.cfg.Now().Before(prev.FreshUntil) {
+				return nil, err // gone, changed, or rechecked meanwhile
+			}
+			variants := slices.Sorted(maps.Keys(prev.Images))
+			return s.check(ctx, cfg, o, path, prev, variants)
+		})
+	}()
+}
+
+// check reads the page (conditionally when prev is of the same
+// revision), works out its request, and makes the images of the variants
+// unless they exist already. A page that cannot be read or rendered
+// keeps its previous images (stale-if-error) when it has them.
+func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, prev *page, variants []string) (*page, error) {
+	if prev != nil && prev.Revision != cfg.Revision {
+		prev = nil
+	}
+	pageURL := cfg.BaseURL + path
+	req := ogpage.Request{URL: pageURL, Headers: cfg.Headers, HeaderOrigins: cfg.AdditionalHeaderOrigins}
+	if prev != nil {
+		req.ETag, req.LastModified = prev.ETag, prev.LastModified
+	}
+	src, err := s.cfg.Pages.Fetch(ctx, req)
+	now := s.cfg.Now()
+	if err != nil {
+		return s.keep(cfg, prev, now, variants, sourceError(err), "OG source page unavailable; serving the last image")
+	}
+	if src.NotModified && prev != nil {
+		next := prev.clone()
+		next.CheckedAt, next.FreshUntil = now, src.Fresh(now, cfg.RefreshInterval)
+		next.ETag, next.LastModified = src.ETag, src.LastModified
+		return s.store(next)
+	}
+	res, err := s.resolve(ctx, cfg, o, pageURL, &src.Head)
+	if err != nil {
+		return s.keep(cfg, prev, now, variants, err, "OG page does not resolve to an image; serving the last image")
+	}
+	next := &page{ConfigID: cfg.ID, Path: path, Revision: cfg.Revision, CheckedAt: now,
+		FreshUntil: src.Fresh(now, cfg.RefreshInterval), ETag: src.ETag, LastModified: src.LastModified,
+		Request: res.request, Extra: res.extra, Images: map[string]string{}}
+	if prev != nil && bytes.Equal(prev.Request, next.Request) && prev.Extra == next.Extra {
+		next.Images = maps.Clone(prev.Images) // the same inputs: the same images, nothing to render
+	}
+	for _, v := range variants {
+		if next.Images[v] != "" {
+			continue
+		}
+		id, err := s.render(ctx, cfg, o, next, v)
+		if err != nil {
+			return s.keep(cfg, prev, now, variants, err, "OG image render failed; serving the last image")
+		}
+		next.Images[v] = id
+	}
+	return s.store(next)
+}
+
+// keep answers a failed read: the previous record, with its images, served
+// until the next try a minute on, when it has an image for every variant
+// asked for; else the failure.
+func (s *Service) keep(cfg *ogconfig.Config, prev *page, now time.Time, variants []string, cause error, msg string) (*page, error) {
+	if prev == nil {
+		return nil, cause
+	}
+	for _, v := range variants {
+		if prev.Images[v] == "" {
+			return nil, cause
+		}
+	}
+	s.log.Warn(msg, "config_id", cfg.ID, "path", prev.Path, "error", cause)
+	next := prev.clone()
+	next.FreshUntil = now.Add(failedRecheckWait)
+	return s.store(next)
+}
+
+// store writes a page record. The variants made meanwhile for the same
+// request (makeVariant) are kept.
+func (s *Service) store(next *page) (*page, error) {
+	unlock := s.lockPage(next)
+	defer unlock()
+	cur, err := loadPage(s.cfg.Store, next.ConfigID, next.Path)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil && cur.Revision == next.Revision && bytes.Equal(cur.Request, next.Request) && cur.Extra == next.Extra {
+		for v, id := range cur.Images {
+			if next.Images[v] == "" {
+				next.Images[v] = id
+			}
+		}
+	}
+	if err := savePage(s.cfg.Store, next); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// makeVariant makes the image of another platform for a page read
+// already, once however many requests ask.
+func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (*page, error) {
+	ch := s.variants.DoChan(cfg.ID+"\x00"+pg.Path+"\x00"+v, func() (any, error) {
+		if !s.begin() {
+			return nil, apierr.From(apierr.ErrShuttingDown)
+		}
+		defer s.wg.Done()
+		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
+		defer cancel()
+		id, err := s.render(rctx, cfg, o, pg, v)
+		if err != nil {
+			return nil, err
+		}
+		unlock := s.lockPage(pg)
+		defer unlock()
+		cur, err := loadPage(s.cfg.Store, pg.ConfigID, pg.Path)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil || !bytes.Equal(cur.Request, pg.Request) || cur.Extra != pg.Extra {
+			// Read again meanwhile: serve what was made for this request.
+			out := pg.clone()
+			out.Images[v] = id
+			return out, nil
+		}
+		cur.Images[v] = id
+		if err := savePage(s.cfg.Store, cur); err != nil {
+			return nil, err
+		}
+		return cur, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*page), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// render makes a variant's image and waits until it is rendered: a new
+// image takes one render of the configuration's budget and its credits;
+// one that exists (the same inputs) costs nothing.
+func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (string, error) {
+	it, err := s.item(cfg, o, pg.Request, pg.Extra, v)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, images.ErrNotFound) {
+		if ok, retry := s.budget.take(cfg.ID); !ok {
+			e := apierr.New(http.StatusServiceUnavailable, "This OG configuration started its %d renders of the minute; try again shortly", s.cfg.Budget)
+			e.WithHeader("Retry-After", retryAfter(retry))
+			return "", e
+		}
+	} else if err != nil {
+		return "", err
+	}
+	if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil {
+		return "", images.PlanError(err)
+	}
+	f, err := s.cfg.Images.Open(ctx, it.ID, imageparams.FormatPNG)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return it.ID, nil
+}
+
+func retryAfter(d time.Duration) string {
+	secs := int((d + time.Second - 1) / time.Second)
+	return strconv.Itoa(max(secs, 1))
+}
+
+// lockPage serializes the writes of one page's record (with those of the
+// pages that share its stripe).
+func (s *Service) lockPage(p *page) func() {
+	h := fnv.New32a()
+	h.Write(pageKey(p.ConfigID, p.Path))
+	m := &s.writes[h.Sum32()%uint32(len(s.writes))]
+	m.Lock()
+	return m.Unlock
+}
+
+// sourceError is what a crawler is told when the page could not be read
+// and there is no image to serve: a 502 naming the cause, which names the
+// host, never an address.
+func sourceError(err error) error {
+	if errors.Is(err, ogpage.ErrInvalidRequest) {
+		return apierr.Internal(err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &apierr.Error{Status: http.StatusBadGateway, Message: "The OG source page could not be read: " + err.Error(), Cause: err}
+}

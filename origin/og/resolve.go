@@ -1,0 +1,154 @@
+package og
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/contract/ogplatform"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/ogpage"
+	"github.com/pictorhq/pictor/origin/org"
+)
+
+// resolved is the image creation request a page comes to, and what else
+// names its image.
+type resolved struct {
+	request json.RawMessage
+	extra   string
+}
+
+// resolve lays the page's overrides over the configuration's options and
+// adds the source: the page itself (html_css) or the template evaluated
+// with the page's values (templated). Without extract_values, the page's
+// head counts for nothing.
+func (s *Service) resolve(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pageURL string, head *ogpage.Head) (*resolved, error) {
+	m := make(map[string]json.RawMessage, len(cfg.DefaultOptions)+4)
+	for k, v := range cfg.DefaultOptions {
+		m[k] = v
+	}
+	var contentVersion int64
+	values := map[string]json.RawMessage{}
+	if cfg.ExtractValues && head != nil {
+		for k, v := range head.Overrides {
+			if k == "content_version" {
+				continue
+			}
+			// As a string: Parse reads numbers and booleans from strings.
+			m[k], _ = json.Marshal(v)
+		}
+		if head.ContentVersion != nil {
+			contentVersion = *head.ContentVersion
+		}
+		for _, mp := range cfg.Mapping {
+			var v string
+			if mp.MetaKey != "" {
+				v = head.Meta[strings.ToLower(mp.MetaKey)]
+			} else {
+				v = head.Fallback(string(mp.Fallback))
+			}
+			if v != "" {
+				values[mp.TemplateKey], _ = json.Marshal(v)
+			}
+		}
+		for k, v := range head.TemplateValues { // html:tv: beats the mapping
+			values[k] = v
+		}
+		for _, ig := range head.Ignored {
+			s.log.Info("OG page metadata ignored", "config_id", cfg.ID, "url", pageURL, "key", ig.Key, "reason", ig.Reason)
+		}
+	}
+	// OG images are the platform's pixels: 1200×630 at scale 1 unless the
+	// configuration or the page says otherwise.
+	if _, ok := m["viewport_width"]; !ok {
+		m["viewport_width"] = json.RawMessage(strconv.Itoa(ogplatform.Default.Width))
+	}
+	if _, ok := m["viewport_height"]; !ok {
+		m["viewport_height"] = json.RawMessage(strconv.Itoa(ogplatform.Default.Height))
+	}
+	if _, ok := m["device_scale"]; !ok {
+		m["device_scale"] = json.RawMessage("1")
+	}
+	templateVersion := 0
+	obj := field.FromJSON(m)
+	switch cfg.ConfigType {
+	case ogconfig.Templated:
+		raw, _ := json.Marshal(values)
+		m["template_values"] = raw
+		expanded, _, version, err := s.cfg.Templates.Expand(ctx, o.ID, obj, cfg.TemplateID, cfg.TemplateVersion)
+		if err != nil {
+			return nil, err
+		}
+		obj, templateVersion = expanded, version
+	default:
+		m["url"], _ = json.Marshal(pageURL)
+	}
+	request, err := objectJSON(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &resolved{
+		request: request,
+		extra:   fmt.Sprintf("og\x00%s\x00%d\x00%d\x00%d", cfg.ID, cfg.Revision, contentVersion, templateVersion),
+	}, nil
+}
+
+// objectJSON writes a request object as one JSON object.
+func objectJSON(o *field.Object) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	for _, k := range o.Keys() {
+		if o.IsForm() {
+			vs := o.FormValues(k)
+			if len(vs) == 0 {
+				continue
+			}
+			m[k], _ = json.Marshal(vs[len(vs)-1])
+			continue
+		}
+		if raw, ok := o.Raw(k); ok {
+			m[k] = raw
+		}
+	}
+	return json.Marshal(m)
+}
+
+// item is the image of a variant of a resolved page: its parameters, with
+// the platform's viewport when the configuration renders once per
+// platform, and its content id.
+func (s *Service) item(cfg *ogconfig.Config, o *org.Org, request json.RawMessage, extra, variant string) (images.Item, error) {
+	obj, err := field.ParseJSON(request)
+	if err != nil {
+		return images.Item{}, fmt.Errorf("stored OG request: %w", err)
+	}
+	p, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
+	if err != nil {
+		// The page's overrides were checked one by one; together with the
+		// configuration's options they can still break a rule (a viewport
+		// over the pixel limit): the site owner's to fix.
+		return images.Item{}, apierr.BadRequest("The page's OG settings make an invalid image: %s", apierr.From(err).Message)
+	}
+	if cfg.OptimizationMode == ogconfig.SetViewport {
+		pl, ok := ogplatform.ByName(variant)
+		if !ok {
+			pl = ogplatform.Default
+		}
+		p.Viewport = &imageparams.Size{Width: pl.Width, Height: pl.Height}
+	}
+	return images.Item{Params: p, ID: images.ContentID(o.ID, &p, extra+"\x00"+variant)}, nil
+}
+
+// variant names the image a platform gets: its own with set_viewport, the
+// one image otherwise.
+func variant(cfg *ogconfig.Config, pl ogplatform.Platform) string {
+	if cfg.OptimizationMode == ogconfig.SetViewport {
+		return pl.Name
+	}
+	return ""
+}
+

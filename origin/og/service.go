@@ -1,0 +1,259 @@
+package og
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/contract/ogplatform"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/ogpage"
+	"github.com/pictorhq/pictor/origin/org"
+)
+
+// Configs finds OG configurations by their public domain id.
+type Configs interface {
+	ByDomainID(domainID string) (*ogconfig.Config, error)
+}
+
+// Orgs finds organizations.
+type Orgs interface {
+	Get(id string) (*org.Org, error)
+}
+
+// Images creates and opens images (package images' Service).
+type Images interface {
+	Create(ctx context.Context, o *org.Org, items []images.Item) ([]images.Created, images.Charge, error)
+	Open(ctx context.Context, id string, format imageparams.Format) (*images.File, error)
+	Get(id string) (*images.Image, error)
+}
+
+// Pages fetches source pages (package ogpage's Fetcher).
+type Pages interface {
+	Fetch(ctx context.Context, req ogpage.Request) (*ogpage.Page, error)
+}
+
+// Templates evaluates a templated request (package template's Handler).
+type Templates interface {
+	Expand(ctx context.Context, orgID string, obj *field.Object, pathID string, pathVersion int) (*field.Object, string, int, error)
+}
+
+// Config wires a Service.
+type Config struct {
+	Store     kv.Store
+	Configs   Configs
+	Orgs      Orgs
+	Images    Images
+	Pages     Pages
+	Templates Templates
+	// Budget is the new renders a configuration may start a minute.
+	Budget int
+	// StaleRetry is how soon the edge asks again while a stale page is
+	// being read, and how long a failed recheck waits before the next.
+	StaleRetry time.Duration
+	// Rechecks bounds the pages read in the background at once.
+	Rechecks int
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// DefaultConfig returns the defaults: a budget of DefaultBudget, a stale
+// page asked again after 10 s, 4 background rechecks at once.
+func DefaultConfig() Config {
+	return Config{Budget: DefaultBudget, StaleRetry: 10 * time.Second, Rechecks: 4, Now: time.Now}
+}
+
+// Validate reports the first missing part.
+func (c *Config) Validate() error {
+	switch {
+	case c.Store == nil || c.Configs == nil || c.Orgs == nil || c.Images == nil || c.Pages == nil || c.Templates == nil:
+		return errors.New("og: store, configurations, organizations, images, pages and templates are required")
+	case c.Budget <= 0:
+		return fmt.Errorf("og: render budget %d: must be positive", c.Budget)
+	case c.StaleRetry <= 0 || c.Rechecks <= 0:
+		return errors.New("og: stale retry and rechecks must be positive")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Service answers GET /v1/og/{domain_id}/{path...} at the origin.
+type Service struct {
+	cfg    Config
+	log    *slog.Logger
+	budget *budget
+
+	reads    singleflight.Group // one read of a page at a time, per configuration and path
+	variants singleflight.Group // one render of a variant at a time
+	slots    chan struct{}      // background rechecks running
+
+	ctx    context.Context // ends at Close: background rechecks stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closing bool
+	writes  [64]sync.Mutex // stripes of page records: read-modify-write
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, budget: newBudget(cfg.Budget, cfg.Now),
+		slots: make(chan struct{}, cfg.Rechecks)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Close stops the background rechecks and waits for them.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// ServeHTTP answers GET and HEAD of /v1/og/{domain_id}/{path...}: the
+// image of that page for the crawler's platform (X-Pictor-Og-Platform
+// from the edge, else the User-Agent).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	notFound := apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
+	cfg, err := s.cfg.Configs.ByDomainID(r.PathValue("domain_id"))
+	if errors.Is(err, ogconfig.ErrNotFound) || (err == nil && cfg.Disabled) {
+		s.fail(w, r, notFound)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	o, err := s.cfg.Orgs.Get(cfg.OrgID)
+	if err != nil || o.Suspended {
+		s.fail(w, r, notFound)
+		return
+	}
+	raw := strings.TrimPrefix(r.URL.EscapedPath(), contract.OGPrefix+r.PathValue("domain_id"))
+	path, err := ogplatform.NormalizePath(raw)
+	if err != nil {
+		s.fail(w, r, apierr.BadRequest("Malformed page path: %s", raw))
+		return
+	}
+	pl, ok := ogplatform.ByName(r.Header.Get(contract.HeaderOGPlatform))
+	if !ok {
+		pl = ogplatform.FromUserAgent(r.UserAgent())
+	}
+	f, pg, err := s.image(r.Context(), cfg, o, path, pl)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer f.Close()
+	s.write(w, r, cfg, o, pg, f)
+}
+
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Cache-Control", "no-store")
+	apierr.Write(w, r, err)
+}
+
+// write sends the image: its id is its ETag (the identity of every input),
+// fresh for what is left of the page's refresh interval.
+func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Config, o *org.Org, pg *page, f *images.File) {
+	now := s.cfg.Now()
+	maxAge := pg.FreshUntil.Sub(now)
+	if maxAge <= 0 {
+		maxAge = s.cfg.StaleRetry // being read again: ask again soon
+	}
+	swr := max(cfg.RefreshInterval, time.Minute)
+	etag := `"` + f.Image.ID + `"`
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	hd.Set("Cache-Control", fmt.Sprintf("public, max-age=%d, stale-while-revalidate=%d", int(maxAge/time.Second), int(swr/time.Second)))
+	hd.Set("Content-Type", "image/png")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set(contract.HeaderOrg, o.ID)
+	hd.Set(contract.HeaderTag, contract.OGConfigTag(cfg.ID))
+	mode := contract.OGAsIs
+	if cfg.OptimizationMode == ogconfig.PostProcess {
+		mode = contract.OGFit
+	}
+	hd.Set(contract.HeaderOGMode, mode)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd.Set("Content-Length", strconv.FormatInt(f.Rendition.Size, 10))
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := f.WriteTo(w); err != nil {
+		s.log.DebugContext(r.Context(), "OG image write failed", "error", err)
+	}
+}
+
+// etagMatch reports whether an If-None-Match list names etag (weakly, as
+// RFC 9110 compares for If-None-Match).
+func etagMatch(header, etag string) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// image returns the open image of a page for a platform: read the page
+// first when it is new or its configuration changed; start a background
+// recheck when its refresh interval is over, serving the current image
+// meanwhile.
+func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform) (*images.File, *page, error) {
+	pg, err := loadPage(s.cfg.Store, cfg.ID, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := variant(cfg, pl)
+	if pg == nil || pg.Revision != cfg.Revision {
+		if pg, err = s.read(ctx, cfg, o, path, v); err != nil {
+			return nil, nil, err
+		}
+	} else if !s.cfg.Now().Before(pg.FreshUntil) {
+		s.recheckLater(cfg, o, path)
+	}
+	id := pg.Images[v]
+	if id == "" { // another platform's image of a page read already
+		if pg, err = s.makeVariant(ctx, cfg, o, pg, v); err != nil {
+			return nil, nil, err
+		}
+		id = pg.Images[v]
+	}
+	f, err := s.cfg.Images.Open(ctx, id, imageparams.FormatPNG)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, pg, nil
+}

@@ -1,0 +1,90 @@
+package og
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+)
+
+// page is what the service knows of one path of a configuration's site,
+// stored under pageKey: what its last read said, when to read it again,
+// and the images made from it.
+type page struct {
+	ConfigID string `json:"config_id"`
+	Path     string `json:"path"`
+	// Revision is the configuration's revision the page was read under:
+	// another revision reads it again before serving.
+	Revision int64 `json:"revision"`
+
+	CheckedAt  time.Time `json:"checked_at"`
+	FreshUntil time.Time `json:"fresh_until"`
+	// ETag and LastModified are the source's validators, for a conditional
+	// recheck.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+
+	// Request is the image creation request the page resolved to (the
+	// configuration's options, the page's overrides, the source or the
+	// expanded template), before any platform's viewport: images for
+	// further platforms are made from it without reading the page again.
+	Request json.RawMessage `json:"request"`
+	// Extra is what, beyond Request, names the image: configuration,
+	// revision, content_version, template version.
+	Extra string `json:"extra"`
+	// Images maps a variant (a platform name with set_viewport, else "")
+	// to the id of its image. Only images that rendered are here.
+	Images map[string]string `json:"images"`
+}
+
+// pageKey is og-page/<config_id>/<sha-256 of the path, 128 bits, hex>.
+func pageKey(configID, path string) []byte {
+	sum := sha256.Sum256([]byte(path))
+	return []byte("og-page/" + configID + "/" + hex.EncodeToString(sum[:16]))
+}
+
+// pagePrefix holds every page of a configuration.
+func pagePrefix(configID string) []byte { return []byte("og-page/" + configID + "/") }
+
+func loadPage(r kv.Reader, configID, path string) (*page, error) {
+	raw, err := r.Get(pageKey(configID, path))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read OG page %s: %w", path, err)
+	}
+	var p page
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("decode OG page %s: %w", path, err)
+	}
+	if p.Path != path { // a hash collision: treat as unknown
+		return nil, nil
+	}
+	return &p, nil
+}
+
+func savePage(w kv.Writer, p *page) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := w.Put(pageKey(p.ConfigID, p.Path), raw); err != nil {
+		return fmt.Errorf("store OG page %s: %w", p.Path, err)
+	}
+	return nil
+}
+
+// clone returns a copy that can be changed without touching p.
+func (p *page) clone() *page {
+	c := *p
+	c.Images = make(map[string]string, len(p.Images))
+	for k, v := range p.Images {
+		c.Images[k] = v
+	}
+	return &c
+}
