@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/pictorhq/pictor/origin/contract"
 )
 
 // TestHitL1AllocatesNothing: answering a cached image from memory, the
@@ -37,6 +39,58 @@ func TestHitL1AllocatesNothing(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("%v allocations per L1 hit, want 0", allocs)
+	}
+}
+
+// TestOGHitAllocatesNothing: an OG image answered from memory, fresh or
+// stale while its revalidation runs, allocates no more than an image does:
+// nothing. The crawler's platform comes from its User-Agent without
+// allocating, and the path, already in its normal spelling, is taken as
+// it is.
+func TestOGHitAllocatesNothing(t *testing.T) {
+	o := newOGOrigin(t, contract.OGFit)
+	clock := ogClock()
+	e := newTunedEdge(t, o.URL, func(c *Config) { c.Now = clock.Now })
+	uri := contract.OGPrefix + ogDomain + "/blog/2026/launch-day"
+	get(e, uri, "User-Agent", uaTwitter)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI(uri)
+	ctx.Request.Header.SetUserAgent(uaTwitter)
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		inm     string
+	}{
+		{"fresh", 0, ""},
+		{"fresh, not modified", 0, fittedETag(`"v1"`, "twitter")},
+		{"stale, revalidating", (ogMaxAgeS + 1) * time.Second, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock.Advance(tc.advance)
+			if tc.advance > 0 {
+				o.holdAnswers() // the revalidation runs throughout
+				ctx.Response.Reset()
+				e.handle(&ctx)
+				o.next(t)
+			}
+			ctx.Request.Header.Del("If-None-Match")
+			if tc.inm != "" {
+				ctx.Request.Header.Set("If-None-Match", tc.inm)
+			}
+			allocs := testing.AllocsPerRun(1000, func() {
+				ctx.Response.Reset()
+				e.handle(&ctx)
+			})
+			if s := ctx.Response.StatusCode(); s != 200 && s != 304 {
+				t.Fatalf("status %d: not a hit", s)
+			}
+			if cc := string(ctx.Response.Header.Peek("Cache-Control")); strings.Contains(cc, "max-age=0,") != (tc.advance > 0) {
+				t.Fatalf("Cache-Control %q: not the hit this row measures", cc)
+			}
+			if allocs != 0 {
+				t.Fatalf("%v allocations per OG hit, want 0", allocs)
+			}
+		})
 	}
 }
 

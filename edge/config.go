@@ -51,6 +51,10 @@ type Config struct {
 	// IdleTimeout bounds the wait for the next request on a keep-alive
 	// connection.
 	IdleTimeout time.Duration
+
+	// Now is the clock of OG images' freshness; nil is time.Now. Tests
+	// set it to make entries stale without waiting.
+	Now func() time.Time
 }
 
 // DefaultConfig returns the defaults of the operator contract.

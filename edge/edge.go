@@ -45,6 +45,7 @@ type Edge struct {
 	registry *prometheus.Registry
 	scrape   fasthttp.RequestHandler
 	metrics  edgeMetrics
+	og       *ogState
 	idPrefix []byte
 	idSeq    atomic.Uint64
 
@@ -110,6 +111,7 @@ func New(cfg Config) (*Edge, error) {
 		transform: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pictor_edge_transform_duration_seconds",
 			Help: "Time to make a transformed rendition.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 	}
+	e.og = newOGState(cfg.Now)
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pictor_edge_connections_open", Help: "Client connections open."},
 		func() float64 {
 			if ln := e.listener(); ln != nil {
@@ -120,6 +122,7 @@ func New(cfg Config) (*Edge, error) {
 	e.registry.MustRegister(e.metrics.hitsL1, e.metrics.hitsL2, e.metrics.misses, e.metrics.fetches, e.metrics.bytes,
 		e.metrics.forwarded, e.metrics.refused, e.metrics.transform, open,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e.registry.MustRegister(e.og.collectors()...)
 	e.scrape = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{}))
 	e.server = &fasthttp.Server{
 		Handler: e.handle,
@@ -278,13 +281,15 @@ const (
 
 // Stop stops accepting and lets in-flight requests finish until ctx ends
 // (30 s if it has no deadline). Then it cancels whatever is still relayed
-// to the origin or filling the cache, closes every connection left (a
-// client sending a request slowly, a response still streaming), logs at
-// warn what it cut off, and waits at most forceWait for their handlers.
-// It stops following purges and closes the cache, unless a handler still
-// runs (then it reports an error and leaves the cache open). It is safe
-// after a partial start and returns within ctx's deadline plus forceWait
-// and the time to close the cache.
+// to the origin, filling the cache or revalidating an OG image in the
+// background, closes every connection left (a client sending a request
+// slowly, a response still streaming), logs at warn what it cut off, and
+// waits at most forceWait for their handlers and, as long again, for the
+// revalidations. It stops following purges and closes the cache, unless a
+// handler or a revalidation still runs (then it reports an error and
+// leaves the cache open). It is safe after a partial start and returns
+// within ctx's deadline plus twice forceWait and the time to close the
+// cache.
 func (e *Edge) Stop(ctx context.Context) error {
 	e.ready.Store(false)
 	if _, ok := ctx.Deadline(); !ok {
@@ -314,6 +319,11 @@ func (e *Edge) Stop(ctx context.Context) error {
 		e.served = nil
 	}
 	e.cancel()
+	if err := e.og.stop(forceWait); err != nil {
+		// One may still write to the cache: it stays open.
+		errs = append(errs, err)
+		handlersDone = false
+	}
 	if e.stopSub != nil {
 		e.stopSub()
 		select {
@@ -385,6 +395,10 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		return
 	case bytes.Equal(path, pathMetrics):
 		e.scrape(ctx)
+		closeIfUnread(ctx)
+		return
+	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(ctx.URI().PathOriginal(), ogPrefix)):
+		e.serveOG(ctx, rid)
 		closeIfUnread(ctx)
 		return
 	case (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
