@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
@@ -304,4 +305,39 @@ func TestOGSizesAndBudget(t *testing.T) {
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs/" + cfgID, Creds: &o.Owner,
 		JSON: map[string]any{"config_type": "html_css", "base_url": s.URL, "disabled": true}}), 200)
 	apitest.WantError(t, o.ogGet(t, domain, "/a", "twitter"), 404)
+}
+
+// TestOGTemplated: a templated configuration fills the template from the
+// page: template_values_mapping (a meta key, a fallback), then html:tv:
+// values, which beat the mapping; without extract_values the page counts
+// for nothing.
+func TestOGTemplated(t *testing.T) {
+	o := startOrigin(t)
+	s := newOGSite(t)
+	tplID, _ := o.saveTemplate(t, o.Owner, map[string]any{
+		"html": `<body style="margin:0;background:{{color}}"><h1 style="font-size:12px;margin:0">{{title}}</h1></body>`})
+	s.set("/mapped", ogSitePage{extra: `<meta name="theme-color" content="rgb(0,128,0)">`})
+	s.set("/tv", ogSitePage{extra: `<meta name="theme-color" content="rgb(0,128,0)"><meta name="html:tv:color" content="&quot;rgb(255,0,0)&quot;">`})
+	mapping := []map[string]any{{"template_key": "color", "meta_key": "theme-color"}, {"template_key": "title", "fallback": "titles"}}
+	_, domain := o.ogConfig(t, map[string]any{"config_type": "templated", "base_url": s.URL, "template_id": tplID,
+		"template_values_mapping": mapping})
+	wantOGImage(t, o.ogGet(t, domain, "/mapped", ""), 1200, 630, color.RGBA{0, 128, 0, 255})
+	wantOGImage(t, o.ogGet(t, domain, "/tv", ""), 1200, 630, ogRed)
+
+	// The same page under a configuration that does not read values: the
+	// template's own (empty) colour, a white page.
+	s2 := newOGSite(t)
+	s2.set("/tv", ogSitePage{extra: `<meta name="html:tv:color" content="&quot;rgb(255,0,0)&quot;">`})
+	_, plain := o.ogConfig(t, map[string]any{"config_type": "templated", "base_url": s2.URL, "template_id": tplID, "extract_values": false})
+	wantOGImage(t, o.ogGet(t, plain, "/tv", ""), 1200, 630, color.RGBA{255, 255, 255, 255})
+
+	// A suspended organization's pages answer 404, made images included.
+	c, err := admin.Dial(o.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetSuspended(o.OrgID, true); err != nil {
+		t.Fatal(err)
+	}
+	apitest.WantError(t, o.ogGet(t, domain, "/mapped", ""), 404)
 }
