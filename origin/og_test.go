@@ -331,6 +331,16 @@ func TestOGTemplated(t *testing.T) {
 	_, plain := o.ogConfig(t, map[string]any{"config_type": "templated", "base_url": s2.URL, "template_id": tplID, "extract_values": false})
 	wantOGImage(t, o.ogGet(t, plain, "/tv", ""), 1200, 630, color.RGBA{255, 255, 255, 255})
 
+	// post_process at device scale 2: twice the pixels, and the scale for
+	// the edge's fit.
+	s3 := newOGSite(t)
+	_, dense := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s3.URL, "default_options": map[string]any{"device_scale": 2}})
+	r := o.ogGet(t, dense, "/", "twitter")
+	wantOGImage(t, r, 2400, 1260, ogBlue)
+	if r.Header.Get(contract.HeaderOGMode) != contract.OGFit || r.Header.Get(contract.HeaderOGScale) != "2" {
+		t.Fatalf("mode %q scale %q", r.Header.Get(contract.HeaderOGMode), r.Header.Get(contract.HeaderOGScale))
+	}
+
 	// A suspended organization's pages answer 404, made images included.
 	c, err := admin.Dial(o.DataDir)
 	if err != nil {

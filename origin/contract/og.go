@@ -17,6 +17,10 @@ const (
 	// optimization mode: OGFit asks the edge to fit the answer into the
 	// platform's size itself (one render for every platform).
 	HeaderOGMode = "X-Pictor-Og-Mode"
+	// HeaderOGScale comes with OGFit when the image is not at device scale
+	// 1: the edge fits it into the platform's size times this scale (a
+	// decimal number), so the image keeps its density.
+	HeaderOGScale = "X-Pictor-Og-Scale"
 )
 
 // Values of HeaderOGMode.

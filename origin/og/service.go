@@ -2,6 +2,7 @@ package og
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -198,6 +199,9 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Co
 	mode := contract.OGAsIs
 	if cfg.OptimizationMode == ogconfig.PostProcess {
 		mode = contract.OGFit
+		if sc := scaleOf(pg.Request); sc != 1 {
+			hd.Set(contract.HeaderOGScale, strconv.FormatFloat(sc, 'f', -1, 64))
+		}
 	}
 	hd.Set(contract.HeaderOGMode, mode)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
@@ -256,4 +260,20 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 		return nil, nil, err
 	}
 	return f, pg, nil
+}
+
+// scaleOf reads the device scale of a resolved request (1 when unset or
+// unreadable: the request was validated when it was made).
+func scaleOf(request json.RawMessage) float64 {
+	var r struct {
+		DeviceScale json.RawMessage `json:"device_scale"`
+	}
+	if json.Unmarshal(request, &r) != nil || len(r.DeviceScale) == 0 {
+		return 1
+	}
+	text := strings.Trim(string(r.DeviceScale), `"`)
+	if f, err := strconv.ParseFloat(text, 64); err == nil && f > 0 {
+		return f
+	}
+	return 1
 }
