@@ -1,4 +1,5 @@
 // Package edge is Pictor's delivery tier: a fasthttp server that answers
-// image GETs from its caches and forwards every other request to the origin.
-// New wires the parts from a Config; Start and Stop run and drain it.
+// image GETs and automatic Open Graph images (revalidated in the background
+// once stale) from its caches and forwards every other request to the
+// origin. New wires the parts from a Config; Start and Stop run and drain it.
 package edge
