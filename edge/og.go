@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -421,7 +422,8 @@ func (e *Edge) fetchOG(k ogKey, rid, validator string) (ogAnswer, error) {
 	case contract.OGAsIs, "":
 		ent.ETag = etag
 	case contract.OGFit:
-		if ent.Body, ent.ContentType, err = e.fitOG(ctx, body, ent.ContentType, k.platform); err != nil {
+		w, h := fitSize(k.platform, resp.Header.Get(contract.HeaderOGScale))
+		if ent.Body, ent.ContentType, err = e.fitOG(ctx, body, ent.ContentType, w, h); err != nil {
 			return ogAnswer{}, err
 		}
 		ent.ETag = fittedETag(etag, k.platform.Name)
@@ -448,11 +450,28 @@ func fittedETag(originETag, platform string) string {
 	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
-// fitOG fits the origin's one image into p's size: scaled to cover it and
+// fitSize is the size a platform's image is fitted to: the platform's,
+// times the device scale the origin rendered at (HeaderOGScale, so that the
+// image keeps its density). A scale that is not a positive number, or that
+// would pass transform.MaxSize, is taken as 1.
+func fitSize(p ogplatform.Platform, scale string) (w, h int) {
+	if scale == "" {
+		return p.Width, p.Height
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(scale), 64)
+	w, h = int(math.Round(float64(p.Width)*f)), int(math.Round(float64(p.Height)*f))
+	if err != nil || !(f > 0) || math.IsInf(f, 0) || w < 1 || h < 1 || w > transform.MaxSize || h > transform.MaxSize {
+		slog.Warn("edge OG fit: ignoring the origin's scale", "scale", scale)
+		return p.Width, p.Height
+	}
+	return w, h
+}
+
+// fitOG fits the origin's one image into w×h: scaled to cover it and
 // cropped evenly around the centre (transform's width and height both
 // set), never stretched nor letterboxed. A PNG of that size already is
 // kept as it is.
-func (e *Edge) fitOG(ctx context.Context, body []byte, contentType string, p ogplatform.Platform) ([]byte, string, error) {
+func (e *Edge) fitOG(ctx context.Context, body []byte, contentType string, w, h int) ([]byte, string, error) {
 	format := transform.PNG
 	mt, _, _ := strings.Cut(contentType, ";")
 	switch strings.ToLower(strings.TrimSpace(mt)) {
@@ -461,11 +480,11 @@ func (e *Edge) fitOG(ctx context.Context, body []byte, contentType string, p ogp
 	case "image/webp":
 		format = transform.WebP
 	}
-	if w, h, ok := pngSize(body); ok && format == transform.PNG && w == p.Width && h == p.Height {
+	if sw, sh, ok := pngSize(body); ok && format == transform.PNG && sw == w && sh == h {
 		return body, format.ContentType(), nil
 	}
 	start := time.Now()
-	out, err := transform.Apply(ctx, body, transform.Options{Width: p.Width, Height: p.Height}, format)
+	out, err := transform.Apply(ctx, body, transform.Options{Width: w, Height: h}, format)
 	e.metrics.transform.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, "", &apierr.Error{Status: http.StatusBadGateway,

@@ -57,6 +57,7 @@ type ogOrigin struct {
 	version    int
 	fail       int    // answer this status with the standard body instead
 	retryAfter string // with fail
+	scale      string // X-Pictor-Og-Scale in fit mode, when set
 	hold       chan struct{}
 	images     map[string][]byte
 }
@@ -81,7 +82,7 @@ func (o *ogOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	o.mu.Lock()
-	hold, mode, version, fail, retryAfter := o.hold, o.mode, o.version, o.fail, o.retryAfter
+	hold, mode, version, fail, retryAfter, scale := o.hold, o.mode, o.version, o.fail, o.retryAfter, o.scale
 	o.mu.Unlock()
 	if hold != nil {
 		select {
@@ -119,6 +120,9 @@ func (o *ogOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(contract.HeaderOrg, "org-1")
 	w.Header().Set(contract.HeaderTag, contract.OGConfigTag("cfg-"+domain))
 	w.Header().Set(contract.HeaderOGMode, mode)
+	if mode == contract.OGFit && scale != "" {
+		w.Header().Set(contract.HeaderOGScale, scale)
+	}
 	w.Write(o.image(mode, req.platform, version))
 }
 
@@ -700,6 +704,36 @@ func TestOGPlatforms(t *testing.T) {
 	}
 	if got := o.count.Load(); got != int64(len(tests)) {
 		t.Fatalf("the origin was asked %d times, want once per platform (%d)", got, len(tests))
+	}
+}
+
+// TestOGFitScale: an image rendered at a device scale is fitted to the
+// platform's size times that scale; a scale that cannot be is ignored.
+func TestOGFitScale(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		scale string
+		ua    string
+		w, h  int
+	}{
+		{"none", "", uaTwitter, 1200, 600},
+		{"double", "2", uaTwitter, 2400, 1200},
+		{"one and a half", "1.5", uaPinterest, 1500, 2250},
+		{"half", "0.5", "", 600, 315},
+		{"past the size limit", "4", uaPinterest, 1000, 1500},
+		{"zero", "0", uaTwitter, 1200, 600},
+		{"not a number", "high", uaTwitter, 1200, 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOGOrigin(t, contract.OGFit)
+			o.set(func(o *ogOrigin) { o.scale = tc.scale })
+			_, base := newOGEdge(t, o.URL, ogClock(), nil)
+			r := ogGet(t, base, "GET", contract.OGPrefix+ogDomain+"/", tc.ua)
+			apitest.WantStatus(t, r, 200)
+			img := apitest.DecodeImage(t, r)
+			apitest.WantSize(t, img, tc.w, tc.h)
+			apitest.WantPixel(t, img, tc.w/2, tc.h/2, ogRed(1), 8)
+		})
 	}
 }
 
