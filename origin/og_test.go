@@ -351,3 +351,71 @@ func TestOGTemplated(t *testing.T) {
 	}
 	apitest.WantError(t, o.ogGet(t, domain, "/mapped", ""), 404)
 }
+
+// TestOGHeaders: a configuration's custom headers reach the page both when
+// it is read and when it is rendered.
+func TestOGHeaders(t *testing.T) {
+	o := startOrigin(t)
+	var withHeader, without atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bg := "rgb(255,0,0)"
+		if r.Header.Get("X-Site-Key") == "s3cret" {
+			withHeader.Add(1)
+			bg = "rgb(0,0,255)"
+		} else {
+			without.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<html><head><title>t</title></head><body style="margin:0;background:%s"></body></html>`, bg)
+	}))
+	defer site.Close()
+	_, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": site.URL, "headers": map[string]string{"X-Site-Key": "s3cret"}})
+	wantOGImage(t, o.ogGet(t, domain, "/", ""), 1200, 630, ogBlue)
+	if withHeader.Load() < 2 {
+		t.Fatalf("%d requests carried the header, want the read and the render", withHeader.Load())
+	}
+}
+
+// TestOGBudgetUnderABurst: distinct new paths requested at once start no
+// more renders than the budget; the rest answer 503 with Retry-After.
+func TestOGBudgetUnderABurst(t *testing.T) {
+	o := startOrigin(t, func(c *origin.Config) { c.OGRenderBudget = 3 })
+	s := newOGSite(t)
+	_, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL})
+	before := o.rendersOK(t)
+	var wg sync.WaitGroup
+	statuses := make([]int, 12)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := apitest.Send(o.URL, apitest.Request{Method: "GET", Path: fmt.Sprintf("/v1/og/%s/page-%d", domain, i)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Status == 503 && r.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			statuses[i] = r.Status
+		}()
+	}
+	wg.Wait()
+	ok, refused := 0, 0
+	for _, st := range statuses {
+		switch st {
+		case 200:
+			ok++
+		case 503:
+			refused++
+		default:
+			t.Fatalf("statuses %v", statuses)
+		}
+	}
+	if ok != 3 || refused != 9 {
+		t.Fatalf("%d answered, %d refused; want 3 and 9 (%v)", ok, refused, statuses)
+	}
+	if got := o.rendersOK(t) - before; got != 3 {
+		t.Fatalf("%d renders, want the budget's 3", got)
+	}
+}

@@ -88,6 +88,14 @@ func (s *Service) resolve(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 		obj, templateVersion = expanded, version
 	default:
 		m["url"], _ = json.Marshal(pageURL)
+		// The page is loaded again by the render: with the same headers,
+		// to the same origins, as when it was read.
+		if len(cfg.Headers) > 0 {
+			m["headers"], _ = json.Marshal(cfg.Headers)
+		}
+		if len(cfg.AdditionalHeaderOrigins) > 0 {
+			m["additional_header_origins"], _ = json.Marshal(cfg.AdditionalHeaderOrigins)
+		}
 	}
 	request, err := objectJSON(obj)
 	if err != nil {
