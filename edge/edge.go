@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +47,12 @@ type Edge struct {
 	scrape   fasthttp.RequestHandler
 	metrics  edgeMetrics
 	og       *ogState
-	idPrefix []byte
-	idSeq    atomic.Uint64
+	// transforms bounds the renditions made at once (libvips holds each
+	// image decoded while it works); waiting counts those queued for one.
+	transforms chan struct{}
+	waiting    atomic.Int32
+	idPrefix   []byte
+	idSeq      atomic.Uint64
 
 	lnMu sync.Mutex
 	ln   *listener // set by Start
@@ -81,6 +86,7 @@ func New(cfg Config) (*Edge, error) {
 	}
 	e := &Edge{cfg: cfg, fwd: fwd, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-")}
 	e.base, e.cancel = context.WithCancel(context.Background())
+	e.transforms = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	e.prefetchTimeout = cfg.BodyGrace + time.Duration(float64(prefetchBytes)/float64(cfg.BodyMinRate)*float64(time.Second))
 	cc := cache.DefaultConfig()
 	cc.Dir, cc.MemBytes, cc.DiskBytes, cc.Registerer = cfg.CacheDir, cfg.CacheMem, cfg.CacheDisk, e.registry
@@ -470,4 +476,32 @@ func (fasthttpLogger) Printf(format string, args ...any) {
 		level = slog.LevelDebug
 	}
 	slog.Log(context.Background(), level, "fasthttp", "detail", fmt.Sprintf(format, args...))
+}
+
+// maxTransformQueue bounds the renditions waiting for a turn: past it a
+// miss that needs one answers 503 at once.
+const maxTransformQueue = 64
+
+// errTransformsBusy answers a rendition that found the queue full.
+var errTransformsBusy = apierr.New(fasthttp.StatusServiceUnavailable, "The edge is busy making other renditions; try again shortly").WithHeader("Retry-After", "1")
+
+// transform runs fn when a transform slot is free, within ctx.
+func (e *Edge) transform(ctx context.Context, fn func() ([]byte, error)) ([]byte, error) {
+	select {
+	case e.transforms <- struct{}{}:
+	default:
+		if e.waiting.Add(1) > maxTransformQueue {
+			e.waiting.Add(-1)
+			return nil, errTransformsBusy
+		}
+		select {
+		case e.transforms <- struct{}{}:
+			e.waiting.Add(-1)
+		case <-ctx.Done():
+			e.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
+	}
+	defer func() { <-e.transforms }()
+	return fn()
 }

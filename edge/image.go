@@ -381,7 +381,7 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(e.base, 30*time.Second)
 	defer cancel()
-	out, err := transform.Apply(ctx, master.Body, opts, format)
+	out, err := e.transform(ctx, func() ([]byte, error) { return transform.Apply(ctx, master.Body, opts, format) })
 	e.metrics.transform.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, err

@@ -484,8 +484,13 @@ func (e *Edge) fitOG(ctx context.Context, body []byte, contentType string, w, h 
 		return body, format.ContentType(), nil
 	}
 	start := time.Now()
-	out, err := transform.Apply(ctx, body, transform.Options{Width: w, Height: h}, format)
+	out, err := e.transform(ctx, func() ([]byte, error) {
+		return transform.Apply(ctx, body, transform.Options{Width: w, Height: h}, format)
+	})
 	e.metrics.transform.Observe(time.Since(start).Seconds())
+	if errors.Is(err, errTransformsBusy) {
+		return nil, "", err
+	}
 	if err != nil {
 		return nil, "", &apierr.Error{Status: http.StatusBadGateway,
 			Message: "The origin's OG image could not be fitted to the platform's size", Cause: err}
