@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -26,14 +27,16 @@ type ogSite struct {
 	*httptest.Server
 	mu       sync.Mutex
 	pages    map[string]ogSitePage
-	failing  atomic.Bool
-	requests chan string // every path requested, for tests that wait on a read
+	failing     atomic.Bool
+	notModified atomic.Int64 // 304s to conditional requests
+	requests    chan string  // every path requested, for tests that wait on a read
 }
 
 type ogSitePage struct {
 	color          string // CSS colour of the whole page
 	contentVersion int
 	extra          string // more <head>
+	maxAge         int    // the page's own Cache-Control max-age, when set
 }
 
 func newOGSite(t *testing.T) *ogSite {
@@ -52,6 +55,18 @@ func newOGSite(t *testing.T) *ogSite {
 		s.mu.Unlock()
 		if !ok {
 			p = ogSitePage{color: "rgb(0,0,255)"}
+		}
+		// The page's validator names what it shows: a conditional
+		// request for an unchanged page gets a 304.
+		etag := fmt.Sprintf(`"%x"`, sha256.Sum256([]byte(fmt.Sprint(p))))
+		w.Header().Set("ETag", etag)
+		if p.maxAge > 0 {
+			w.Header().Set("Cache-Control", fmt.Sprintf("max-age=%d", p.maxAge))
+		}
+		if r.Header.Get("If-None-Match") == etag {
+			s.notModified.Add(1)
+			w.WriteHeader(http.StatusNotModified)
+			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><head><title>Page %s</title>
@@ -213,6 +228,9 @@ func TestOGImages(t *testing.T) {
 	waitFresh(t, o, domain, "/blog/post")
 	if got := o.rendersOK(t) - before; got != 1 {
 		t.Fatalf("a recheck of an unchanged page rendered: %d renders", got)
+	}
+	if s.notModified.Load() != 1 {
+		t.Fatalf("the recheck was answered %d 304s, want one conditional read", s.notModified.Load())
 	}
 
 	// A new content_version (and colour): a new image after the recheck.
@@ -417,5 +435,22 @@ func TestOGBudgetUnderABurst(t *testing.T) {
 	}
 	if got := o.rendersOK(t) - before; got != 3 {
 		t.Fatalf("%d renders, want the budget's 3", got)
+	}
+}
+
+// TestOGSourceLifetime: the page's own max-age lengthens the refresh
+// interval (never shortens it).
+func TestOGSourceLifetime(t *testing.T) {
+	o := startOrigin(t)
+	s := newOGSite(t)
+	s.set("/long", ogSitePage{color: "rgb(0,0,255)", maxAge: 7200})
+	s.set("/short", ogSitePage{color: "rgb(0,0,255)", maxAge: 60})
+	_, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600})
+	for path, want := range map[string]string{"/long": "max-age=7200,", "/short": "max-age=3600,"} {
+		r := o.ogGet(t, domain, path, "")
+		apitest.WantStatus(t, r, 200)
+		if cc := r.Header.Get("Cache-Control"); !strings.Contains(cc, want) {
+			t.Fatalf("%s: Cache-Control %q, want %s", path, cc, want)
+		}
 	}
 }
