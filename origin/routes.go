@@ -35,6 +35,11 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 			return err
 		}),
 		OnChange: func(ctx context.Context, c *ogconfig.Config) error {
+			if _, err := o.ogcs.Get(c.OrgID, c.ID); errors.Is(err, ogconfig.ErrNotFound) {
+				if err := o.og.Forget(c.ID); err != nil {
+					return err
+				}
+			}
 			return o.purge(ctx, contract.TagsPurged, []string{contract.OGConfigTag(c.ID)})
 		}}
 	return []api.Route{

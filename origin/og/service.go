@@ -277,3 +277,34 @@ func scaleOf(request json.RawMessage) float64 {
 	}
 	return 1
 }
+
+// Forget drops what the service keeps of a deleted configuration: its
+// pages' records and its render budget. The images stay the
+// organization's, like any other.
+func (s *Service) Forget(configID string) error {
+	s.budget.forget(configID)
+	it := s.cfg.Store.Iterate(pagePrefix(configID), kv.IterOptions{})
+	var keys [][]byte
+	for it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	err := it.Err()
+	it.Close()
+	if err != nil {
+		return fmt.Errorf("list OG pages of %s: %w", configID, err)
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		b := s.cfg.Store.NewBatch()
+		for _, k := range keys[:n] {
+			b.Delete(k)
+		}
+		err := b.Commit()
+		b.Close()
+		if err != nil {
+			return fmt.Errorf("forget OG pages of %s: %w", configID, err)
+		}
+		keys = keys[n:]
+	}
+	return nil
+}

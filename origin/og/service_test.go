@@ -2,7 +2,12 @@ package og
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/pebblekv"
 )
 
 func TestScaleOf(t *testing.T) {
@@ -42,5 +47,43 @@ func TestETagMatch(t *testing.T) {
 				t.Fatalf("etagMatch(%s) = %v", tc.header, got)
 			}
 		})
+	}
+}
+
+func TestForget(t *testing.T) {
+	db, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := &Service{cfg: Config{Store: db}, budget: newBudget(1, time.Now)}
+	for i := range 2500 {
+		for _, cfg := range []string{"gone", "kept"} {
+			if err := savePage(db, &page{ConfigID: cfg, Path: fmt.Sprintf("/p/%d", i), Images: map[string]string{"": "x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.budget.take("gone")
+	if err := s.Forget("gone"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(cfg string) int {
+		it := db.Iterate(pagePrefix(cfg), kv.IterOptions{})
+		defer it.Close()
+		n := 0
+		for it.Next() {
+			n++
+		}
+		return n
+	}
+	if n := count("gone"); n != 0 {
+		t.Fatalf("%d pages of the deleted configuration left", n)
+	}
+	if n := count("kept"); n != 2500 {
+		t.Fatalf("%d pages of the other configuration, want 2500", n)
+	}
+	if ok, _ := s.budget.take("gone"); !ok {
+		t.Fatal("the deleted configuration's budget was kept")
 	}
 }
