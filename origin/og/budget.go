@@ -38,12 +38,14 @@ func (b *budget) take(configID string) (ok bool, retryAfter time.Duration) {
 	}
 	b.mu.Unlock()
 	now := b.now()
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
+	if l.AllowN(now, 1) {
+		return true, 0
 	}
-	return true, 0
+	// A refused take reserves nothing (a canceled reservation gives back
+	// only what later ones did not take): the wait is the time the
+	// missing part of a token takes to come.
+	missing := 1 - l.TokensAt(now)
+	return false, time.Duration(missing / float64(l.Limit()) * float64(time.Second))
 }
 
 // forget drops a configuration's bucket (it was deleted).
