@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
 	"github.com/pictorhq/pictor/bench/report"
 )
 
@@ -121,6 +122,7 @@ func joinNote(a, b string) string {
 func Comparisons() []report.Comparison {
 	return []report.Comparison{
 		{Subject: "hot-image/pictor", Baseline: "hot-image/nginx"},
+		{Subject: "og-hot/pictor", Baseline: "og-hot/nginx"},
 		{Subject: "zipf-10k/pictor", Baseline: "zipf-10k/nginx"},
 		{Subject: "resize/pictor", Baseline: "resize/vipsthumbnail"},
 	}
@@ -131,33 +133,42 @@ func Comparisons() []report.Comparison {
 // ends the scenario), then interleaved. It returns the two results, Pictor's
 // first, and what the edge's caches counted during the measured runs.
 func versusNginx(ctx context.Context, env *Env, scenario string, warmup int, pictorRun, nginxRun *getRun, nginxCPU func() time.Duration) ([]*load.Result, edgeCounters, error) {
+	return versusNginxCounting(ctx, env, scenario, warmup, pictorRun, nginxRun, nginxCPU, scrapeEdge)
+}
+
+// versusNginxCounting is versusNginx with the counters of the edge that
+// scrape reads (the image cache's, or the OG cache's), counted over the
+// measured runs.
+func versusNginxCounting[C interface{ sub(C) C }](ctx context.Context, env *Env, scenario string, warmup int, pictorRun, nginxRun *getRun,
+	nginxCPU func() time.Duration, scrape func(context.Context, *pictor.Server) (C, error)) ([]*load.Result, C, error) {
 	cfg := env.Config
+	var none C
 	for _, w := range []struct {
 		name string
 		run  *getRun
 	}{{scenario + "/pictor-warm-up", pictorRun}, {scenario + "/nginx-warm-up", nginxRun}} {
 		r, err := load.Drive(ctx, w.name, "request", load.Load{Clients: cfg.EdgeClients, Requests: warmup}, env.Progress, w.run.op)
 		if err != nil {
-			return nil, edgeCounters{}, err
+			return nil, none, err
 		}
 		if r.Errors > 0 {
-			return nil, edgeCounters{}, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
+			return nil, none, fmt.Errorf("%s: %d of %d failed, first: %s", w.name, r.Errors, r.Requests, r.FirstError)
 		}
 	}
-	before, err := scrapeEdge(ctx, env.Pictor)
+	before, err := scrape(ctx, env.Pictor)
 	if err != nil {
-		return nil, edgeCounters{}, err
+		return nil, none, err
 	}
 	results, err := interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
 		{name: scenario + "/pictor", op: pictorRun.op, cpu: env.Pictor.CPU},
 		{name: scenario + "/nginx", op: nginxRun.op, cpu: nginxCPU},
 	})
 	if err != nil {
-		return results, edgeCounters{}, err
+		return results, none, err
 	}
-	after, err := scrapeEdge(ctx, env.Pictor)
+	after, err := scrape(ctx, env.Pictor)
 	if err != nil {
-		return results, edgeCounters{}, err
+		return results, none, err
 	}
 	return results, after.sub(before), nil
 }

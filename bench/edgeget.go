@@ -86,6 +86,13 @@ func (g *getRun) op(_ context.Context, c int) (time.Duration, error) {
 	return lat, nil
 }
 
+// setUserAgent makes every client send User-Agent ua.
+func (g *getRun) setUserAgent(ua string) {
+	for _, c := range g.clients {
+		c.conn.SetUserAgent(ua)
+	}
+}
+
 // close closes the run's connections.
 func (g *getRun) close() {
 	for _, c := range g.clients {

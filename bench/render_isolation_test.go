@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -327,10 +329,11 @@ func fakePictor(t *testing.T, flags ...string) string {
 }
 
 // TestFakePictorServe is no test: run by fakePictor's script, it is
-// enough of `pictor serve` for the scenario. serve -h lists the flags of
-// BENCH_FAKE_PICTOR_FLAGS; serve logs its arguments, announces itself,
-// and renders: a URL is fetched with the iframes it holds, as Chromium
-// would, and every image is the card's PNG.
+// enough of `pictor serve` for the scenarios. serve -h lists the flags of
+// BENCH_FAKE_PICTOR_FLAGS; serve logs its arguments, announces itself
+// (its origin on the same address), and renders: a URL is fetched with
+// the iframes it holds, as Chromium would, and every image is the card's
+// PNG. Automatic OG images work as fakeOG says.
 func TestFakePictorServe(t *testing.T) {
 	flags, ok := os.LookupEnv("BENCH_FAKE_PICTOR_FLAGS")
 	if !ok {
@@ -393,8 +396,12 @@ func TestFakePictorServe(t *testing.T) {
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(append(benchtest.PNGHead(2*card.Width, 2*card.Height), make([]byte, 1000)...))
 	})
+	og := fakeOG{seen: map[string]bool{}}
+	mux.HandleFunc("POST /v1/og-configs", og.create)
+	mux.HandleFunc("GET /v1/og/{domain}/{path...}", og.image)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %d\n", metricL1Bytes, 1<<20)
+		og.metrics(w)
 	})
 	srv := &http.Server{Handler: mux}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -506,5 +513,135 @@ func TestRenderIsolationServers(t *testing.T) {
 				t.Errorf("checks:\n%s\nwant %d", strings.Join(checks, "\n"), tt.checks)
 			}
 		})
+	}
+}
+
+// fakeOG is the fake serve's automatic OG images, for one configuration
+// whose domain id is dom1: the first request of a page (per platform)
+// reads it with the origin's User-Agent, checks its head has a title and
+// og:title, loads it once more as the render would and counts both, and
+// the whole answer, in the origin's histograms; every request answers a
+// PNG of the platform's size (1200×600 for Twitterbot, else 1200×630)
+// whose bytes follow the path, and is counted by the edge's OG counters.
+type fakeOG struct {
+	mu   sync.Mutex
+	base string
+	seen map[string]bool
+	// counts and sums of seconds: page reads, renders, fits, answers; hits, misses
+	reads, renders, fits, answers         int
+	readSec, renderSec, fitSec, answerSec float64
+	fresh, misses                         int
+}
+
+func (f *fakeOG) create(w http.ResponseWriter, r *http.Request) {
+	if id, key, ok := r.BasicAuth(); !ok || id != "id" || key != "key" {
+		http.Error(w, "credentials", http.StatusUnauthorized)
+		return
+	}
+	var body struct {
+		ConfigType string `json:"config_type"`
+		BaseURL    string `json:"base_url"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.ConfigType != "html_css" || body.BaseURL == "" {
+		http.Error(w, fmt.Sprintf("want an html_css configuration with a base_url (%v)", err), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.base = body.BaseURL
+	f.mu.Unlock()
+	fmt.Fprint(w, `{"id":"ogc1","domain_id":"dom1","config_type":"html_css"}`)
+}
+
+func (f *fakeOG) image(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	base := f.base
+	f.mu.Unlock()
+	if r.PathValue("domain") != "dom1" || base == "" {
+		http.Error(w, "no such configuration", http.StatusNotFound)
+		return
+	}
+	path := "/" + r.PathValue("path")
+	width, height := 1200, 630
+	if strings.HasPrefix(r.UserAgent(), "Twitterbot/") {
+		height = 600
+	}
+	key := fmt.Sprint(height, path)
+	f.mu.Lock()
+	seen := f.seen[key]
+	f.mu.Unlock()
+	if !seen {
+		answer := time.Now()
+		get := func(ua string) (string, error) {
+			req, err := http.NewRequest(http.MethodGet, base+path, nil)
+			if err != nil {
+				return "", err
+			}
+			req.Header.Set("User-Agent", ua)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("GET %s: %s", path, resp.Status)
+			}
+			return string(b), err
+		}
+		start := time.Now()
+		page, err := get("Mozilla/5.0 (compatible; PictorOG/1.0)")
+		read := time.Since(start)
+		if err == nil && (!strings.Contains(page, "<title>") || !strings.Contains(page, `property="og:title"`)) {
+			err = fmt.Errorf("page %s has no title or og:title", path)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		start = time.Now()
+		if _, err := get("Mozilla/5.0 HeadlessChrome"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+		render := time.Since(start)
+		f.mu.Lock()
+		f.seen[key] = true
+		f.reads, f.readSec = f.reads+1, f.readSec+read.Seconds()
+		f.renders, f.renderSec = f.renders+1, f.renderSec+render.Seconds()
+		f.fits, f.fitSec = f.fits+1, f.fitSec+0.0001
+		f.answers, f.answerSec = f.answers+1, f.answerSec+time.Since(answer).Seconds()
+		f.misses++
+		f.mu.Unlock()
+	} else {
+		f.mu.Lock()
+		f.fresh++
+		f.mu.Unlock()
+	}
+	body := append(benchtest.PNGHead(uint32(width), uint32(height)), bytes.Repeat([]byte(path), 2000/len(path))...)
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Write(body)
+}
+
+// metrics writes the edge's OG counters and the origin's histograms.
+func (f *fakeOG) metrics(w io.Writer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fmt.Fprintf(w, "%s %d\n%s 0\n%s %d\n", metricOGFresh, f.fresh, metricOGStale, metricOGMisses, f.misses)
+	for _, h := range []struct {
+		name string
+		n    int
+		sec  float64
+	}{
+		{"pictor_edge_transform_duration_seconds", f.fits, f.fitSec},
+		{"pictor_ogpage_fetch_duration_seconds", f.reads, f.readSec},
+		{"pictor_render_duration_seconds", f.renders, f.renderSec},
+		{"pictor_render_queue_wait_seconds", f.renders, 0.00005 * float64(f.renders)},
+	} {
+		fmt.Fprintf(w, "%s_sum %g\n%s_count %d\n", h.name, h.sec, h.name, h.n)
+	}
+	if f.answers > 0 { // as the origin's labelled series, from the first
+		fmt.Fprintf(w, "%s %g\n%s %d\n", metricOGAnswerSum, f.answerSec, metricOGAnswerCount, f.answers)
 	}
 }

@@ -123,8 +123,18 @@ func (s *server) ensure(ctx context.Context, flags []string) (*pictor.Server, er
 	}
 	s.stop()
 	s.flags, s.startErr = flags, nil
+	// From the whole usage text: ServeHasFlag misses boolean flags such
+	// as --allow-private-urls.
+	var has map[string]bool
 	for _, f := range flags {
-		if name, ok := strings.CutPrefix(f, "--"); ok && !pictor.ServeHasFlag(ctx, s.cfg.Pictor, name) {
+		name, ok := strings.CutPrefix(f, "--")
+		if !ok {
+			continue
+		}
+		if has == nil {
+			has = pictor.ServeFlags(ctx, s.cfg.Pictor)
+		}
+		if !has[name] {
 			s.startErr = fmt.Errorf("%s serve has no %s", s.cfg.Pictor, f)
 			return nil, s.startErr
 		}

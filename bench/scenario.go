@@ -44,7 +44,10 @@ type Env struct {
 // those sharing the default server first, the baseline needing no server
 // last, so that it runs on a quiet machine.
 func Scenarios() []Scenario {
-	return []Scenario{renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), chromiumCLIScenario(), soakScenario(), renderIsolationScenario()}
+	return []Scenario{
+		renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), ogHotScenario(), ogFirstScenario(),
+		chromiumCLIScenario(), soakScenario(), renderIsolationScenario(),
+	}
 }
 
 // Select returns the scenarios named, in the order named; no names

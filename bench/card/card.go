@@ -81,13 +81,17 @@ func pngSize(head []byte) (w, h int, err error) {
 }
 
 // CheckPNG verifies head starts a PNG of the card's size.
-func CheckPNG(head []byte) error {
-	w, h, err := pngSize(head)
+func CheckPNG(head []byte) error { return CheckPNGSize(head, Width*Scale, Height*Scale) }
+
+// CheckPNGSize verifies head (the first 24 bytes at least) starts a PNG
+// of w×h pixels.
+func CheckPNGSize(head []byte, w, h int) error {
+	gw, gh, err := pngSize(head)
 	if err != nil {
 		return err
 	}
-	if w != Width*Scale || h != Height*Scale {
-		return fmt.Errorf("PNG is %d×%d, want %d×%d", w, h, Width*Scale, Height*Scale)
+	if gw != w || gh != h {
+		return fmt.Errorf("PNG is %d×%d, want %d×%d", gw, gh, w, h)
 	}
 	return nil
 }

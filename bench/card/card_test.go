@@ -30,6 +30,15 @@ func TestCheckCardPNG(t *testing.T) {
 	}
 }
 
+func TestCheckPNGSize(t *testing.T) {
+	if err := CheckPNGSize(benchtest.PNGHead(1200, 600), 1200, 600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPNGSize(benchtest.PNGHead(1200, 630), 1200, 600); err == nil || !strings.Contains(err.Error(), "PNG is 1200×630, want 1200×600") {
+		t.Fatalf("CheckPNGSize = %v, want the sizes named", err)
+	}
+}
+
 func TestCardHTML(t *testing.T) {
 	a, b := HTML(1, "x"), HTML(2, "x")
 	if a == b || HTML(1, "x") != a || HTML(1, "y") == a {

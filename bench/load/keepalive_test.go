@@ -5,6 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -44,6 +47,29 @@ func TestKeepAlive(t *testing.T) {
 				t.Fatalf("dialed %d, server accepted %d; want %d", dials.Load(), s.Accepted.Load(), tt.wantDials)
 			}
 		})
+	}
+}
+
+func TestKeepAliveUserAgent(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.UserAgent())
+		w.Header().Set("Content-Length", "2")
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	k := load.NewKeepAlive(strings.TrimPrefix(srv.URL, "http://"), nil)
+	defer k.Close()
+	for _, ua := range []string{"", "Twitterbot/1.0"} {
+		if ua != "" {
+			k.SetUserAgent(ua)
+		}
+		if a, err := k.Get("/x"); err != nil || a.Status != 200 {
+			t.Fatalf("GET: %v, %+v", err, a)
+		}
+	}
+	if want := []string{load.DefaultUserAgent, "Twitterbot/1.0"}; !slices.Equal(got, want) {
+		t.Fatalf("User-Agents %q, want %q (the same connection)", got, want)
 	}
 }
 

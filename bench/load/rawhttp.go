@@ -31,6 +31,8 @@ type KeepAlive struct {
 	deadline time.Time
 	// dials counts connections opened, shared by the clients of a run.
 	dials *atomic.Int64
+	// userAgent is the User-Agent every request sends.
+	userAgent string
 }
 
 // Answer is a parsed response. Body and ContentType are valid until the
@@ -58,8 +60,16 @@ func NewKeepAlive(addr string, dials *atomic.Int64) *KeepAlive {
 	if dials == nil {
 		dials = new(atomic.Int64)
 	}
-	return &KeepAlive{addr: addr, timeout: 30 * time.Second, dials: dials}
+	return &KeepAlive{addr: addr, timeout: 30 * time.Second, dials: dials, userAgent: DefaultUserAgent}
 }
+
+// DefaultUserAgent is the User-Agent of a KeepAlive's requests unless
+// SetUserAgent changes it.
+const DefaultUserAgent = "pictor-bench"
+
+// SetUserAgent makes the following requests send User-Agent ua (a
+// crawler's, say, where the server answers by platform).
+func (k *KeepAlive) SetUserAgent(ua string) { k.userAgent = ua }
 
 // Close closes the connection, if open.
 func (k *KeepAlive) Close() {
@@ -98,7 +108,9 @@ func (k *KeepAlive) roundTrip(target string) (Answer, bool, error) {
 	k.req = append(k.req, target...)
 	k.req = append(k.req, " HTTP/1.1\r\nHost: "...)
 	k.req = append(k.req, k.addr...)
-	k.req = append(k.req, "\r\nUser-Agent: pictor-bench\r\n\r\n"...)
+	k.req = append(k.req, "\r\nUser-Agent: "...)
+	k.req = append(k.req, k.userAgent...)
+	k.req = append(k.req, "\r\n\r\n"...)
 	if now := time.Now(); k.deadline.Sub(now) < k.timeout/2 {
 		k.deadline = now.Add(k.timeout)
 		if err := k.c.SetDeadline(k.deadline); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -81,6 +82,8 @@ pictor_edge_hits_l1_total 12345
 pictor_edge_hits_l2_total 6.5e+06
 pictor_edge_forwarded_total{code="200"} 3
 pictor_edge_misses_total 0
+pictor_origin_http_request_duration_seconds_sum{route="GET /v1/og/{domain_id}/{path...}"} 1.25 1700000000000
+pictor_edge_cache_bytes{level="l1"} 42
 `
 	tests := []struct {
 		name    string
@@ -90,14 +93,18 @@ pictor_edge_misses_total 0
 	}{
 		{"present", []string{"pictor_edge_hits_l1_total", "pictor_edge_hits_l2_total", "pictor_edge_misses_total"},
 			map[string]float64{"pictor_edge_hits_l1_total": 12345, "pictor_edge_hits_l2_total": 6.5e6, "pictor_edge_misses_total": 0}, ""},
+		{"labelled, a space in a label value, a timestamp", []string{`pictor_origin_http_request_duration_seconds_sum{route="GET /v1/og/{domain_id}/{path...}"}`,
+			`pictor_edge_cache_bytes{level="l1"}`, "pictor_edge_misses_total"},
+			map[string]float64{`pictor_origin_http_request_duration_seconds_sum{route="GET /v1/og/{domain_id}/{path...}"}`: 1.25,
+				`pictor_edge_cache_bytes{level="l1"}`: 42, "pictor_edge_misses_total": 0}, ""},
 		{"missing", []string{"pictor_edge_hits_l1_total", "pictor_edge_transform_duration_seconds_count"}, nil, "missing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseCounters(bufio.NewScanner(strings.NewReader(text)), tt.names...)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrMetricMissing) {
+					t.Fatalf("err = %v, want %q (ErrMetricMissing)", err, tt.wantErr)
 				}
 				return
 			}
@@ -110,5 +117,69 @@ pictor_edge_misses_total 0
 				}
 			}
 		})
+	}
+}
+
+// TestOGAPI drives CreateOGConfig, FetchTimed and OriginMetrics against a
+// fake edge and origin.
+func TestOGAPI(t *testing.T) {
+	var posted map[string]any
+	edge := http.NewServeMux()
+	edge.HandleFunc("POST /v1/og-configs", func(w http.ResponseWriter, r *http.Request) {
+		if id, key, ok := r.BasicAuth(); !ok || id != "id" || key != "key" {
+			http.Error(w, "credentials", http.StatusUnauthorized)
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&posted); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, `{"id":"cfg1","domain_id":"dom1","config_type":"html_css"}`)
+	})
+	edge.HandleFunc("GET /v1/og/dom1/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		fmt.Fprintf(w, "%s|%s", r.URL.Path, r.UserAgent())
+	})
+	edge.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "pictor_edge_misses_total 1")
+	})
+	origin := http.NewServeMux()
+	origin.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "pictor_render_duration_seconds_sum 0.5\npictor_render_duration_seconds_count 4")
+	})
+	es, ors := httptest.NewServer(edge), httptest.NewServer(origin)
+	defer es.Close()
+	defer ors.Close()
+	p := &Server{URL: es.URL, OriginURL: ors.URL, APIID: "id", APIKey: "key", Client: es.Client()}
+	ctx := context.Background()
+
+	c, err := p.CreateOGConfig(ctx, "http://127.0.0.1:9/")
+	if err != nil || c != (OGConfig{ID: "cfg1", DomainID: "dom1"}) {
+		t.Fatalf("CreateOGConfig = %+v, %v", c, err)
+	}
+	if want := map[string]any{"config_type": "html_css", "base_url": "http://127.0.0.1:9/"}; fmt.Sprint(posted) != fmt.Sprint(want) {
+		t.Fatalf("posted %v, want %v", posted, want)
+	}
+	lat, body, ct, err := p.FetchTimed(ctx, "/v1/og/dom1/p/1", "Twitterbot/1.0")
+	if err != nil || lat <= 0 || string(body) != "/v1/og/dom1/p/1|Twitterbot/1.0" || ct != "image/png" {
+		t.Fatalf("FetchTimed = %v, %q, %q, %v", lat, body, ct, err)
+	}
+	if _, _, _, err := p.FetchTimed(ctx, "/v1/og/other/p/1", ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("FetchTimed of a 404 = %v", err)
+	}
+	if body, _, err := p.FetchAs(ctx, "/v1/og/dom1/x", "LinkedInBot/1.0"); err != nil || string(body) != "/v1/og/dom1/x|LinkedInBot/1.0" {
+		t.Fatalf("FetchAs = %q, %v", body, err)
+	}
+
+	vals, err := p.OriginMetrics(ctx, "pictor_render_duration_seconds_sum", "pictor_render_duration_seconds_count")
+	if err != nil || vals["pictor_render_duration_seconds_sum"] != 0.5 || vals["pictor_render_duration_seconds_count"] != 4 {
+		t.Fatalf("OriginMetrics = %v, %v", vals, err)
+	}
+	if _, err := p.Metrics(ctx, "pictor_render_duration_seconds_sum"); err == nil {
+		t.Fatal("the edge's metrics answered the origin's")
+	}
+	p.OriginURL = ""
+	if _, err := p.OriginMetrics(ctx, "pictor_render_duration_seconds_sum"); err == nil || !strings.Contains(err.Error(), "no origin address") {
+		t.Fatalf("OriginMetrics without an origin = %v", err)
 	}
 }

@@ -22,6 +22,9 @@ import (
 type Server struct {
 	// URL is the public (edge) address clients talk to.
 	URL string
+	// OriginURL is the origin's own address, where its /metrics are;
+	// "" when serve did not announce it.
+	OriginURL string
 	// APIID and APIKey are the default organization's Basic credentials.
 	APIID, APIKey string
 	// Client is an HTTP client tuned for loopback load.
@@ -35,12 +38,12 @@ type Server struct {
 
 // serveInfo is what `pictor serve` announces on standard output.
 type serveInfo struct {
-	URL, APIID, APIKey string
+	URL, OriginURL, APIID, APIKey string
 }
 
 // readAnnouncement reads serve's standard output up to its "Base URL:"
-// line and returns the edge address and the credentials printed on first
-// start. Lines read are copied to log.
+// line and returns the edge address, the origin's (if announced) and the
+// credentials printed on first start. Lines read are copied to log.
 func readAnnouncement(sc *bufio.Scanner, log io.Writer) (serveInfo, error) {
 	var info serveInfo
 	for sc.Scan() {
@@ -53,7 +56,11 @@ func readAnnouncement(sc *bufio.Scanner, log io.Writer) (serveInfo, error) {
 		case len(f) == 2 && f[0] == "api_key:":
 			info.APIKey = f[1]
 		case strings.HasPrefix(line, "Pictor is listening on ") && len(f) >= 5:
+			// "Pictor is listening on http://E (origin API on http://O)"
 			info.URL = f[4]
+			if len(f) >= 9 && f[5] == "(origin" && strings.HasSuffix(f[8], ")") {
+				info.OriginURL = strings.TrimSuffix(f[8], ")")
+			}
 		case strings.HasPrefix(line, "Base URL: "):
 			if info.URL == "" || info.APIID == "" || info.APIKey == "" {
 				return info, errors.New("announcement lacks the address or the default credentials (is the data directory fresh?)")
@@ -124,7 +131,7 @@ func Start(ctx context.Context, binary string, extra []string, log io.Writer, ti
 		p.Stop(context.Background())
 		return nil, fmt.Errorf("%w: %v (its log is in the report directory)", ErrStart, a.err)
 	}
-	p.URL, p.APIID, p.APIKey = a.info.URL, a.info.APIID, a.info.APIKey
+	p.URL, p.OriginURL, p.APIID, p.APIKey = a.info.URL, a.info.OriginURL, a.info.APIID, a.info.APIKey
 	p.Client = newLoopbackClient()
 	return p, nil
 }

@@ -30,8 +30,13 @@ Base URL: http://127.0.0.1:35839
 		{
 			name:   "first start",
 			stdout: firstStart,
-			want: serveInfo{URL: "http://127.0.0.1:35839", APIID: "f0fe0d70-76c9-45ca-bc42-b3f6758fae0b",
+			want: serveInfo{URL: "http://127.0.0.1:35839", OriginURL: "http://127.0.0.1:33173", APIID: "f0fe0d70-76c9-45ca-bc42-b3f6758fae0b",
 				APIKey: "e7526700e77f6448ea68c766100a92099fcbdf02039e0071"},
+		},
+		{
+			name:   "no origin announced",
+			stdout: "  api_id:  a\n  api_key: k\nPictor is listening on http://127.0.0.1:1\nBase URL: http://127.0.0.1:1\n",
+			want:   serveInfo{URL: "http://127.0.0.1:1", APIID: "a", APIKey: "k"},
 		},
 		{
 			name:    "restart on an old data directory prints no credentials",
