@@ -454,3 +454,24 @@ func TestOGSourceLifetime(t *testing.T) {
 		}
 	}
 }
+
+// TestOGNoOptimization: one image at the configured viewport for every
+// platform, which the edge serves as it is.
+func TestOGNoOptimization(t *testing.T) {
+	o := startOrigin(t)
+	s := newOGSite(t)
+	_, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "optimization_mode": "no_optimization",
+		"default_options": map[string]any{"viewport_width": 800, "viewport_height": 400}})
+	var etag string
+	for _, platform := range []string{"twitter", "pinterest", ""} {
+		r := o.ogGet(t, domain, "/x", platform)
+		wantOGImage(t, r, 800, 400, ogBlue)
+		if r.Header.Get(contract.HeaderOGMode) != contract.OGAsIs {
+			t.Fatalf("mode %q, want %q", r.Header.Get(contract.HeaderOGMode), contract.OGAsIs)
+		}
+		if etag != "" && r.Header.Get("ETag") != etag {
+			t.Fatalf("%s got another image (%s) than the first (%s)", platform, r.Header.Get("ETag"), etag)
+		}
+		etag = r.Header.Get("ETag")
+	}
+}
