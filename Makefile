@@ -8,12 +8,17 @@ VERSION      ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      := -s -w -X main.version=$(VERSION)
 TOOLS        := $(CURDIR)/.tools
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The S3-compatible server the storage tests write to (a real one, over a
+# temporary directory), pinned; origin/storage/s3test finds it here.
+VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
+VERSITYGW_BIN := $(TOOLS)/versitygw-v1.8.0/versitygw
 
 # System packages: Chromium and fonts for rendering, libvips for encoding,
 # clang and wasm-ld for the template sandbox's evaluator (wasm/evaluator).
 RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates clang-14 lld-14
-TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs
+# tinyproxy: the forward proxy the proxy tests route renders through.
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy
 TSCLIENT      := origin/testdata/tsclient
 HBSJS         := wasm/testdata/handlebarsjs
 
@@ -36,6 +41,7 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 	@./deploy/install-packages.sh $(TEST_PACKAGES)
 	@./deploy/chromium-user.sh
 	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
+	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
 	@for d in $(TSCLIENT) $(HBSJS); do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
