@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/respond"
+)
+
+// maxBody bounds a request: a hundred of the longest bypass hosts, every
+// character \u-escaped, and room for the rest.
+const maxBody = 256 << 10
+
+// List page sizes of spec §4.3.
+const (
+	defaultCount = 10
+	maxCount     = 100
+)
+
+// TimeFormat is how answers write timestamps: UTC, milliseconds (as every
+// management resource).
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Handler serves /v1/proxies. Every route answers 403 first when the
+// organization's plan has no delivery options (CheckPlan).
+type Handler struct {
+	Store   *Store
+	Cursors cursor.Codec
+	// AllowPrivate accepts url hosts that are loopback or private address
+	// literals or local names (--allow-private-urls).
+	AllowPrivate bool
+}
+
+// View is the JSON form of a proxy. It has no password field, and nothing
+// in it depends on the password.
+type View struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	URL         string   `json:"url"`
+	Port        int      `json:"port"`
+	BypassHosts []string `json:"bypass_hosts"`
+	Username    *string  `json:"username"`
+	Enabled     bool     `json:"enabled"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+}
+
+// NewView returns the public form of p: bypass_hosts never null, username
+// null when there is none.
+func NewView(p *Proxy) View {
+	v := View{
+		ID:          p.ID,
+		Name:        p.Name,
+		URL:         p.URL,
+		Port:        p.Port,
+		BypassHosts: p.BypassHosts,
+		Enabled:     !p.Disabled,
+		CreatedAt:   p.CreatedAt.UTC().Format(TimeFormat),
+		UpdatedAt:   p.UpdatedAt.UTC().Format(TimeFormat),
+	}
+	if v.BypassHosts == nil {
+		v.BypassHosts = []string{}
+	}
+	if p.Username != "" {
+		u := p.Username
+		v.Username = &u
+	}
+	return v
+}
+
+// ListResponse is the list envelope of spec §2.5.
+type ListResponse struct {
+	Data       []View `json:"data"`
+	Pagination struct {
+		NextPageStart *string `json:"next_page_start"`
+	} `json:"pagination"`
+}
+
+// caller returns the request's principal once its plan allows proxies.
+func caller(r *http.Request) (*auth.Principal, error) {
+	p := auth.FromContext(r.Context())
+	if p == nil {
+		return nil, apierr.Internal(errors.New("proxy route served without authentication"))
+	}
+	if err := CheckPlan(p.Org); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// storeError maps the store's errors to answers.
+func storeError(err error) error {
+	var re *RetainError
+	switch {
+	case errors.As(err, &re):
+		e := apierr.Field("authentication.retain_password", "%s", re.Problem)
+		e.Cause = err
+		return e
+	case errors.Is(err, ErrNotFound):
+		return apierr.NotFound("Proxy not found")
+	}
+	return err
+}
+
+// pathID validates the {id} path segment.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", apierr.Field("id", "is not a valid proxy id")
+	}
+	return strings.ToLower(id), nil
+}
+
+// parse reads and validates a create (current nil) or update request.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request, current *Proxy) (Request, error) {
+	o, err := field.DecodeAny(w, r, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	return ParseRequest(o, Options{AllowPrivate: h.AllowPrivate, Current: current})
+}
+
+// Create handles POST /v1/proxies.
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+	p, err := caller(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	req, err := h.parse(w, r, nil)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	px, err := h.Store.Create(p.Org.ID, req)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(px))
+}
+
+// Get handles GET /v1/proxies/{id}.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	p, err := caller(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	px, err := h.Store.Get(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(px))
+}
+
+// Update handles POST /v1/proxies/{id}: a full replacement. The proxy is
+// read first (an unknown or foreign id is a 404 whatever the body), so that
+// authentication.retain_password is judged with the other fields.
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+	p, err := caller(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	current, err := h.Store.Get(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	req, err := h.parse(w, r, current)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	px, err := h.Store.Update(p.Org.ID, id, req)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(px))
+}
+
+// Delete handles DELETE /v1/proxies/{id}.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	p, err := caller(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	if err := h.Store.Delete(p.Org.ID, id); err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.Empty(w, http.StatusNoContent)
+}
+
+func scope(orgID string) string { return "proxies/" + orgID }
+
+// parseList validates count and page_start.
+func (h *Handler) parseList(orgID string, q map[string][]string) (count int, after string, err error) {
+	var errs field.Errors
+	count = defaultCount
+	if vs, ok := q["count"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
+		if err != nil || n < 1 || n > maxCount {
+			errs.Add("count", "must be an integer between 1 and %d", maxCount)
+		} else {
+			count = n
+		}
+	}
+	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
+		pos, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
+		if err != nil {
+			errs.Add("page_start", "is not a cursor issued by this API")
+		}
+		after = pos
+	}
+	return count, after, errs.Err()
+}
+
+// List handles GET /v1/proxies: newest first, disabled ones included.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	p, err := caller(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	count, after, err := h.parseList(p.Org.ID, r.URL.Query())
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	list, more, err := h.Store.List(p.Org.ID, after, count)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	var out ListResponse
+	out.Data = make([]View, len(list))
+	for i, px := range list {
+		out.Data[i] = NewView(px)
+	}
+	if more {
+		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
+		out.Pagination.NextPageStart = &next
+	}
+	respond.JSON(w, r, http.StatusOK, out)
+}
