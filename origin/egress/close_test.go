@@ -194,7 +194,7 @@ func TestClosedSessionRefusesWork(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.track(nopConn{}); !errors.Is(err, ErrClosed) {
+	if _, err := s.track(nopConn{}, s.currentRoute()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("track after Close: %v, want ErrClosed", err)
 	}
 	if s.enter() {

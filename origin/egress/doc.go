@@ -16,6 +16,17 @@
 // ...), their IPv6 embeddings and metadata host names such as
 // metadata.google.internal stay blocked. The scheme rules stay as well.
 //
+// Policy.Upstream (or Session.SetUpstream, between renders of a reused
+// session) sends a session's requests through an HTTP proxy of the
+// organization: plain http in absolute form, CONNECT tunnels with a CONNECT
+// of their own, both with its Basic credentials, except the Upstream.Bypass
+// hosts, which go direct. The proxy's own address is checked as a site's
+// is; the targets behind it are resolved by the proxy, so only what can be
+// judged without a lookup (IP literals, metadata and localhost names) is
+// refused. A proxy that cannot be reached, refuses the credentials or fails
+// a CONNECT is answered by the session with a *ProxyError that names the
+// proxy and never its credentials.
+//
 // What a session answers itself instead of relaying (a refusal, a failed
 // lookup, dial or upstream, an error of the internal host) carries
 // AnswerHeader with a marker no site knows, and is kept as a Failure:

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,9 @@ type Config struct {
 	// Logger receives blocked requests and upstream failures; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// ProxyRootCAs are the authorities trusted for upstream proxies reached
+	// over TLS (Upstream.Scheme "https"); nil means the system's.
+	ProxyRootCAs *x509.CertPool
 	// Dial, when set, replaces the socket dial of an address that passed
 	// every check. It is a test seam: it lets tests stand a loopback server
 	// in for a public host, which this sandbox cannot reach.
@@ -89,10 +93,31 @@ const (
 	outcomeBlockedAddress = "blocked_address"
 	outcomeBlockedScheme  = "blocked_scheme"
 	outcomeError          = "error"
+
+	// Results of the proxied metric: the ProxyError kinds, and ok.
+	proxyResultOK          = "ok"
+	proxyResultBlocked     = "blocked"
+	proxyResultUnreachable = "unreachable"
+	proxyResultAuth        = "auth"
+	proxyResultFailed      = "failed"
 )
+
+// proxyResult is the proxied metric's result for pe.
+func proxyResult(pe *ProxyError) string {
+	switch pe.Kind {
+	case ErrProxyBlocked:
+		return proxyResultBlocked
+	case ErrProxyUnreachable:
+		return proxyResultUnreachable
+	case ErrProxyAuth:
+		return proxyResultAuth
+	}
+	return proxyResultFailed
+}
 
 type metrics struct {
 	requests *prometheus.CounterVec
+	proxied  *prometheus.CounterVec
 	dials    *prometheus.HistogramVec
 	sessions prometheus.Gauge
 	tunnels  prometheus.Gauge
@@ -104,6 +129,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "pictor_egress_requests_total",
 			Help: "Requests of renders through the egress proxy, by kind (http, connect, internal) and outcome.",
 		}, []string{"kind", "outcome"}),
+		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_egress_upstream_proxy_requests_total",
+			Help: "Requests relayed through an organization's upstream proxy, by kind (http, connect) and result (ok, blocked, unreachable, auth, failed).",
+		}, []string{"kind", "result"}),
 		dials: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_egress_dial_duration_seconds",
 			Help:    "Time to connect to a checked upstream address, by result (ok, error).",
@@ -123,6 +152,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	}
 	var err error
 	if m.requests, err = register(r, m.requests); err != nil {
+		return nil, err
+	}
+	if m.proxied, err = register(r, m.proxied); err != nil {
 		return nil, err
 	}
 	if m.dials, err = register(r, m.dials); err != nil {

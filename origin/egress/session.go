@@ -31,6 +31,11 @@ type Policy struct {
 	// Internal serves InternalHost. It gets origin-form requests (path and
 	// query as sent) and must return once their context is done.
 	Internal http.Handler
+	// Upstream, when set, is the proxy every request goes through except
+	// the internal host's and Upstream.Bypass's; Session.SetUpstream
+	// changes it. Its failures are the session's own answers, with a
+	// *ProxyError.
+	Upstream *Upstream
 }
 
 // Blocked is one request a session refused by policy.
@@ -80,6 +85,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	closed   bool
+	route    *route // where requests go now; replaced by SetUpstream
 	conns    map[*trackedConn]struct{}
 	blocked  []Blocked
 	failures []Failure // the last maxFailures answers of the session's own, by seq % maxFailures
@@ -110,6 +116,14 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		}
 		s.internal = h.name
 	}
+	s.route = &route{}
+	if p.Upstream != nil {
+		up, err := parseUpstream(*p.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("egress policy Upstream: %w", err)
+		}
+		s.route.up = up
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress session listen: %w", err)
@@ -123,7 +137,7 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		Control:   s.control,
 	}
 	s.tr = &http.Transport{
-		Proxy:                  nil, // never an environment proxy
+		Proxy:                  proxyOf, // the request's upstream, never an environment proxy
 		DialContext:            s.dialTransport,
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        90 * time.Second,
@@ -154,6 +168,45 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 	}()
 	g.metrics.sessions.Inc()
 	return s, nil
+}
+
+// SetUpstream sends every request from now on through u, or directly when
+// u is nil, with the rest of the policy unchanged. It validates u first
+// (the error matches ErrInvalidUpstream) and then ends every connection
+// and tunnel the session has open, so that nothing opened on the previous
+// route (a tunnel Chromium would reuse, a pooled connection, a dial under
+// way) carries a request of the next render; requests in flight fail with
+// ErrClosed. Call it between renders, with the session idle.
+func (s *Session) SetUpstream(u *Upstream) error {
+	rt := &route{}
+	if u != nil {
+		up, err := parseUpstream(*u)
+		if err != nil {
+			return fmt.Errorf("egress session upstream: %w", err)
+		}
+		rt.up = up
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.route = rt
+	conns := s.conns
+	s.conns = map[*trackedConn]struct{}{}
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.Conn.Close()
+	}
+	s.tr.CloseIdleConnections()
+	return nil
+}
+
+// currentRoute is where a request that starts now goes.
+func (s *Session) currentRoute() *route {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.route
 }
 
 // Addr is the proxy address, 127.0.0.1:PORT.
@@ -223,16 +276,37 @@ func (s *Session) enter() bool {
 }
 
 // plan is where an allowed http request goes; it rides in the request
-// context from the handler to rewrite and dialTransport.
+// context from the handler to rewrite, the Transport's Proxy and
+// dialTransport.
 type plan struct {
-	addrs []netip.Addr // checked, dialed in order
+	rt    *route
+	addrs []netip.Addr // checked, dialed in order; none when via is set
 	port  uint16
 	host  string // Host header: the authority of the request line
+	// via is the upstream proxy the request goes through, nil when direct;
+	// authority is then what the proxy is asked for.
+	via       *upstream
+	authority string
 }
 
 type planKey struct{}
 
-func (p *plan) target() string { return netip.AddrPortFrom(p.addrs[0], p.port).String() }
+// target is the address dialTransport is asked for: the checked address,
+// or the proxy.
+func (p *plan) target() string {
+	if p.via != nil {
+		return p.via.dialAddr
+	}
+	return netip.AddrPortFrom(p.addrs[0], p.port).String()
+}
+
+// proxyOf is the Transport's Proxy: the request's upstream, if any.
+func proxyOf(r *http.Request) (*url.URL, error) {
+	if p, ok := r.Context().Value(planKey{}).(*plan); ok && p.via != nil {
+		return p.via.proxyURL, nil
+	}
+	return nil, nil
+}
 
 // serveHTTP relays an absolute-form http:// (or ws://) request.
 func (s *Session) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -264,12 +338,26 @@ func (s *Session) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveInternal(w, r)
 		return
 	}
-	addrs, err := s.resolve(r.Context(), hostname, h)
-	if err != nil {
-		s.refuseOrFail(w, r, kindHTTP, target, err)
-		return
+	rt := s.currentRoute()
+	p := &plan{rt: rt, port: port, host: hostHeader(u.Host, h)}
+	if p.via = rt.via(h); p.via != nil {
+		if err := s.checkProxied(hostname, h); err != nil {
+			s.refuse(w, r, kindHTTP, target, err)
+			return
+		}
+		p.authority = proxiedAuthority(h, port)
+		if port == 80 {
+			p.authority = strings.TrimSuffix(p.authority, ":80")
+		}
+		p.host = p.authority
+	} else {
+		addrs, err := s.resolve(r.Context(), hostname, h)
+		if err != nil {
+			s.refuseOrFail(w, r, kindHTTP, target, err)
+			return
+		}
+		p.addrs = addrs
 	}
-	p := &plan{addrs: addrs, port: port, host: hostHeader(u.Host, h)}
 	// Counted as allowed by s.upstreamResponse or as an error by
 	// s.upstreamError, before the client sees the answer.
 	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), planKey{}, p)))
@@ -302,9 +390,17 @@ func rewrite(pr *httputil.ProxyRequest) {
 	p := pr.In.Context().Value(planKey{}).(*plan)
 	pr.Out.URL.Scheme = "http"
 	pr.Out.URL.Host = p.target()
+	if p.via != nil {
+		// The proxy gets the request line's authority as the session
+		// read it; the Transport writes it in absolute form.
+		pr.Out.URL.Host = p.authority
+	}
 	pr.Out.URL.User = nil
 	pr.Out.Host = p.host
 	stripProxyHeaders(pr.Out.Header)
+	if p.via != nil && p.via.auth != "" {
+		pr.Out.Header["Proxy-Authorization"] = []string{p.via.auth}
+	}
 	// ReverseProxy removed any Forwarded or X-Forwarded-* header the page
 	// set itself; put them back so that the proxy stays invisible.
 	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
@@ -337,8 +433,14 @@ func stripProxyHeaders(h http.Header) {
 
 // upstreamResponse counts a relayed request and drops the Proxy-* headers
 // of its response, and any AnswerHeader: only the session's own answers
-// carry one.
+// carry one. A 407 of an upstream proxy is its refusal, never relayed.
 func (s *Session) upstreamResponse(resp *http.Response) error {
+	if p, ok := resp.Request.Context().Value(planKey{}).(*plan); ok && p.via != nil {
+		if resp.StatusCode == http.StatusProxyAuthRequired {
+			return s.proxyStatusError(p.via, resp.StatusCode, false)
+		}
+		s.g.metrics.proxied.WithLabelValues(kindHTTP, proxyResultOK).Inc()
+	}
 	s.g.metrics.requests.WithLabelValues(kindHTTP, outcomeAllowed).Inc()
 	stripProxyHeaders(resp.Header)
 	resp.Header.Del(AnswerHeader)
@@ -347,17 +449,18 @@ func (s *Session) upstreamResponse(resp *http.Response) error {
 
 // upstreamError answers a request whose upstream failed.
 func (s *Session) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	s.g.metrics.requests.WithLabelValues(kindHTTP, outcomeError).Inc()
-	status := http.StatusBadGateway
-	if errors.Is(err, context.DeadlineExceeded) {
-		status = http.StatusGatewayTimeout
-	}
-	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
-		slog.String("target", r.RequestURI), slog.Any("error", err))
-	if !errors.Is(err, ErrDial) && !errors.Is(err, ErrBlockedAddress) && !errors.Is(err, ErrInvalidHost) {
+	var pe *ProxyError
+	switch p, _ := r.Context().Value(planKey{}).(*plan); {
+	case errors.As(err, &pe):
+		err = pe
+	case p != nil && p.via != nil && !errors.Is(err, ErrClosed):
+		// Whatever broke after the proxy accepted the connection: the
+		// session spoke to the proxy only.
+		err = s.proxyIOError(r.Context(), p.via, err)
+	case !errors.Is(err, ErrDial) && !errors.Is(err, ErrBlockedAddress) && !errors.Is(err, ErrInvalidHost) && !errors.Is(err, ErrClosed):
 		err = fmt.Errorf("%w: %w", ErrUpstream, err)
 	}
-	s.answer(w, status, "egress: upstream unavailable", newFailure(kindHTTP, r.RequestURI, err))
+	s.fail(w, r, kindHTTP, r.RequestURI, err)
 }
 
 // serveInternal hands a request for InternalHost to Policy.Internal.
@@ -387,15 +490,30 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, kindConnect, target, fmt.Errorf("%w: internal host %s is plain http only", ErrBlockedScheme, s.internal))
 		return
 	}
-	addrs, err := s.resolve(r.Context(), hostname, h)
-	if err != nil {
-		s.refuseOrFail(w, r, kindConnect, target, err)
-		return
-	}
-	up, err := s.dialChecked(r.Context(), addrs, port)
-	if err != nil {
-		s.fail(w, r, kindConnect, target, err)
-		return
+	rt := s.currentRoute()
+	var up net.Conn
+	if via := rt.via(h); via != nil {
+		if err := s.checkProxied(hostname, h); err != nil {
+			s.refuse(w, r, kindConnect, target, err)
+			return
+		}
+		up, err = s.connectVia(r.Context(), rt, via, proxiedAuthority(h, port))
+		if err != nil {
+			s.fail(w, r, kindConnect, target, err)
+			return
+		}
+		s.g.metrics.proxied.WithLabelValues(kindConnect, proxyResultOK).Inc()
+	} else {
+		addrs, err := s.resolve(r.Context(), hostname, h)
+		if err != nil {
+			s.refuseOrFail(w, r, kindConnect, target, err)
+			return
+		}
+		up, err = s.dialChecked(r.Context(), rt, addrs, port)
+		if err != nil {
+			s.fail(w, r, kindConnect, target, err)
+			return
+		}
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -403,7 +521,7 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, kindConnect, target, fmt.Errorf("hijack: %w", err))
 		return
 	}
-	client, err := s.track(conn)
+	client, err := s.track(conn, rt)
 	if err != nil {
 		_ = up.Close()
 		return
@@ -496,14 +614,24 @@ func (s *Session) refuse(w http.ResponseWriter, r *http.Request, kind, target st
 }
 
 // fail answers a request the policy allowed but that could not be relayed.
+// A failure of the upstream proxy is logged at Warn, once per request,
+// and its answer names the proxy and the reason, never the credentials.
 func (s *Session) fail(w http.ResponseWriter, r *http.Request, kind, target string, err error) {
 	s.g.metrics.requests.WithLabelValues(kind, outcomeError).Inc()
-	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
-		slog.String("kind", kind), slog.String("target", target), slog.Any("error", err))
 	status := http.StatusBadGateway
-	if errors.Is(err, context.DeadlineExceeded) {
+	if isTimeout(err) {
 		status = http.StatusGatewayTimeout
 	}
+	if pe := (*ProxyError)(nil); errors.As(err, &pe) {
+		s.g.metrics.proxied.WithLabelValues(kind, proxyResult(pe)).Inc()
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "egress upstream proxy failed",
+			slog.String("kind", kind), slog.String("target", target), slog.String("proxy", pe.Proxy),
+			slog.Int("status", pe.Status), slog.Any("error", err))
+		s.answer(w, status, "egress: upstream proxy "+pe.Proxy+": "+pe.Reason, newFailure(kind, target, err))
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "egress upstream failed",
+		slog.String("kind", kind), slog.String("target", target), slog.Any("error", err))
 	s.answer(w, status, "egress: upstream unavailable", newFailure(kind, target, err))
 }
 
@@ -518,10 +646,21 @@ func (s *Session) control(_, address string, _ syscall.RawConn) error {
 }
 
 // dialTransport is the Transport's dial: the request's plan when addr is
-// its target, else addr itself, which must be a literal the policy allows.
+// its target (the checked address, or the upstream proxy), else addr
+// itself, which must be a literal the policy allows and is never dialed
+// for a request that goes through a proxy.
 func (s *Session) dialTransport(ctx context.Context, _, addr string) (net.Conn, error) {
-	if p, ok := ctx.Value(planKey{}).(*plan); ok && p.target() == addr {
-		return s.dialChecked(ctx, p.addrs, p.port)
+	rt := s.currentRoute()
+	if p, ok := ctx.Value(planKey{}).(*plan); ok {
+		switch {
+		case p.target() == addr && p.via != nil:
+			return s.dialUpstream(ctx, p.rt, p.via)
+		case p.target() == addr:
+			return s.dialChecked(ctx, p.rt, p.addrs, p.port)
+		case p.via != nil:
+			return nil, fmt.Errorf("%w: dial %q for a request through proxy %s", ErrInvalidHost, addr, p.via.name)
+		}
+		rt = p.rt
 	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
@@ -530,12 +669,12 @@ func (s *Session) dialTransport(ctx context.Context, _, addr string) (net.Conn, 
 	if err := verdict(addr, ap.Addr(), s.policy.AllowPrivate); err != nil {
 		return nil, err
 	}
-	return s.dialChecked(ctx, []netip.Addr{ap.Addr()}, ap.Port())
+	return s.dialChecked(ctx, rt, []netip.Addr{ap.Addr()}, ap.Port())
 }
 
 // dialChecked connects to the first of the checked addrs that accepts. The
-// connection is tracked and ends with the session.
-func (s *Session) dialChecked(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, error) {
+// connection is tracked and ends with the session or its route rt.
+func (s *Session) dialChecked(ctx context.Context, rt *route, addrs []netip.Addr, port uint16) (net.Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -551,7 +690,7 @@ func (s *Session) dialChecked(ctx context.Context, addrs []netip.Addr, port uint
 		}
 		s.g.metrics.dials.WithLabelValues(result).Observe(time.Since(start).Seconds())
 		if err == nil {
-			return s.track(c)
+			return s.track(c, rt)
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -582,13 +721,18 @@ type trackedConn struct {
 	once sync.Once
 }
 
-// track registers c, or closes it if the session is closed.
-func (s *Session) track(c net.Conn) (net.Conn, error) {
+// track registers c, or closes it if the session is closed or no longer
+// on route rt.
+func (s *Session) track(c net.Conn, rt *route) (net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		_ = c.Close()
 		return nil, ErrClosed
+	}
+	if rt != s.route {
+		_ = c.Close()
+		return nil, fmt.Errorf("%w: its upstream changed", ErrClosed)
 	}
 	tc := &trackedConn{Conn: c, s: s}
 	s.conns[tc] = struct{}{}
