@@ -22,7 +22,9 @@ type RetainError struct {
 	Problem string
 }
 
-func (e *RetainError) Error() string { return fmt.Sprintf("%v: retain_password %s", ErrCannotRetain, e.Problem) }
+func (e *RetainError) Error() string {
+	return fmt.Sprintf("%v: retain_password %s", ErrCannotRetain, e.Problem)
+}
 
 // Is makes errors.Is(err, ErrCannotRetain) hold.
 func (e *RetainError) Is(target error) bool { return target == ErrCannotRetain }
