@@ -1,0 +1,501 @@
+package storedest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/plan"
+	"github.com/pictorhq/pictor/origin/respond"
+	"github.com/pictorhq/pictor/origin/storage"
+)
+
+// maxBody bounds a request body: every field at its limit fits many times.
+const maxBody = 64 << 10
+
+// List page sizes of spec §4.3.
+const (
+	defaultCount = 10
+	maxCount     = 100
+)
+
+// TimeFormat is how answers write timestamps: UTC, milliseconds (as every
+// management resource).
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// MaxTestError is the longest last_test_error, in characters.
+const MaxTestError = 1000
+
+// DefaultTestTimeout bounds a connection test when Handler.TestTimeout is 0.
+const DefaultTestTimeout = 30 * time.Second
+
+// Handler serves /v1/storage-destinations.
+type Handler struct {
+	Store   *Store
+	Cursors cursor.Codec
+	// Test runs the connection test (origin/storage): it connects with c
+	// (secret opened; for aws_s3 the role and the organization's external
+	// id) and writes a test object. It runs on create, when any
+	// connection_info setting changes and when a destination is enabled
+	// again. Required for those saves (without it they answer 500).
+	Test func(ctx context.Context, c storage.Connection) error
+	// Describe puts a failed test's error in the caller's words (what the
+	// provider said); nil uses err.Error(). The result is stored as
+	// last_test_error and answered, at most MaxTestError characters, with
+	// the secret access key blanked out should it appear.
+	Describe func(error) string
+	// AllowPrivate accepts other_s3_compatible endpoints on loopback or
+	// private address literals (--allow-private-urls).
+	AllowPrivate bool
+	// TestTimeout bounds one connection test; 0 is DefaultTestTimeout. A
+	// test that runs out fails like any other.
+	TestTimeout time.Duration
+}
+
+// View is the JSON form of a destination. connection_info holds the
+// provider's settings only, never the secret access key.
+type View struct {
+	ID                  string         `json:"id"`
+	Name                string         `json:"name"`
+	Enabled             bool           `json:"enabled"`
+	HctiStorageDisabled bool           `json:"hcti_storage_disabled"`
+	ConnectionInfo      map[string]any `json:"connection_info"`
+	LastTestedAt        *string        `json:"last_tested_at"`
+	LastTestSucceeded   *bool          `json:"last_test_succeeded"`
+	LastTestError       *string        `json:"last_test_error"`
+	CreatedAt           string         `json:"created_at"`
+	UpdatedAt           string         `json:"updated_at"`
+}
+
+// NewView returns the public form of d.
+func NewView(d *Destination) View {
+	v := View{
+		ID:                  d.ID,
+		Name:                d.Name,
+		Enabled:             !d.Disabled,
+		HctiStorageDisabled: d.HctiStorageDisabled,
+		ConnectionInfo:      connectionView(d.Connection),
+		CreatedAt:           d.CreatedAt.UTC().Format(TimeFormat),
+		UpdatedAt:           d.UpdatedAt.UTC().Format(TimeFormat),
+	}
+	if !d.LastTestedAt.IsZero() {
+		at, ok := d.LastTestedAt.UTC().Format(TimeFormat), d.LastTestSucceeded
+		v.LastTestedAt, v.LastTestSucceeded = &at, &ok
+		if !ok {
+			msg := d.LastTestError
+			v.LastTestError = &msg
+		}
+	}
+	return v
+}
+
+// connectionView answers connection_info: provider, bucket, key_prefix
+// (null at the bucket's root) and the provider's own settings, with
+// cloudflare_jurisdiction null for the default one. Secrets are not
+// settings.
+func connectionView(c storage.Connection) map[string]any {
+	m := map[string]any{"provider": c.Provider, "bucket": c.Bucket, "key_prefix": orNull(c.KeyPrefix)}
+	for _, f := range takes[c.Provider] {
+		switch f {
+		case fRegion:
+			m[f] = c.Region
+		case fRoleARN:
+			m[f] = c.RoleARN
+		case fAccountID:
+			m[f] = c.CloudflareAccountID
+		case fJurisdiction:
+			m[f] = orNull(c.CloudflareJurisdiction)
+		case fEndpoint:
+			m[f] = c.Endpoint
+		case fPathStyle:
+			m[f] = c.ForcePathStyle
+		case fAccessKeyID:
+			m[f] = c.AccessKeyID
+		}
+	}
+	return m
+}
+
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// gate answers 403 unless the organization's plan includes delivery
+// options: a permission does not enable what the plan lacks (spec §5 rule 3).
+func gate(p *auth.Principal) error {
+	if p.Org.PlanInfo().Delivery {
+		return nil
+	}
+	current := p.Org.Plan
+	if current == "" {
+		current = "unknown"
+	}
+	return apierr.Forbidden("Storage destinations are not included in the %s plan: they need the %s", current, deliveryPlans())
+}
+
+// deliveryPlans names the smallest plan with delivery options: "pro plan
+// or higher (10,000 images a month)".
+func deliveryPlans() string {
+	for _, name := range plan.Names() {
+		if p, _ := plan.Lookup(name); p.Delivery {
+			return fmt.Sprintf("%s plan or higher (%s images a month)", p.Name, thousands(p.Credits))
+		}
+	}
+	return "a plan with delivery options"
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// begin authorizes a request by plan and returns its principal.
+func begin(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+	p := auth.FromContext(r.Context())
+	if err := gate(p); err != nil {
+		apierr.Write(w, r, err)
+		return nil, false
+	}
+	return p, true
+}
+
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
+	o, err := field.DecodeJSON(w, r, maxBody)
+	if err != nil {
+		return Request{}, err
+	}
+	return ParseRequest(o, Options{AllowPrivate: h.AllowPrivate})
+}
+
+// storeError maps the store's errors to answers.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return apierr.NotFound("Storage destination not found")
+	case errors.Is(err, ErrChanged):
+		e := apierr.New(http.StatusConflict, "The storage destination was changed by another request meanwhile; read it and try again")
+		e.Cause = err
+		return e
+	}
+	return err
+}
+
+// pathID validates the {id} path segment.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", apierr.Field("id", "is not a valid storage destination id")
+	}
+	return strings.ToLower(id), nil
+}
+
+const retainPath = "connection_info." + fRetain
+
+// Create handles POST /v1/storage-destinations. The connection is tested
+// first; an enabled destination whose test fails is not saved (400).
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	req, err := h.parse(w, r)
+	if err == nil && req.RetainSecret {
+		err = apierr.Field(retainPath, "is for updates: a new destination has no stored secret access key to keep; send secret_access_key")
+	}
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	conn := req.Connection
+	if conn.Provider == storage.AWSS3 {
+		if conn.ExternalID, err = h.Store.ExternalID(p.Org.ID); err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
+	}
+	res, err := h.test(r.Context(), p.Org.ID, "", conn, !req.Disabled)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	d, err := h.Store.Create(p.Org.ID, input(req, conn, res))
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(d))
+}
+
+func input(req Request, conn storage.Connection, res *TestResult) Input {
+	return Input{Name: req.Name, Disabled: req.Disabled, HctiStorageDisabled: req.HctiStorageDisabled, Connection: conn, Test: res}
+}
+
+// Update handles POST /v1/storage-destinations/{id}: a full replacement.
+// The connection is tested again when a connection setting changes (the
+// secret access key included) or the destination is enabled again; an
+// enabled destination whose test fails stays as it was (400).
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	req, err := h.parse(w, r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	d, err := h.Store.Update(p.Org.ID, id, func(cur *Destination) (Input, error) {
+		was, err := h.Store.Connection(cur)
+		if errors.Is(err, ErrSecret) && !req.RetainSecret {
+			// A secret that no longer opens (another master key) is
+			// replaced by the one sent; the connection counts as changed.
+			slog.WarnContext(r.Context(), "storage destination secret cannot be opened; replacing it", "destination_id", cur.ID, "error", err)
+			was, err = cur.Connection, nil
+		}
+		if err != nil {
+			return Input{}, err
+		}
+		conn := req.Connection
+		if req.RetainSecret {
+			switch {
+			case !cur.HasSecret:
+				return Input{}, apierr.Field(retainPath, "has no stored secret access key to keep (the destination's provider is %s); send secret_access_key", cur.Connection.Provider)
+			case conn.Provider != cur.Connection.Provider:
+				return Input{}, apierr.Field(retainPath, "cannot keep a %s secret access key for provider %s; send secret_access_key", cur.Connection.Provider, conn.Provider)
+			case conn.AccessKeyID != cur.Connection.AccessKeyID:
+				return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another access_key_id; send secret_access_key")
+			case conn.Endpoint != cur.Connection.Endpoint:
+				// The key is only ever used where it was given: a request
+				// signed for a host of the caller's could be relayed to
+				// the real one.
+				return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another endpoint; send secret_access_key")
+			}
+			conn.SecretAccessKey = was.SecretAccessKey
+		}
+		if conn.Provider == storage.AWSS3 {
+			if conn.ExternalID, err = h.Store.ExternalID(p.Org.ID); err != nil {
+				return Input{}, err
+			}
+		}
+		in := input(req, conn, nil)
+		if conn != was || (cur.Disabled && !req.Disabled) {
+			if in.Test, err = h.test(r.Context(), p.Org.ID, cur.ID, conn, !req.Disabled); err != nil {
+				return Input{}, err
+			}
+		}
+		return in, nil
+	})
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(d))
+}
+
+// test runs the connection test of conn. A failure is a result to record,
+// and for a destination to be enabled also a 400 naming connection_info.
+func (h *Handler) test(ctx context.Context, orgID, id string, conn storage.Connection, enabled bool) (*TestResult, error) {
+	if h.Test == nil {
+		return nil, apierr.Internal(errors.New("storedest: Handler.Test is not set"))
+	}
+	timeout := h.TestTimeout
+	if timeout <= 0 {
+		timeout = DefaultTestTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	err := h.Test(tctx, conn)
+	cancel()
+	if ctx.Err() != nil {
+		// The caller is gone (or the server stops): no result to keep.
+		return nil, ctx.Err()
+	}
+	res := &TestResult{At: h.Store.now().UTC(), Succeeded: err == nil}
+	if err == nil {
+		return res, nil
+	}
+	res.Error = h.describe(err, conn.SecretAccessKey)
+	slog.InfoContext(ctx, "storage destination connection test failed", "org_id", orgID, "destination_id", id,
+		"provider", string(conn.Provider), "bucket", conn.Bucket, "enabled", enabled, "error", res.Error)
+	if !enabled {
+		return res, nil
+	}
+	return res, &apierr.Error{
+		Status:  http.StatusBadRequest,
+		Message: "Connection test failed: " + res.Error,
+		Fields:  []apierr.FieldError{{Path: "connection_info", Message: "connection test failed: " + res.Error}},
+	}
+}
+
+// describe words a failed test for last_test_error: one line of at most
+// MaxTestError characters, never holding the secret.
+func (h *Handler) describe(err error, secret string) string {
+	var s string
+	if h.Describe != nil {
+		s = h.Describe(err)
+	}
+	if strings.TrimSpace(s) == "" {
+		s = err.Error()
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if secret != "" {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if s == "" {
+		s = "the connection test failed"
+	}
+	if utf8.RuneCountInString(s) > MaxTestError {
+		s = string([]rune(s)[:MaxTestError-1]) + "…"
+	}
+	return s
+}
+
+// Get handles GET /v1/storage-destinations/{id}.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	d, err := h.Store.Get(p.Org.ID, id)
+	if err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(d))
+}
+
+// Delete handles DELETE /v1/storage-destinations/{id}. Objects written to
+// the bucket stay there.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	id, err := pathID(r)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	if _, err := h.Store.Delete(p.Org.ID, id); err != nil {
+		apierr.Write(w, r, storeError(err))
+		return
+	}
+	respond.Empty(w, http.StatusNoContent)
+}
+
+// ExternalIDView is the answer of GET /v1/storage-destinations/aws-external-id.
+type ExternalIDView struct {
+	ExternalID string `json:"external_id"`
+}
+
+// ExternalID handles GET /v1/storage-destinations/aws-external-id: the
+// organization's external id, which the trust policy of an aws_s3
+// destination's role must require (sts:ExternalId).
+func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	ext, err := h.Store.ExternalID(p.Org.ID)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, ExternalIDView{ExternalID: ext})
+}
+
+// ListResponse is the list envelope of spec §2.5.
+type ListResponse struct {
+	Data       []View `json:"data"`
+	Pagination struct {
+		NextPageStart *string `json:"next_page_start"`
+	} `json:"pagination"`
+}
+
+func scope(orgID string) string { return "storage-destinations/" + orgID }
+
+// parseList validates count and page_start.
+func (h *Handler) parseList(orgID string, q map[string][]string) (count int, after string, err error) {
+	var errs field.Errors
+	count = defaultCount
+	if vs, ok := q["count"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
+		if err != nil || n < 1 || n > maxCount {
+			errs.Add("count", "must be an integer between 1 and %d", maxCount)
+		} else {
+			count = n
+		}
+	}
+	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
+		pos, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
+		if err != nil {
+			errs.Add("page_start", "is not a cursor issued by this API")
+		}
+		after = pos
+	}
+	return count, after, errs.Err()
+}
+
+// List handles GET /v1/storage-destinations: newest first, disabled ones
+// included.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	p, ok := begin(w, r)
+	if !ok {
+		return
+	}
+	count, after, err := h.parseList(p.Org.ID, r.URL.Query())
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	list, more, err := h.Store.List(p.Org.ID, after, count)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	var out ListResponse
+	out.Data = make([]View, len(list))
+	for i, d := range list {
+		out.Data[i] = NewView(d)
+	}
+	if more {
+		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
+		out.Pagination.NextPageStart = &next
+	}
+	respond.JSON(w, r, http.StatusOK, out)
+}

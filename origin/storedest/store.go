@@ -1,0 +1,423 @@
+package storedest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/seal"
+	"github.com/pictorhq/pictor/origin/storage"
+)
+
+// Keys (see doc.go):
+//
+//	sd/r/<id>           record
+//	sd/o/<org_id>/<id>  empty: an organization's destinations in creation order
+//	sd/x/<org_id>       the organization's AWS external id
+func recordKey(id string) []byte     { return []byte("sd/r/" + id) }
+func orgPrefix(orgID string) []byte  { return []byte("sd/o/" + orgID + "/") }
+func orgKey(orgID, id string) []byte { return []byte("sd/o/" + orgID + "/" + id) }
+func externalKey(orgID string) []byte {
+	return []byte("sd/x/" + orgID)
+}
+
+// ExternalIDPrefix starts every AWS external id.
+const ExternalIDPrefix = "pictor-"
+
+// externalEncoding writes external ids: lower-case base32 without padding,
+// within what STS accepts in an ExternalId ([\w+=,.@:/-]).
+var externalEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newExternalID returns "pictor-" and 128 random bits.
+func newExternalID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return ExternalIDPrefix + externalEncoding.EncodeToString(b)
+}
+
+// record is a destination as stored. Its JSON names are this package's own,
+// so that the stored form does not follow storage.Connection's Go names.
+type record struct {
+	ID                  string     `json:"id"`
+	OrgID               string     `json:"org_id"`
+	Name                string     `json:"name"`
+	Disabled            bool       `json:"disabled"`
+	HctiStorageDisabled bool       `json:"hcti_storage_disabled"`
+	Connection          connRecord `json:"connection"`
+	// Secret is the secret access key sealed under the master key with
+	// the destination's id as additional data.
+	Secret            []byte    `json:"secret,omitempty"`
+	LastTestedAt      time.Time `json:"last_tested_at"`
+	LastTestSucceeded bool      `json:"last_test_succeeded"`
+	LastTestError     string    `json:"last_test_error,omitempty"`
+	Revision          int64     `json:"revision"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+type connRecord struct {
+	Provider               storage.Provider `json:"provider"`
+	Bucket                 string           `json:"bucket"`
+	KeyPrefix              string           `json:"key_prefix,omitempty"`
+	Region                 string           `json:"region,omitempty"`
+	RoleARN                string           `json:"role_arn,omitempty"`
+	CloudflareAccountID    string           `json:"cloudflare_account_id,omitempty"`
+	CloudflareJurisdiction string           `json:"cloudflare_jurisdiction,omitempty"`
+	Endpoint               string           `json:"endpoint,omitempty"`
+	ForcePathStyle         bool             `json:"force_path_style,omitempty"`
+	AccessKeyID            string           `json:"access_key_id,omitempty"`
+}
+
+func (r *record) destination() *Destination {
+	c := r.Connection
+	return &Destination{
+		ID: r.ID, OrgID: r.OrgID, Name: r.Name, Disabled: r.Disabled, HctiStorageDisabled: r.HctiStorageDisabled,
+		Connection: storage.Connection{
+			Provider: c.Provider, Bucket: c.Bucket, KeyPrefix: c.KeyPrefix, Region: c.Region, RoleARN: c.RoleARN,
+			CloudflareAccountID: c.CloudflareAccountID, CloudflareJurisdiction: c.CloudflareJurisdiction,
+			Endpoint: c.Endpoint, ForcePathStyle: c.ForcePathStyle, AccessKeyID: c.AccessKeyID,
+		},
+		HasSecret:    len(r.Secret) > 0,
+		LastTestedAt: r.LastTestedAt, LastTestSucceeded: r.LastTestSucceeded, LastTestError: r.LastTestError,
+		Revision: r.Revision, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		sealed: r.Secret,
+	}
+}
+
+func newRecord(d *Destination) *record {
+	c := d.Connection
+	return &record{
+		ID: d.ID, OrgID: d.OrgID, Name: d.Name, Disabled: d.Disabled, HctiStorageDisabled: d.HctiStorageDisabled,
+		Connection: connRecord{
+			Provider: c.Provider, Bucket: c.Bucket, KeyPrefix: c.KeyPrefix, Region: c.Region, RoleARN: c.RoleARN,
+			CloudflareAccountID: c.CloudflareAccountID, CloudflareJurisdiction: c.CloudflareJurisdiction,
+			Endpoint: c.Endpoint, ForcePathStyle: c.ForcePathStyle, AccessKeyID: c.AccessKeyID,
+		},
+		Secret:       d.sealed,
+		LastTestedAt: d.LastTestedAt, LastTestSucceeded: d.LastTestSucceeded, LastTestError: d.LastTestError,
+		Revision: d.Revision, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
+}
+
+// Input is what a create or an update stores.
+type Input struct {
+	Name                string
+	Disabled            bool
+	HctiStorageDisabled bool
+	// Connection is stored without ExternalID; its SecretAccessKey is
+	// sealed, and required, when the provider takes access keys.
+	Connection storage.Connection
+	// Test is the connection test of this Connection; nil keeps the
+	// destination's last one (an update that changes no connection
+	// setting).
+	Test *TestResult
+}
+
+// Store keeps storage destinations in a kv.Store, their secrets sealed.
+type Store struct {
+	kv   kv.Store
+	box  *seal.Box
+	now  func() time.Time
+	seed maphash.Seed
+	// locks serialize the writes of one organization (by stripe).
+	locks [32]sync.Mutex
+	// edits serialize updates of one destination from their read to their
+	// write, connection test included, without holding up the rest of the
+	// organization.
+	edits keyedMutex
+}
+
+// NewStore returns a Store; now may be nil for the wall clock.
+func NewStore(s kv.Store, box *seal.Box, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{kv: s, box: box, now: now, seed: maphash.MakeSeed()}
+}
+
+func (s *Store) lock(orgID string) func() {
+	m := &s.locks[maphash.String(s.seed, orgID)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+func (s *Store) load(r kv.Reader, id string) (*Destination, error) {
+	raw, err := r.Get(recordKey(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get storage destination %s: %w", id, err)
+	}
+	var rec record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("decode storage destination %s: %w", id, err)
+	}
+	return rec.destination(), nil
+}
+
+func (s *Store) put(w kv.Writer, d *Destination) error {
+	raw, err := json.Marshal(newRecord(d))
+	if err != nil {
+		return err
+	}
+	return w.Put(recordKey(d.ID), raw)
+}
+
+// apply sets d's fields from in, sealing the secret under d.ID.
+func (s *Store) apply(d *Destination, in Input) error {
+	conn := in.Connection
+	secret := conn.SecretAccessKey
+	conn.SecretAccessKey, conn.ExternalID = "", ""
+	d.sealed, d.HasSecret = nil, false
+	switch {
+	case UsesAccessKeys(conn.Provider) && secret == "":
+		return fmt.Errorf("storage destination %s: provider %s without a secret access key", d.ID, conn.Provider)
+	case UsesAccessKeys(conn.Provider):
+		d.sealed, d.HasSecret = s.box.Seal([]byte(secret), []byte(d.ID)), true
+	}
+	d.Name, d.Disabled, d.HctiStorageDisabled, d.Connection = in.Name, in.Disabled, in.HctiStorageDisabled, conn
+	if t := in.Test; t != nil {
+		d.LastTestedAt, d.LastTestSucceeded, d.LastTestError = t.At.UTC(), t.Succeeded, t.Error
+	}
+	return nil
+}
+
+// Create adds a destination to the organization.
+func (s *Store) Create(orgID string, in Input) (*Destination, error) {
+	now := s.now().UTC()
+	d := &Destination{ID: uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Revision: 1, CreatedAt: now, UpdatedAt: now}
+	if err := s.apply(d, in); err != nil {
+		return nil, err
+	}
+	unlock := s.lock(orgID)
+	defer unlock()
+	b := s.kv.NewBatch()
+	defer b.Close()
+	if err := s.put(b, d); err != nil {
+		return nil, err
+	}
+	b.Put(orgKey(orgID, d.ID), nil)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("store storage destination: %w", err)
+	}
+	return d, nil
+}
+
+// Get returns the organization's destination with the id, disabled or
+// not; another organization's is ErrNotFound, like a missing one. This is
+// the render path's look-up (one read); Connection gives what to connect
+// with.
+func (s *Store) Get(orgID, id string) (*Destination, error) {
+	d, err := s.load(s.kv, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.OrgID != orgID {
+		return nil, ErrNotFound
+	}
+	return d, nil
+}
+
+// Update replaces the destination with what change returns for it (a full
+// replacement; id, creation time and, unless the Input says otherwise, the
+// last test stay). change runs while no other update of the destination
+// does, so it may take its time (a connection test); an error from it is
+// returned as is and nothing changes. A destination deleted meanwhile is
+// ErrNotFound.
+func (s *Store) Update(orgID, id string, change func(cur *Destination) (Input, error)) (*Destination, error) {
+	unedit := s.edits.lock(id)
+	defer unedit()
+	cur, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	in, err := change(cur)
+	if err != nil {
+		return nil, err
+	}
+	unlock := s.lock(orgID)
+	defer unlock()
+	d, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Revision != cur.Revision {
+		// Only a write outside Update (none today) gets here.
+		return nil, fmt.Errorf("%w: revision %d, then %d", ErrChanged, cur.Revision, d.Revision)
+	}
+	if err := s.apply(d, in); err != nil {
+		return nil, err
+	}
+	d.Revision++
+	d.UpdatedAt = s.now().UTC()
+	if err := s.put(s.kv, d); err != nil {
+		return nil, fmt.Errorf("store storage destination %s: %w", d.ID, err)
+	}
+	return d, nil
+}
+
+// Delete removes the destination and returns what it was. Objects already
+// written to its bucket stay there.
+func (s *Store) Delete(orgID, id string) (*Destination, error) {
+	unlock := s.lock(orgID)
+	defer unlock()
+	d, err := s.Get(orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	b := s.kv.NewBatch()
+	defer b.Close()
+	b.Delete(recordKey(d.ID))
+	b.Delete(orgKey(orgID, d.ID))
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("delete storage destination %s: %w", d.ID, err)
+	}
+	return d, nil
+}
+
+// List returns up to count of the organization's destinations newest
+// first, disabled ones included, starting after the id after ("" for the
+// first page), and whether more follow.
+func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, error) {
+	snap := s.kv.Snapshot()
+	defer snap.Close()
+	opts := kv.IterOptions{Reverse: true}
+	if after != "" {
+		opts.After = orgKey(orgID, after)
+	}
+	it := snap.Iterate(orgPrefix(orgID), opts)
+	defer it.Close()
+	prefixLen := len(orgPrefix(orgID))
+	var out []*Destination
+	for it.Next() {
+		if len(out) == count {
+			return out, true, nil
+		}
+		d, err := s.load(snap, string(it.Key()[prefixLen:]))
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, d)
+	}
+	return out, false, it.Err()
+}
+
+// ExternalID returns the organization's AWS external id, which aws_s3
+// destinations' roles must require in their trust policy: made on first
+// use ("pictor-" and 128 random bits), then fixed for the organization's
+// life. Concurrent first calls get the same id.
+func (s *Store) ExternalID(orgID string) (string, error) {
+	id, err := s.kv.Get(externalKey(orgID))
+	if err == nil {
+		return string(id), nil
+	}
+	if !errors.Is(err, kv.ErrNotFound) {
+		return "", fmt.Errorf("get external id: %w", err)
+	}
+	unlock := s.lock(orgID)
+	defer unlock()
+	switch id, err := s.kv.Get(externalKey(orgID)); {
+	case err == nil:
+		return string(id), nil
+	case !errors.Is(err, kv.ErrNotFound):
+		return "", fmt.Errorf("get external id: %w", err)
+	}
+	ext := newExternalID()
+	if err := s.kv.Put(externalKey(orgID), []byte(ext)); err != nil {
+		return "", fmt.Errorf("store external id: %w", err)
+	}
+	return ext, nil
+}
+
+// Connection returns what to connect to d's bucket with: its settings, its
+// secret access key opened and, for aws_s3, the organization's external
+// id. A secret sealed in the seal package's legacy format is stored again
+// in the current one, once.
+func (s *Store) Connection(d *Destination) (storage.Connection, error) {
+	c := d.Connection
+	if len(d.sealed) > 0 {
+		plain, upgraded, err := s.box.OpenUpgrade(d.sealed, []byte(d.ID))
+		if err != nil {
+			return storage.Connection{}, fmt.Errorf("storage destination %s: %w: %w", d.ID, ErrSecret, err)
+		}
+		if upgraded != nil {
+			if err := s.reseal(d, upgraded); err != nil {
+				// The secret opened: the caller goes on, the next read retries.
+				slog.Warn("storage destination secret not migrated to the current sealed format", "destination_id", d.ID, "error", err)
+			}
+		}
+		c.SecretAccessKey = string(plain)
+	}
+	if c.Provider == storage.AWSS3 {
+		ext, err := s.ExternalID(d.OrgID)
+		if err != nil {
+			return storage.Connection{}, err
+		}
+		c.ExternalID = ext
+	}
+	return c, nil
+}
+
+// reseal replaces d's stored secret by upgraded unless the record changed
+// meanwhile. It is not an update: revision and updated_at stay.
+func (s *Store) reseal(d *Destination, upgraded []byte) error {
+	unlock := s.lock(d.OrgID)
+	defer unlock()
+	cur, err := s.load(s.kv, d.ID)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(cur.sealed, d.sealed) {
+		return nil
+	}
+	cur.sealed = upgraded
+	if err := s.put(s.kv, cur); err != nil {
+		return fmt.Errorf("store storage destination %s: %w", cur.ID, err)
+	}
+	return nil
+}
+
+// keyedMutex is a mutex per key, dropped when nobody holds or waits for it.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu      sync.Mutex
+	holders int // holding or waiting
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.holders++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.holders--; e.holders == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
