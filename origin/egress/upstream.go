@@ -39,13 +39,15 @@ import (
 // as without an upstream. An entry is one of:
 //   - a host name, "intranet.example.com": that host only, read as the
 //     session reads hosts (case, trailing dot and IDN do not matter);
-//   - "*.example.com" or ".example.com" (the same): every name below
-//     example.com, at any depth, but not example.com itself;
+//   - "*.example.com": every name below example.com, at any depth, but
+//     not example.com itself;
 //   - an IP literal, "203.0.113.7", "2001:db8::7" or "[2001:db8::7]": that
 //     address, whichever way a request spells it.
 //
-// There are no ports, CIDR ranges or other wildcards, and "*" alone is not
-// an entry. At most 1,000 entries.
+// There are no ports, CIDR ranges, ".example.com" suffixes or other
+// wildcards, and "*" alone is not an entry. At most 1,000 entries. This is
+// what origin/proxy accepts as bypass_hosts, and Proxy.Bypasses matches
+// the same way.
 //
 // The credentials never appear in a log, an error or an answer; String and
 // LogValue hide the password.
@@ -204,13 +206,7 @@ type bypassList struct {
 }
 
 func (b *bypassList) add(entry string) error {
-	suffix := false
-	switch {
-	case strings.HasPrefix(entry, "*."):
-		suffix, entry = true, entry[2:]
-	case strings.HasPrefix(entry, "."):
-		suffix, entry = true, entry[1:]
-	}
+	entry, suffix := strings.CutPrefix(entry, "*.")
 	if strings.ContainsAny(entry, "*/") {
 		return errors.New("only a name, an IP literal or a leading \"*.\" is supported")
 	}
@@ -315,7 +311,11 @@ func (s *Session) dialUpstream(ctx context.Context, rt *route, up *upstream) (ne
 		var ae *AddressError
 		switch {
 		case errors.As(err, &ae):
-			return nil, proxyFail(up, ErrProxyBlocked, 0, "proxy is at a "+ae.Range+" address, which is not allowed", err)
+			reason := "proxy is at a " + ae.Range + " address, which is not allowed"
+			if !ae.Addr.IsValid() {
+				reason = "proxy's host is a " + ae.Range + ", which is not allowed"
+			}
+			return nil, proxyFail(up, ErrProxyBlocked, 0, reason, err)
 		case errors.Is(err, ErrResolve):
 			return nil, proxyFail(up, ErrProxyUnreachable, 0, "could not resolve the proxy's host", err)
 		}
@@ -363,9 +363,10 @@ func (s *Session) connectVia(ctx context.Context, rt *route, up *upstream, targe
 	if err != nil {
 		return nil, err
 	}
-	// The proxy answers once it has reached the target: bounded as a head
-	// is, and by the request.
-	_ = c.SetDeadline(time.Now().Add(readHeaderTimeout))
+	// The proxy answers once it has looked the target up and connected:
+	// what the session allows itself for the same, and no longer than the
+	// request.
+	_ = c.SetDeadline(time.Now().Add(2 * s.g.cfg.DialTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var b strings.Builder
@@ -410,7 +411,10 @@ func (s *Session) proxyStatusError(up *upstream, status int, connect bool) *Prox
 		}
 		return proxyFail(up, ErrProxyAuth, status, fmt.Sprintf("proxy refused the credentials (%d)", status), nil)
 	}
-	return proxyFail(up, ErrProxyFailed, status, fmt.Sprintf("proxy refused the tunnel (%d)", status), nil)
+	if status == http.StatusForbidden || status == http.StatusMethodNotAllowed {
+		return proxyFail(up, ErrProxyFailed, status, fmt.Sprintf("proxy refused the tunnel (%d)", status), nil)
+	}
+	return proxyFail(up, ErrProxyFailed, status, fmt.Sprintf("proxy could not open the tunnel (%d)", status), nil)
 }
 
 // proxyIOError is the error of a proxy connection that broke before its
