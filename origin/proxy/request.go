@@ -3,7 +3,6 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -248,11 +247,12 @@ func retainProblem(cur *Proxy, req Request) string {
 
 // bypassHosts reads bypass_hosts: an array (in a form, repeated values or a
 // JSON-encoded array) of at most MaxBypassHosts entries, normalized and
-// deduplicated in the order sent.
+// deduplicated in the order sent. Every invalid entry is reported.
 func (rd reader) bypassHosts() []string {
 	const name = "bypass_hosts"
 	out := []string{}
-	src := rd.o
+	path := rd.o.Path(name)
+	var items []json.RawMessage
 	if rd.o.IsForm() {
 		// Empty values are not sent; the others are repeated values or one
 		// JSON-encoded array.
@@ -262,27 +262,50 @@ func (rd reader) bypassHosts() []string {
 				vs = append(vs, v)
 			}
 		}
-		src = field.FromForm(url.Values{name: vs})
-		src.Prefix = rd.o.Prefix
+		if len(vs) == 1 && strings.HasPrefix(strings.TrimSpace(vs[0]), "[") {
+			if json.Unmarshal([]byte(vs[0]), &items) != nil {
+				rd.errs.Add(path, "must be a JSON-encoded array of host names")
+				return out
+			}
+		} else {
+			for _, v := range vs {
+				if !utf8.ValidString(v) {
+					items = append(items, nil) // reported below, never quoted
+					continue
+				}
+				b, _ := json.Marshal(v)
+				items = append(items, b)
+			}
+		}
+	} else {
+		raw, ok := rd.o.Raw(name)
+		if !ok {
+			return out
+		}
+		if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "[") || json.Unmarshal(raw, &items) != nil {
+			rd.errs.Add(path, "must be an array of host names")
+			return out
+		}
 	}
-	list, ok := src.StringArray(rd.errs, name)
-	if !ok {
+	if len(items) > MaxBypassHosts {
+		rd.errs.Add(path, "must hold at most %d hosts (got %d)", MaxBypassHosts, len(items))
 		return out
 	}
-	path := rd.o.Path(name)
-	if len(list) > MaxBypassHosts {
-		rd.errs.Add(path, "must hold at most %d hosts (got %d)", MaxBypassHosts, len(list))
-		return out
-	}
-	seen := make(map[string]bool, len(list))
-	for i, s := range list {
-		if !utf8.ValidString(s) {
-			rd.errs.Add(fmt.Sprintf("%s[%d]", path, i), "must be valid UTF-8 text")
+	seen := make(map[string]bool, len(items))
+	for i, item := range items {
+		where := fmt.Sprintf("%s[%d]", path, i)
+		if item == nil {
+			rd.errs.Add(where, "must be valid UTF-8 text")
+			continue
+		}
+		var s string
+		if t := strings.TrimSpace(string(item)); !strings.HasPrefix(t, `"`) || json.Unmarshal(item, &s) != nil {
+			rd.errs.Add(where, "must be a string")
 			continue
 		}
 		host, problem := parseBypassHost(s)
 		if problem != "" {
-			rd.errs.Add(fmt.Sprintf("%s[%d]", path, i), "%s", problem)
+			rd.errs.Add(where, "%s", problem)
 			continue
 		}
 		if !seen[host] {
