@@ -23,7 +23,11 @@
 //     permissions: a permission does not enable a feature the plan lacks
 //     (spec §5 rule 3), and the resource is the feature. The check runs
 //     before the id and the body are read. After a downgrade the proxies
-//     stay stored, out of reach, and come back with the plan.
+//     stay stored, out of reach, and come back with the plan. (The check
+//     is the handler's, after the router's rate limit: such a 403 counts
+//     against proxy:read or proxy:write and carries the rate-limit
+//     headers, unlike the router's own 401/403. CheckPlan is exported so
+//     that the router can run it before the limit.)
 //   - Requests are JSON, multipart or URL-encoded forms. JSON types are
 //     strict ("8080" is not a port, "true" not a boolean); forms are text,
 //     an empty form value counts as not sent, authentication is a

@@ -212,7 +212,7 @@ func body(u string, extra ...any) map[string]any {
 	return m
 }
 
-func auth2(username string, rest ...any) map[string]any {
+func authn(username string, rest ...any) map[string]any {
 	m := map[string]any{"username": username}
 	for i := 0; i+1 < len(rest); i += 2 {
 		m[rest[i].(string)] = rest[i+1]
@@ -331,9 +331,9 @@ func TestValidation(t *testing.T) {
 		{"port out of range", body("http://proxy.example.com", "port", 65536), []string{"port"}},
 		{"private url", body("http://192.168.1.1:3128"), []string{"url"}},
 		{"socks", body("socks5://proxy.example.com"), []string{"url"}},
-		{"password and retain_password", body("http://proxy.example.com", "authentication", auth2("alice", "password", "x", "retain_password", true)),
+		{"password and retain_password", body("http://proxy.example.com", "authentication", authn("alice", "password", "x", "retain_password", true)),
 			[]string{"authentication.retain_password"}},
-		{"retain_password on a creation", body("http://proxy.example.com", "authentication", auth2("alice", "retain_password", true)),
+		{"retain_password on a creation", body("http://proxy.example.com", "authentication", authn("alice", "retain_password", true)),
 			[]string{"authentication.retain_password"}},
 		{"password without username", body("http://proxy.example.com", "authentication", map[string]any{"password": "x"}),
 			[]string{"authentication.password"}},
@@ -460,9 +460,9 @@ func TestPlanGating(t *testing.T) {
 func TestRetainPassword(t *testing.T) {
 	s := start(t)
 	const u = "http://proxy.example.com:3128"
-	v := s.save(t, pro, "", body(u, "authentication", auth2("alice", "password", password)))
+	v := s.save(t, pro, "", body(u, "authentication", authn("alice", "password", password)))
 	keep := func(extra ...any) map[string]any {
-		return body(u, append([]any{"authentication", auth2("alice", "retain_password", true)}, extra...)...)
+		return body(u, append([]any{"authentication", authn("alice", "retain_password", true)}, extra...)...)
 	}
 	steps := []struct {
 		name     string
@@ -473,16 +473,16 @@ func TestRetainPassword(t *testing.T) {
 	}{
 		{"keep", keep(), "", "alice", password},
 		{"keep while renaming and disabling", keep("name", "Renamed", "disabled", true, "bypass_hosts", []any{"a.example"}), "", "alice", password},
-		{"keep with the port written apart", body("http://proxy.example.com", "port", 3128, "authentication", auth2("alice", "retain_password", true)), "", "alice", password},
-		{"keep for another username", body(u, "authentication", auth2("bob", "retain_password", true)), "same username", "", ""},
-		{"keep for another host", body("http://evil.example:3128", "authentication", auth2("alice", "retain_password", true)), "same url and port", "", ""},
-		{"keep for another port", body("http://proxy.example.com:8080", "authentication", auth2("alice", "retain_password", true)), "same url and port", "", ""},
-		{"keep for https", body("https://proxy.example.com:3128", "authentication", auth2("alice", "retain_password", true)), "same url and port", "", ""},
-		{"keep and send", body(u, "authentication", auth2("alice", "retain_password", true, "password", "other")), "cannot be sent with authentication.password", "", ""},
-		{"new username and password", body(u, "authentication", auth2("bob", "password", "pw-2")), "", "bob", "pw-2"},
-		{"username alone removes the password", body(u, "authentication", auth2("bob")), "", "bob", ""},
-		{"nothing to keep", body(u, "authentication", auth2("bob", "retain_password", true)), "none is stored", "", ""},
-		{"password again", body(u, "authentication", auth2("alice", "password", password)), "", "alice", password},
+		{"keep with the port written apart", body("http://proxy.example.com", "port", 3128, "authentication", authn("alice", "retain_password", true)), "", "alice", password},
+		{"keep for another username", body(u, "authentication", authn("bob", "retain_password", true)), "same username", "", ""},
+		{"keep for another host", body("http://evil.example:3128", "authentication", authn("alice", "retain_password", true)), "same url and port", "", ""},
+		{"keep for another port", body("http://proxy.example.com:8080", "authentication", authn("alice", "retain_password", true)), "same url and port", "", ""},
+		{"keep for https", body("https://proxy.example.com:3128", "authentication", authn("alice", "retain_password", true)), "same url and port", "", ""},
+		{"keep and send", body(u, "authentication", authn("alice", "retain_password", true, "password", "other")), "cannot be sent with authentication.password", "", ""},
+		{"new username and password", body(u, "authentication", authn("bob", "password", "pw-2")), "", "bob", "pw-2"},
+		{"username alone removes the password", body(u, "authentication", authn("bob")), "", "bob", ""},
+		{"nothing to keep", body(u, "authentication", authn("bob", "retain_password", true)), "none is stored", "", ""},
+		{"password again", body(u, "authentication", authn("alice", "password", password)), "", "alice", password},
 		{"no authentication removes both", body(u), "", "", ""},
 	}
 	for _, step := range steps {
@@ -519,15 +519,15 @@ func TestPasswordNeverLogged(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) })
 	s := start(t)
 
-	v := s.save(t, pro, "", body("http://proxy.example.com", "authentication", auth2("alice", "password", password)))
-	s.save(t, pro, v.ID, body("http://proxy.example.com", "authentication", auth2("alice", "password", password), "name", "Renamed"))
+	v := s.save(t, pro, "", body("http://proxy.example.com", "authentication", authn("alice", "password", password)))
+	s.save(t, pro, v.ID, body("http://proxy.example.com", "authentication", authn("alice", "password", password), "name", "Renamed"))
 	for _, b := range []map[string]any{
-		body("http://proxy.example.com", "authentication", auth2("alice", "password", password, "retain_password", true)),
-		body("http://proxy.example.com", "authentication", auth2("alice", "password", password+strings.Repeat("x", 300))),
-		body("http://proxy.example.com", "authentication", auth2("alice", "password", password+"\n")),
+		body("http://proxy.example.com", "authentication", authn("alice", "password", password, "retain_password", true)),
+		body("http://proxy.example.com", "authentication", authn("alice", "password", password+strings.Repeat("x", 300))),
+		body("http://proxy.example.com", "authentication", authn("alice", "password", password+"\n")),
 		body("http://proxy.example.com", "authentication", map[string]any{"password": password}),
 		body("http://alice:" + password + "@proxy.example.com"),
-		body("http://evil.example", "authentication", auth2("alice", "retain_password", true)),
+		body("http://evil.example", "authentication", authn("alice", "retain_password", true)),
 	} {
 		r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/proxies/" + v.ID, Creds: pro, JSON: b})
 		apitest.WantError(t, r, 400)
@@ -557,7 +557,7 @@ func TestPasswordNeverLogged(t *testing.T) {
 func TestUpdate(t *testing.T) {
 	s := start(t)
 	v := s.save(t, pro, "", body("https://proxy.example.com:8443", "disabled", true, "bypass_hosts", []any{"a.example"},
-		"authentication", auth2("alice", "password", password)))
+		"authentication", authn("alice", "password", password)))
 	s.clock.Advance(time.Minute)
 	u := s.save(t, pro, v.ID, map[string]any{"name": "Bare", "url": "http://bare.example"})
 	want := view{ID: v.ID, Name: "Bare", URL: "http://bare.example", Port: 80, BypassHosts: []string{}, Enabled: true,
@@ -583,7 +583,7 @@ func TestUpdate(t *testing.T) {
 func TestForms(t *testing.T) {
 	s := start(t)
 	asJSON := s.save(t, pro, "", map[string]any{"name": "Office proxy", "url": "http://proxy.example.com", "port": 3128, "disabled": true,
-		"authentication": auth2("alice", "password", password), "bypass_hosts": []any{"a.example", "*.b.example"}})
+		"authentication": authn("alice", "password", password), "bypass_hosts": []any{"a.example", "*.b.example"}})
 	fields := [][2]string{
 		{"name", "Office proxy"}, {"url", "http://proxy.example.com"}, {"port", "3128"}, {"disabled", "true"},
 		{"authentication", `{"username":"alice","password":"` + password + `"}`},
@@ -665,7 +665,7 @@ func TestDelete(t *testing.T) {
 func TestIsolation(t *testing.T) {
 	s := start(t)
 	mine := s.save(t, pro, "", body("http://proxy.example.com"))
-	theirs := s.save(t, other, "", body("http://theirs.example", "authentication", auth2("eve", "password", password)))
+	theirs := s.save(t, other, "", body("http://theirs.example", "authentication", authn("eve", "password", password)))
 	unknown := "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f0a0b"
 	for _, tc := range []struct {
 		method string
@@ -674,7 +674,7 @@ func TestIsolation(t *testing.T) {
 		{"GET", nil},
 		{"DELETE", nil},
 		{"POST", body("http://x.example")},
-		{"POST", body("http://theirs.example", "authentication", auth2("eve", "retain_password", true))},
+		{"POST", body("http://theirs.example", "authentication", authn("eve", "retain_password", true))},
 		{"POST", map[string]any{"name": 5}},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
