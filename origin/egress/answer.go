@@ -43,8 +43,11 @@ type Failure struct {
 	// Err says why. A refusal matches ErrBlockedAddress (an *AddressError),
 	// ErrBlockedScheme or ErrInvalidHost; a failure matches ErrResolve,
 	// ErrDial, ErrUpstream, ErrNotServed or ErrClosed, with the network
-	// error below it. Err is nil for an answer whose failure the session no
-	// longer keeps.
+	// error below it. A failure of the session's upstream proxy is a
+	// *ProxyError (ErrProxyBlocked, ErrProxyUnreachable, ErrProxyAuth or
+	// ErrProxyFailed), which may match ErrDial, ErrBlockedAddress or a
+	// network error too: look for it first. Err is nil for an answer whose
+	// failure the session no longer keeps.
 	Err error
 
 	seq uint64

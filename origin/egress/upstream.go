@@ -42,7 +42,8 @@ import (
 //   - "*.example.com": every name below example.com, at any depth, but
 //     not example.com itself;
 //   - an IP literal, "203.0.113.7", "2001:db8::7" or "[2001:db8::7]": that
-//     address, whichever way a request spells it.
+//     address, whichever way a request spells it (a name that resolves to
+//     it does not match: names are not resolved to choose the route).
 //
 // There are no ports, CIDR ranges, ".example.com" suffixes or other
 // wildcards, and "*" alone is not an entry. At most 1,000 entries. This is

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestUpstreamRoutes runs requests of a session with an upstream (through
@@ -130,6 +132,20 @@ func TestUpstreamRoutes(t *testing.T) {
 		for _, name := range res.calls() {
 			if !want[name] {
 				t.Fatalf("the session looked up %q, which goes through the proxy", name)
+			}
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		for _, c := range []struct {
+			kind string
+			want float64
+		}{{kindHTTP, 2}, {kindConnect, 1}} {
+			var m dto.Metric
+			if err := g.metrics.proxied.WithLabelValues(c.kind, proxyResultOK).Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.GetCounter().GetValue(); got != c.want {
+				t.Fatalf("proxied{%s,ok} = %v, want %v", c.kind, got, c.want)
 			}
 		}
 	})
