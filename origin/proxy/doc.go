@@ -57,7 +57,8 @@
 //     ':' (Basic authentication cannot carry it); "" is none. password is
 //     at most 255 characters without control characters; "" is none; a
 //     password needs a username. Answers show username (null when none)
-//     and nothing about the password, not even whether one is stored.
+//     and nothing about the password, not even whether one is stored (only a
+//     refused retain_password says that none is).
 //   - retain_password: true keeps the stored password on an update when a
 //     password is stored and the request names the same username, the
 //     same url and the same port. The password is only ever sent where,
