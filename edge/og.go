@@ -235,7 +235,9 @@ func validDomainID(id []byte) bool {
 	return true
 }
 
-func ogNotFound() *apierr.Error { return apierr.NotFound("OG image not found: no enabled OG configuration has this domain id") }
+func ogNotFound() *apierr.Error {
+	return apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
+}
 
 func badPagePath() *apierr.Error {
 	return apierr.Field("path", "is not a valid page path: escapes must be %%XX, no control characters, at most 2 KiB")

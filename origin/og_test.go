@@ -25,8 +25,8 @@ import (
 // it can be made to fail.
 type ogSite struct {
 	*httptest.Server
-	mu       sync.Mutex
-	pages    map[string]ogSitePage
+	mu          sync.Mutex
+	pages       map[string]ogSitePage
 	failing     atomic.Bool
 	notModified atomic.Int64 // 304s to conditional requests
 	requests    chan string  // every path requested, for tests that wait on a read

@@ -2,9 +2,9 @@ package og
 
 import (
 	"bytes"
-	"hash/fnv"
 	"context"
 	"errors"
+	"hash/fnv"
 	"maps"
 	"net/http"
 	"slices"

@@ -159,4 +159,3 @@ func variant(cfg *ogconfig.Config, pl ogplatform.Platform) string {
 	}
 	return ""
 }
-
