@@ -32,6 +32,7 @@ import (
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/proxy"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/seal"
@@ -57,6 +58,7 @@ type Origin struct {
 	sandbox   *wasm.Engine
 	tpls      *template.Store
 	ogcs      *ogconfig.Store
+	proxies   *proxy.Store
 	templates *template.Handler
 	og        *og.Service
 	ln        *api.Listener
@@ -95,6 +97,7 @@ func (o *Origin) open() error {
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)
+	o.proxies = proxy.NewStore(store, box, o.cfg.Now)
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
 		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})

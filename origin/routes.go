@@ -8,10 +8,12 @@ import (
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/proxy"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/template"
@@ -42,6 +44,10 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 			}
 			return o.purge(ctx, contract.TagsPurged, []string{contract.OGConfigTag(c.ID)})
 		}}
+	proxies := &proxy.Handler{Store: o.proxies, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs}
+	// Delivery options need a plan with them: refused before the rate
+	// limit, so the refusal costs no allowance.
+	delivery := func(p *auth.Principal) error { return proxy.CheckPlan(p.Org) }
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
@@ -75,6 +81,12 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get},
 		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Delete},
+
+		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Create},
+		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.List},
+		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.Get},
+		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Delete},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},

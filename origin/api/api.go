@@ -30,7 +30,11 @@ type Route struct {
 	Public     bool
 	Permission perm.Permission
 	// Group is the management rate-limit group, "" for unlimited routes.
-	Group   ratelimit.Group
+	Group ratelimit.Group
+	// Check, when set, runs after the permission check and before the
+	// rate limit: a refusal of the caller's plan (a 403) costs no
+	// allowance, as a missing permission costs none.
+	Check   func(p *auth.Principal) error
 	Handler http.HandlerFunc
 }
 
@@ -184,6 +188,12 @@ func (rt *Router) guard(route Route) http.Handler {
 		if !p.Grant.Has(route.Permission) {
 			apierr.Write(w, r, apierr.Forbidden("Missing permission: this operation requires %s", route.Permission))
 			return
+		}
+		if route.Check != nil {
+			if err := route.Check(p); err != nil {
+				apierr.Write(w, r, err)
+				return
+			}
 		}
 		if route.Group != "" {
 			if err := rt.limit(w, r, p, route.Group); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/org"
@@ -676,5 +677,32 @@ func TestParseOwnAnswer(t *testing.T) {
 				t.Fatalf("ParseOwnAnswer = %q, %d, %q, %v; want %q, %d, %q, %v", proto, code, detail, ok, tc.proto, tc.code, tc.detail, tc.ok)
 			}
 		})
+	}
+}
+
+// TestCheckBeforeRateLimit: a route's Check refuses before the rate limit,
+// so its refusal costs no allowance and carries no RateLimit header.
+func TestCheckBeforeRateLimit(t *testing.T) {
+	routes := []api.Route{{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead,
+		Check: func(p *auth.Principal) error {
+			if p.APIID == "owner" {
+				return apierr.Forbidden("Proxies need the pro plan or higher")
+			}
+			return nil
+		},
+		Handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }}}
+	clock := apitest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	base, _ := serve(t, api.Config{Limiter: ratelimit.NewMemory(clock.Now)}, routes)
+	for range ratelimit.ReadQuota + 5 {
+		r := send(t, base, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: owner})
+		apitest.WantMessage(t, apitest.WantError(t, r, 403), "pro plan")
+		if r.Header.Get("RateLimit") != "" {
+			t.Fatalf("a refused check carries RateLimit %q", r.Header.Get("RateLimit"))
+		}
+	}
+	r := send(t, base, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: other})
+	apitest.WantStatus(t, r, 204)
+	if got := r.Header.Get("RateLimit"); got != fmt.Sprintf(`"proxy:read";r=%d`, ratelimit.ReadQuota-1) {
+		t.Fatalf("RateLimit %q after the first allowed request", got)
 	}
 }
