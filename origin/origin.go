@@ -141,8 +141,8 @@ func (o *Origin) open() error {
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
 	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
-		CompactIdle: o.cfg.CompactIdle,
-		OnDelete:    func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
+		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
+		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {
 		return err
 	}

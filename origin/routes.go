@@ -27,7 +27,7 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 	}}
 	templates := o.templates
 	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
-		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates}
+		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates, Proxies: proxyRoutes{o.proxies}}
 	ogConfigs := &ogconfig.Handler{Store: o.ogcs, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Templates: ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
 			_, _, err := o.tpls.Version(orgID, id, version)

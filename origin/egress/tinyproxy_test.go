@@ -1,38 +1,29 @@
 package egress
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/egress/tinyproxytest"
 )
 
 // The credentials the test tinyproxy accepts.
 const (
-	proxyUser = "pictor-render"
-	proxyPass = "Pr0xy-s3cret-Pa55"
-	// proxyVia is the name tinyproxy puts in the Via header it adds to
-	// what it relays.
-	proxyVia = "pictor-test-proxy"
-	// proxyOut is the address tinyproxy connects to targets from (its Bind
-	// setting): a target that sees it was reached through tinyproxy, one
-	// that sees 127.0.0.1 was dialed by the session.
-	proxyOut = "127.0.0.2"
+	proxyUser = tinyproxytest.User
+	proxyPass = tinyproxytest.Password
+	proxyVia  = tinyproxytest.Via
+	proxyOut  = tinyproxytest.Out
 )
 
 // secrets are what must never appear in a log, an error or an answer:
@@ -54,161 +45,23 @@ func checkNoSecrets(t *testing.T, what, text string, passwords ...string) {
 	}
 }
 
-// tinyproxy is a real tinyproxy (Debian's package) on a loopback port,
-// with Basic authentication and its own log.
+// tinyproxy is the shared test tinyproxy (package tinyproxytest).
 type tinyproxy struct {
-	addr    string // 127.0.0.1:port
-	port    int
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	output  *lockedBuffer
-	stop    sync.Once
+	*tinyproxytest.Proxy
+	addr string
+	port int
 }
 
-// startTinyproxy runs tinyproxy in the foreground on a free port of
-// 127.0.0.1 and waits until it accepts connections; Cleanup stops it.
 func startTinyproxy(t *testing.T) *tinyproxy {
-	t.Helper()
-	bin, err := exec.LookPath("tinyproxy")
-	if err != nil {
-		t.Fatalf("tinyproxy is not installed (%v): the upstream proxy tests run a real one; `make test-deps` installs it (Debian package tinyproxy)", err)
-	}
-	dir := t.TempDir()
-	// The port is free when picked, but something else may take it before
-	// tinyproxy binds: then tinyproxy exits and another port is tried.
-	for attempt := 0; attempt < 5; attempt++ {
-		port := freePort(t)
-		tp := &tinyproxy{
-			addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			port:    port,
-			logPath: filepath.Join(dir, fmt.Sprintf("tinyproxy-%d.log", attempt)),
-			exited:  make(chan struct{}),
-			output:  &lockedBuffer{},
-		}
-		conf := filepath.Join(dir, fmt.Sprintf("tinyproxy-%d.conf", attempt))
-		text := strings.Join([]string{
-			"Port " + strconv.Itoa(port),
-			"Listen 127.0.0.1",
-			"Bind " + proxyOut,
-			"Timeout 30",
-			fmt.Sprintf("LogFile %q", tp.logPath),
-			"LogLevel Connect",
-			"MaxClients 16",
-			"Allow 127.0.0.1",
-			"BasicAuth " + proxyUser + " " + proxyPass,
-			fmt.Sprintf("ViaProxyName %q", proxyVia),
-		}, "\n") + "\n"
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		tp.cmd = exec.Command(bin, "-d", "-c", conf)
-		tp.cmd.Stdout, tp.cmd.Stderr = tp.output, tp.output
-		if err := tp.cmd.Start(); err != nil {
-			t.Fatalf("start tinyproxy: %v", err)
-		}
-		go func() {
-			_ = tp.cmd.Wait()
-			close(tp.exited)
-		}()
-		t.Cleanup(tp.close)
-		if tp.waitAccepting(t) {
-			return tp
-		}
-		t.Logf("tinyproxy on port %d exited before accepting: %s %s", port, tp.output.String(), tp.log(t))
-	}
-	t.Fatal("tinyproxy did not start")
-	return nil
+	p := tinyproxytest.Start(t)
+	return &tinyproxy{Proxy: p, addr: p.Addr, port: p.Port}
 }
 
-// waitAccepting polls tinyproxy's port until it accepts, it exits (false)
-// or the test's network timeout passes (fatal).
-func (tp *tinyproxy) waitAccepting(t *testing.T) bool {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if c, err := net.DialTimeout("tcp", tp.addr, time.Second); err == nil {
-			c.Close()
-			return true
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tinyproxy did not accept on %s within %v: %s", tp.addr, testTimeout, tp.output.String())
-		}
-		select {
-		case <-tp.exited:
-			return false
-		case <-tick.C:
-		}
-	}
-}
+func (tp *tinyproxy) log(t *testing.T) string        { return tp.Log(t) }
+func (tp *tinyproxy) requests(t *testing.T) []string { return tp.Requests(t) }
+func (tp *tinyproxy) close()                         { tp.Close() }
 
-// close stops tinyproxy: SIGTERM, then SIGKILL if it lingers.
-func (tp *tinyproxy) close() {
-	tp.stop.Do(func() {
-		_ = tp.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-tp.exited:
-		case <-time.After(testTimeout):
-			_ = tp.cmd.Process.Kill()
-			<-tp.exited
-		}
-	})
-}
-
-// log is tinyproxy's log so far (it writes each line as it happens).
-func (tp *tinyproxy) log(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(tp.logPath)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// requests are the request lines tinyproxy logged so far, in order, e.g.
-// "GET http://127.0.0.1:8080/path HTTP/1.1" or "CONNECT host:443 HTTP/1.1".
-func (tp *tinyproxy) requests(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	for line := range strings.Lines(tp.log(t)) {
-		if _, req, ok := strings.Cut(line, "]: Request (file descriptor "); ok {
-			if _, req, ok = strings.Cut(req, "): "); ok {
-				out = append(out, strings.TrimSpace(req))
-			}
-		}
-	}
-	return out
-}
-
-// freePort returns a port of 127.0.0.1 that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+func freePort(t *testing.T) int { return tinyproxytest.FreePort(t) }
 
 // hit is one request a target received.
 type hit struct {
@@ -269,9 +122,9 @@ func (tg *target) hits(path string) []hit {
 }
 
 // newLoggedGateway returns a gateway whose log, at Debug, is kept.
-func newLoggedGateway(t *testing.T, res Resolver, mutate func(*Config)) (*Gateway, *lockedBuffer) {
+func newLoggedGateway(t *testing.T, res Resolver, mutate func(*Config)) (*Gateway, *apitest.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &apitest.Buffer{}
 	cfg := DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Resolver = res

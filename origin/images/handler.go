@@ -34,6 +34,15 @@ type Handler struct {
 	Cursors cursor.Codec
 	// Templates expands requests that name a template.
 	Templates Templates
+	// Proxies checks a request's proxy_id; nil refuses every proxy_id.
+	Proxies ProxyChecker
+}
+
+// ProxyChecker tells whether an organization may route a new image through
+// one of its proxies: an *apierr.Error saying why not (the plan, an
+// unknown or a disabled proxy), or nil.
+type ProxyChecker interface {
+	Check(o *org.Org, proxyID string) error
 }
 
 // Templates expands template requests into HTML requests.
@@ -78,6 +87,14 @@ func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (ima
 	params, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
 	if err != nil {
 		return params, err
+	}
+	if params.ProxyID != "" {
+		if h.Proxies == nil {
+			return params, apierr.Field(obj.Prefix+"proxy_id", "proxies are not available")
+		}
+		if err := h.Proxies.Check(o, params.ProxyID); err != nil {
+			return params, err
+		}
 	}
 	return params, h.check(ctx, obj.Prefix, &params)
 }

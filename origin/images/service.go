@@ -11,6 +11,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/render"
 )
@@ -55,6 +56,16 @@ type Config struct {
 	// DefaultCompactIdle, a negative value turns the worker off (Compact
 	// still works).
 	CompactIdle time.Duration
+	// Proxies resolves an image's proxy_id when it is rendered; nil
+	// refuses every image that names one.
+	Proxies Proxies
+}
+
+// Proxies finds the route of an organization's proxy.
+type Proxies interface {
+	// Upstream returns the proxy's route with its credentials, or an error
+	// saying why the proxy cannot be used (deleted, disabled).
+	Upstream(orgID, proxyID string) (*egress.Upstream, error)
 }
 
 // Service creates images and produces their files.

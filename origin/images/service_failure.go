@@ -97,7 +97,7 @@ func classify(err error) (*Failure, bool) {
 		return &Failure{Status: 400, Message: "Render failed: " + err.Error()}, true
 	case errors.Is(err, render.ErrCrashed):
 		return &Failure{Status: 502, Message: "Render failed: " + err.Error()}, false
-	case errors.Is(err, render.ErrUnreachable):
+	case errors.Is(err, render.ErrUnreachable), errors.Is(err, render.ErrInvalidProxy):
 		return &Failure{Status: 502, Message: "Render failed: " + err.Error()}, true
 	case errors.Is(err, render.ErrTimeout):
 		return &Failure{Status: 504, Message: "Render failed: the page did not finish in time"}, true

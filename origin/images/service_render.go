@@ -99,7 +99,11 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		case StateFailed:
 			return nil, failureError(img.Failure)
 		}
-		res, err := s.cfg.Engine.Render(ctx, renderRequest(img, false))
+		req := renderRequest(img, false)
+		if err := s.route(img, req); err != nil {
+			return nil, s.fail(img, err, false)
+		}
+		res, err := s.cfg.Engine.Render(ctx, req)
 		if err != nil {
 			return nil, s.fail(img, err, false)
 		}
@@ -159,7 +163,11 @@ func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 		if img.PDFFailure != nil {
 			return nil, failureError(img.PDFFailure)
 		}
-		res, err := s.cfg.Engine.Render(ctx, renderRequest(img, true))
+		req := renderRequest(img, true)
+		if err := s.route(img, req); err != nil {
+			return nil, s.fail(img, err, true)
+		}
+		res, err := s.cfg.Engine.Render(ctx, req)
 		if err != nil {
 			return nil, s.fail(img, err, true)
 		}
@@ -260,4 +268,23 @@ func renderRequest(img *Image, pdf bool) *render.Request {
 		}
 	}
 	return r
+}
+
+// route sets the render's upstream proxy when the image names one. A proxy
+// deleted or disabled since the image was created fails the render (502,
+// naming it), as a proxy that cannot be reached does.
+func (s *Service) route(img *Image, req *render.Request) error {
+	id := img.Params.ProxyID
+	if id == "" {
+		return nil
+	}
+	if s.cfg.Proxies == nil {
+		return fmt.Errorf("%w: proxy %s: proxies are not available", render.ErrInvalidProxy, id)
+	}
+	up, err := s.cfg.Proxies.Upstream(img.OrgID, id)
+	if err != nil {
+		return fmt.Errorf("%w: proxy %s: %v", render.ErrInvalidProxy, id, err)
+	}
+	req.Upstream = up
+	return nil
 }

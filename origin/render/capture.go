@@ -87,6 +87,9 @@ const (
 
 // render runs r in the tab. The caller bounds ctx.
 func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error) {
+	if err := t.useRoute(ctx, r.Upstream); err != nil {
+		return nil, err
+	}
 	blockedBefore := len(t.session.Blocked())
 	// A renderer that dies (the memory watchdog killed it, or it crashed)
 	// answers nothing more: end the render at once instead of at its

@@ -82,7 +82,12 @@ func classifyAnswer(a *egress.Failure) error {
 		host = "the requested host"
 	}
 	var ae *egress.AddressError
+	var pe *egress.ProxyError
 	switch err := a.Err; {
+	case errors.As(err, &pe):
+		// First: a proxy's failure can also match the address, refusal
+		// and timeout cases below, which would blame the site.
+		return fmt.Errorf("%w: could not reach %s through proxy %s: %s", ErrUnreachable, hostname(host), pe.Proxy, pe.Reason)
 	case err == nil:
 		return fmt.Errorf("%w: the request for %s was not relayed", ErrUnreachable, host)
 	case errors.Is(err, egress.ErrClosed):

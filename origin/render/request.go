@@ -2,6 +2,8 @@ package render
 
 import (
 	"time"
+
+	"github.com/pictorhq/pictor/origin/egress"
 )
 
 // Request is one render.
@@ -41,6 +43,9 @@ type Request struct {
 	HeaderOrigins        []string
 	HeadersOnSubrequests bool
 	IdentifyAsService    bool
+	// Upstream routes every request of the render through the
+	// organization's proxy (proxy_id); nil goes direct.
+	Upstream *egress.Upstream
 
 	// MaxWidth and MaxHeight bound the output in device pixels.
 	MaxWidth, MaxHeight int

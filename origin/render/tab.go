@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -43,6 +44,7 @@ type tab struct {
 	emulation *emulationState          // what the emulation commands last set; nil when unknown
 	doc       atomic.Pointer[document] // what the internal host serves now
 	origins   map[string]bool          // origins to clear before the tab is reused
+	route     string                   // the upstream its session routes through ("" direct), as routeOf names it
 	emoji     http.Handler
 }
 
@@ -250,5 +252,42 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 		}
 	}
 	t.emulation = &want
+	return nil
+}
+
+// routeOf names an upstream route: equal names, equal routes.
+func routeOf(u *egress.Upstream) string {
+	if u == nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s\x00%s\x00", u.Scheme, u.Host, u.Port, u.Username, u.Password)
+	for _, b := range u.Bypass {
+		fmt.Fprintf(h, "%s\x00", b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// useRoute points the tab's egress session at the render's upstream. A
+// change closes every connection and tunnel of the previous route (the
+// session does) and empties the browser's HTTP cache, so nothing fetched
+// over one route is served to a render of another.
+func (t *tab) useRoute(ctx context.Context, u *egress.Upstream) error {
+	r := routeOf(u)
+	if r == t.route {
+		return nil
+	}
+	if err := t.session.SetUpstream(u); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidProxy, err)
+	}
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.ClearBrowserCache, cdp.Empty{})
+		return err
+	}))
+	if err != nil {
+		t.broken = true // the cache may hold the other route's answers
+		return fmt.Errorf("%w: clear the cache for another route: %v", ErrBrowser, err)
+	}
+	t.route = r
 	return nil
 }
