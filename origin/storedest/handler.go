@@ -18,6 +18,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/plan"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/origin/storage"
@@ -39,8 +40,9 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 // MaxTestError is the longest last_test_error, in characters.
 const MaxTestError = 1000
 
-// DefaultTestTimeout bounds a connection test when Handler.TestTimeout is 0.
-const DefaultTestTimeout = 30 * time.Second
+// DefaultTestTimeout bounds a connection test when Handler.TestTimeout is
+// 0: a backstop, origin/storage bounds its tests itself (30 s by default).
+const DefaultTestTimeout = time.Minute
 
 // Handler serves /v1/storage-destinations.
 type Handler struct {
@@ -136,33 +138,39 @@ func orNull(s string) any {
 	return s
 }
 
-// gate answers 403 unless the organization's plan includes delivery
-// options: a permission does not enable what the plan lacks (spec §5 rule 3).
-func gate(p *auth.Principal) error {
-	if p.Org.PlanInfo().Delivery {
+// CheckPlan returns a 403 *apierr.Error unless the organization's plan
+// includes delivery options (plan.Plan.Delivery): storage destinations need
+// the smallest such plan or a larger one (spec §2.2 storage_destination_id,
+// §5 rule 3), whatever the key's permissions. The message names that plan
+// and its allowance, and the organization's plan. Every handler checks it;
+// the route table runs it too (api.Route.Check), before the rate limit, so
+// that a refusal costs no allowance.
+func CheckPlan(o *org.Org) error {
+	if o != nil && o.PlanInfo().Delivery {
 		return nil
 	}
-	current := p.Org.Plan
-	if current == "" {
-		current = "unknown"
+	current := "no"
+	if o != nil && o.Plan != "" {
+		current = "the " + o.Plan
 	}
-	return apierr.Forbidden("Storage destinations are not included in the %s plan: they need the %s", current, deliveryPlans())
+	return apierr.Forbidden("Storage destinations need %s; this organization is on %s plan", requirement, current)
 }
 
-// deliveryPlans names the smallest plan with delivery options: "pro plan
-// or higher (10,000 images a month)".
-func deliveryPlans() string {
+// requirement names the smallest plan with delivery options: "the pro
+// plan or higher (10,000 images a month)".
+var requirement = func() string {
 	for _, name := range plan.Names() {
 		if p, _ := plan.Lookup(name); p.Delivery {
-			return fmt.Sprintf("%s plan or higher (%s images a month)", p.Name, thousands(p.Credits))
+			return fmt.Sprintf("the %s plan or higher (%s images a month)", p.Name, thousands(p.Credits))
 		}
 	}
 	return "a plan with delivery options"
-}
+}()
 
+// thousands writes n with a comma every three digits.
 func thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
@@ -171,7 +179,7 @@ func thousands(n int64) string {
 // begin authorizes a request by plan and returns its principal.
 func begin(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
 	p := auth.FromContext(r.Context())
-	if err := gate(p); err != nil {
+	if err := CheckPlan(p.Org); err != nil {
 		apierr.Write(w, r, err)
 		return nil, false
 	}
@@ -321,6 +329,15 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) test(ctx context.Context, orgID, id string, conn storage.Connection, enabled bool) (*TestResult, error) {
 	if h.Test == nil {
 		return nil, apierr.Internal(errors.New("storedest: Handler.Test is not set"))
+	}
+	// What the request allowed but the storage package cannot use (its
+	// rules may grow) is the request's fault, as any invalid field.
+	if err := conn.Validate(); err != nil {
+		var ce *storage.ConnectionError
+		if errors.As(err, &ce) && ce.Field != "external_id" {
+			return nil, apierr.Field("connection_info."+ce.Field, "%s", ce.Problem)
+		}
+		return nil, apierr.Internal(err)
 	}
 	timeout := h.TestTimeout
 	if timeout <= 0 {

@@ -37,7 +37,7 @@ const (
 	MaxSecret      = 256  // secret_access_key, characters
 
 	// DefaultRegion is other_s3_compatible's region when none is sent.
-	DefaultRegion = "us-east-1"
+	DefaultRegion = storage.DefaultRegion
 )
 
 // Providers lists the providers in the order messages name them.
@@ -193,10 +193,12 @@ func parseConnection(o *field.Object, errs *field.Errors, opts Options) (storage
 
 	switch conn.Provider {
 	case storage.AWSS3:
-		conn.Region = awsRegion(c, errs)
+		conn.Region = region(c, errs, conn.Provider, "the bucket's AWS region, such as us-east-1")
 		if s, ok := required(c, errs, fRoleARN, "the ARN of the IAM role to assume, arn:aws:iam::<account id>:role/<name>"); ok {
 			if problem := checkRoleARN(s); problem != "" {
 				errs.Add(c.Path(fRoleARN), "%s", problem)
+			} else if rp, ap := regionPartition(conn.Region), arnPartition(s); conn.Region != "" && rp != ap {
+				errs.Add(c.Path(fRegion), "is in AWS partition %s, role_arn in %s: a role is only assumed within its partition", rp, ap)
 			}
 			conn.RoleARN = s
 		}
@@ -218,13 +220,7 @@ func parseConnection(o *field.Object, errs *field.Errors, opts Options) (storage
 			}
 		}
 	case storage.BackblazeB2, storage.DigitalOceanSpaces, storage.Wasabi:
-		if s, ok := required(c, errs, fRegion, regionHint[conn.Provider]); ok {
-			region := strings.ToLower(s)
-			if !providerRegion.MatchString(region) || len(region) > MaxRegion {
-				errs.Add(c.Path(fRegion), "must be a region name such as %s", regionExample[conn.Provider])
-			}
-			conn.Region = region
-		}
+		conn.Region = region(c, errs, conn.Provider, regionHint[conn.Provider])
 	case storage.OtherS3Compatible:
 		if s, ok := required(c, errs, fEndpoint, "the absolute http(s) URL of the S3 API, such as https://s3.example.com"); ok {
 			norm, problem := NormalizeEndpoint(s)
@@ -236,9 +232,10 @@ func parseConnection(o *field.Object, errs *field.Errors, opts Options) (storage
 			}
 			conn.Endpoint = norm
 		}
+		// The region only signs requests: kept as sent.
 		conn.Region = DefaultRegion
 		if s, ok := c.String(errs, fRegion); ok {
-			if !signingRegion.MatchString(s) || len(s) > MaxRegion {
+			if problem := storage.CheckRegion(conn.Provider, s); problem != "" || s == "" {
 				errs.Add(c.Path(fRegion), "must be a region name of letters, digits, '.', '_' and '-' (at most %d), such as us-east-1", MaxRegion)
 			}
 			conn.Region = s
@@ -303,21 +300,9 @@ func settingList(p storage.Provider) string {
 	return strings.Join(own, ", ")
 }
 
-var (
-	// awsRegionShape is every AWS region's name: us-east-1, ap-southeast-2,
-	// il-central-1, ...
-	awsRegionShape = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
-	// providerRegion is a region that becomes part of a provider's host
-	// name (s3.<region>.wasabisys.com, <region>.digitaloceanspaces.com,
-	// s3.<region>.backblazeb2.com): one DNS label.
-	providerRegion = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	// signingRegion is other_s3_compatible's region, which only enters
-	// request signatures (a credential scope is '/'-separated).
-	signingRegion = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	// roleARN is an IAM role in the standard AWS partition, with an
-	// optional path.
-	roleARNShape = regexp.MustCompile(`^arn:aws:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$`)
-)
+// roleARNShape is an IAM role of the aws, aws-cn or aws-us-gov partition,
+// with an optional path (origin/storage assumes roles of these).
+var roleARNShape = regexp.MustCompile(`^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$`)
 
 var regionHint = map[storage.Provider]string{
 	storage.BackblazeB2:        "the region of the bucket's S3 endpoint, such as us-west-004",
@@ -325,28 +310,42 @@ var regionHint = map[storage.Provider]string{
 	storage.Wasabi:             "the Wasabi region, such as us-east-1",
 }
 
-var regionExample = map[storage.Provider]string{
-	storage.BackblazeB2:        "us-west-004",
-	storage.DigitalOceanSpaces: "nyc3",
-	storage.Wasabi:             "us-east-1",
-}
-
-// awsRegion reads aws_s3's region: required, lower-cased, in the standard
-// partition (role_arn is arn:aws:..., and a role cannot be assumed across
-// partitions).
-func awsRegion(c *field.Object, errs *field.Errors) string {
-	s, ok := required(c, errs, fRegion, "the bucket's AWS region, such as us-east-1")
+// region reads a provider's required region, lower-cased (it is part of a
+// host name), with origin/storage's rule for the provider: a shape for AWS
+// and Backblaze B2, the published list for Wasabi and Spaces.
+func region(c *field.Object, errs *field.Errors, p storage.Provider, what string) string {
+	s, ok := required(c, errs, fRegion, what)
 	if !ok {
 		return ""
 	}
-	region := strings.ToLower(s)
-	switch {
-	case !awsRegionShape.MatchString(region):
-		errs.Add(c.Path(fRegion), "must be an AWS region such as us-east-1")
-	case strings.HasPrefix(region, "cn-"), strings.HasPrefix(region, "us-gov-"), strings.Contains(region, "-iso"):
-		errs.Add(c.Path(fRegion), "is in another AWS partition than arn:aws roles: only the standard partition's regions are supported")
+	r := strings.ToLower(s)
+	if len(r) > MaxRegion {
+		errs.Add(c.Path(fRegion), "must be at most %d characters", MaxRegion)
+	} else if problem := storage.CheckRegion(p, r); problem != "" {
+		errs.Add(c.Path(fRegion), "%s", problem)
 	}
-	return region
+	return r
+}
+
+// regionPartition is the AWS partition of a region: aws-cn for China,
+// aws-us-gov for GovCloud, aws-iso... for the isolated regions (which no
+// role_arn may name), aws for the rest.
+func regionPartition(region string) string {
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	case strings.Contains(region, "-iso"):
+		return "an isolated partition"
+	}
+	return "aws"
+}
+
+// arnPartition is the partition of a valid role ARN.
+func arnPartition(arn string) string {
+	p, _, _ := strings.Cut(strings.TrimPrefix(arn, "arn:"), ":")
+	return p
 }
 
 // checkRoleARN returns what is wrong with an IAM role ARN, "" if nothing.
@@ -439,11 +438,12 @@ func NormalizeKeyPrefix(s string) (prefix, problem string) {
 }
 
 // NormalizeEndpoint returns an other_s3_compatible endpoint as stored:
-// scheme://host[:port], lower-case, without a default port or a trailing
-// slash. problem is "" when s is valid: http or https, an ASCII host name
-// or an IP address, no credentials, path, query or fragment.
+// scheme://host[:port][/path], scheme and host lower-case, without a
+// default port or a trailing slash. problem is "" when s is valid: http or
+// https, an ASCII host name or an IP address, no credentials, query or
+// fragment, a path of plain segments if any.
 func NormalizeEndpoint(s string) (norm, problem string) {
-	const bad = "must be an absolute http(s) URL of the S3 API without a path, such as https://s3.example.com"
+	const bad = "must be an absolute http(s) URL of the S3 API, such as https://s3.example.com"
 	if len(s) > MaxEndpoint {
 		return "", fmt.Sprintf("must be at most %d characters", MaxEndpoint)
 	}
@@ -464,8 +464,12 @@ func NormalizeEndpoint(s string) (norm, problem string) {
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(s, "?#") {
 		return "", "must not have a query or a fragment"
 	}
-	if u.Path != "" && u.Path != "/" || u.RawPath != "" {
-		return "", "must not have a path: the bucket is connection_info.bucket and the prefix connection_info.key_prefix"
+	path, problem := endpointPath(u.Path)
+	if problem == "" && u.EscapedPath() != u.Path {
+		path, problem = "", "must write its path without percent-encoding"
+	}
+	if problem != "" {
+		return "", problem
 	}
 	host, port := u.Hostname(), u.Port()
 	if strings.HasSuffix(u.Host, ":") {
@@ -494,7 +498,29 @@ func NormalizeEndpoint(s string) (norm, problem string) {
 	if port != "" {
 		norm += ":" + port
 	}
-	return norm, ""
+	return norm + path, ""
+}
+
+// endpointPath checks the path of an endpoint (some gateways serve S3
+// under one) and returns it without a trailing slash: segments of
+// letters, digits, '-', '.', '_' and '~', none empty, "." or "..".
+func endpointPath(p string) (string, string) {
+	const bad = "may have a path of letters, digits, '-', '.', '_' and '~' between slashes only (the bucket is connection_info.bucket and the prefix connection_info.key_prefix)"
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return "", ""
+	}
+	for _, seg := range strings.Split(p, "/")[1:] {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", bad
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; !isAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '-' && c != '.' && c != '_' && c != '~' {
+				return "", bad
+			}
+		}
+	}
+	return p, ""
 }
 
 // checkHostName checks an ASCII DNS name (lower-case already).

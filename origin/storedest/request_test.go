@@ -98,6 +98,10 @@ func TestParseValid(t *testing.T) {
 			Request{Name: "My bucket", Connection: keys(storage.Connection{Provider: storage.Wasabi, Bucket: "renders", Region: "eu-central-1"})}},
 		{"google_cloud_storage", dest(storage.GoogleCloudStorage, `"key_prefix":"a/b"`), Options{},
 			Request{Name: "My bucket", Connection: keys(storage.Connection{Provider: storage.GoogleCloudStorage, Bucket: "renders", KeyPrefix: "a/b"})}},
+		{"aws_s3 in China", dest(storage.AWSS3, `"region":"cn-north-1","role_arn":"arn:aws-cn:iam::123456789012:role/x"`), Options{},
+			Request{Name: "My bucket", Connection: storage.Connection{Provider: storage.AWSS3, Bucket: "renders", Region: "cn-north-1", RoleARN: "arn:aws-cn:iam::123456789012:role/x"}}},
+		{"aws_s3 in GovCloud", dest(storage.AWSS3, `"region":"us-gov-west-1","role_arn":"arn:aws-us-gov:iam::123456789012:role/x"`), Options{},
+			Request{Name: "My bucket", Connection: storage.Connection{Provider: storage.AWSS3, Bucket: "renders", Region: "us-gov-west-1", RoleARN: "arn:aws-us-gov:iam::123456789012:role/x"}}},
 		{"other_s3_compatible defaults", dest(storage.OtherS3Compatible, `"endpoint":"HTTPS://S3.Example.COM:443/"`), Options{},
 			Request{Name: "My bucket", Connection: keys(storage.Connection{Provider: storage.OtherS3Compatible, Bucket: "renders", Endpoint: "https://s3.example.com",
 				Region: DefaultRegion, ForcePathStyle: true})}},
@@ -159,11 +163,12 @@ func TestParseInvalid(t *testing.T) {
 
 		{"aws_s3 requires region and role", `{"name":"abc","connection_info":{"provider":"aws_s3","bucket":"abc"}}`, Options{}, []string{ci + "region", ci + "role_arn"}},
 		{"aws_s3 region shape", dest(storage.AWSS3, `"region":"useast1"`), Options{}, []string{ci + "region"}},
-		{"aws_s3 china", dest(storage.AWSS3, `"region":"cn-north-1"`), Options{}, []string{ci + "region"}},
-		{"aws_s3 govcloud", dest(storage.AWSS3, `"region":"us-gov-west-1"`), Options{}, []string{ci + "region"}},
 		{"aws_s3 role account", dest(storage.AWSS3, `"role_arn":"arn:aws:iam::12345678901:role/x"`), Options{}, []string{ci + "role_arn"}},
 		{"aws_s3 a user", dest(storage.AWSS3, `"role_arn":"arn:aws:iam::123456789012:user/x"`), Options{}, []string{ci + "role_arn"}},
-		{"aws_s3 another partition", dest(storage.AWSS3, `"role_arn":"arn:aws-cn:iam::123456789012:role/x"`), Options{}, []string{ci + "role_arn"}},
+		{"aws_s3 role of another partition", dest(storage.AWSS3, `"role_arn":"arn:aws-cn:iam::123456789012:role/x"`), Options{}, []string{ci + "region"}},
+		{"aws_s3 region of another partition", dest(storage.AWSS3, `"region":"us-gov-west-1"`), Options{}, []string{ci + "region"}},
+		{"aws_s3 isolated partition", dest(storage.AWSS3, `"region":"us-iso-east-1"`), Options{}, []string{ci + "region"}},
+		{"aws_s3 unknown partition", dest(storage.AWSS3, `"role_arn":"arn:aws-iso:iam::123456789012:role/x"`), Options{}, []string{ci + "role_arn"}},
 		{"aws_s3 role name too long", dest(storage.AWSS3, `"role_arn":"arn:aws:iam::123456789012:role/`+long(65)+`"`), Options{}, []string{ci + "role_arn"}},
 		{"aws_s3 empty role name", dest(storage.AWSS3, `"role_arn":"arn:aws:iam::123456789012:role/"`), Options{}, []string{ci + "role_arn"}},
 		{"aws_s3 takes no keys", dest(storage.AWSS3, `"access_key_id":"AK","secret_access_key":"SK","retain_secret_access_key":true`), Options{},
@@ -287,13 +292,20 @@ func TestEndpoint(t *testing.T) {
 		{"http://[2606:4700:4700::1111]:9000/", "http://[2606:4700:4700::1111]:9000", false},
 		{"http://127.0.0.1:7070", "http://127.0.0.1:7070", true},
 		{"http://localhost:7070", "http://localhost:7070", true},
+		{"https://gw.example.com/s3/", "https://gw.example.com/s3", false},
+		{"HTTPS://GW.example.com:443/S3/v1.0_~x", "https://gw.example.com/S3/v1.0_~x", false},
 
 		{"s3.example.com", "", false},
 		{"//s3.example.com", "", false},
 		{"ftp://s3.example.com", "", false},
 		{"https://", "", false},
 		{"https://user:pass@s3.example.com", "", false},
-		{"https://s3.example.com/bucket", "", false},
+		{"https://s3.example.com//bucket", "", false},
+		{"https://s3.example.com/a/../b", "", false},
+		{"https://s3.example.com/./b", "", false},
+		{"https://s3.example.com/a%2Fb", "", false},
+		{"https://s3.example.com/a b", "", false},
+		{"https://s3.example.com/a;b", "", false},
 		{"https://s3.example.com/?", "", false},
 		{"https://s3.example.com?x=1", "", false},
 		{"https://s3.example.com#x", "", false},
@@ -416,7 +428,7 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		switch c.Provider {
 		case storage.AWSS3:
-			if checkRoleARN(c.RoleARN) != "" || !awsRegionShape.MatchString(c.Region) {
+			if checkRoleARN(c.RoleARN) != "" || storage.CheckRegion(c.Provider, c.Region) != "" || regionPartition(c.Region) != arnPartition(c.RoleARN) {
 				t.Fatalf("aws %+v", c)
 			}
 		case storage.CloudflareR2:
@@ -424,7 +436,7 @@ func FuzzParseRequest(f *testing.F) {
 				t.Fatalf("account %q", c.CloudflareAccountID)
 			}
 		case storage.BackblazeB2, storage.DigitalOceanSpaces, storage.Wasabi:
-			if !providerRegion.MatchString(c.Region) {
+			if storage.CheckRegion(c.Provider, c.Region) != "" || c.Region != strings.ToLower(c.Region) {
 				t.Fatalf("region %q", c.Region)
 			}
 		case storage.OtherS3Compatible:
@@ -482,8 +494,8 @@ func FuzzEndpoint(f *testing.F) {
 			t.Fatalf("%q normalizes to %q, which reads back as %q (%s)", s, norm, again, problem)
 		}
 		u, err := url.Parse(norm)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Path != "" || u.RawQuery != "" ||
-			u.Fragment != "" || u.Hostname() == "" || norm != strings.ToLower(norm) {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || strings.HasSuffix(u.Path, "/") || u.RawPath != "" ||
+			u.RawQuery != "" || u.Fragment != "" || u.Hostname() == "" || u.Host != strings.ToLower(u.Host) {
 			t.Fatalf("%q normalizes to %q (%#v, %v)", s, norm, u, err)
 		}
 	})

@@ -2,6 +2,7 @@ package storedest
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/storage"
@@ -405,5 +407,29 @@ func TestList(t *testing.T) {
 	}
 	if page, more, _ := s.List("org-a", "", 5); len(page) != 5 || more {
 		t.Fatalf("a page of exactly the rest: %d, more %v", len(page), more)
+	}
+}
+
+// TestTestGuard: settings the storage package cannot use are a 400 naming
+// the field before any test runs; a missing external id is ours (500).
+func TestTestGuard(t *testing.T) {
+	h := &Handler{Store: NewStore(openKV(t), newBox(t), nil), Test: func(context.Context, storage.Connection) error {
+		t.Fatal("tested")
+		return nil
+	}}
+	for _, tc := range []struct {
+		conn   storage.Connection
+		status int
+		path   string
+	}{
+		{storage.Connection{Provider: storage.Wasabi, Bucket: "renders", Region: "mars-1", AccessKeyID: "AK", SecretAccessKey: "SK"}, 400, "connection_info.region"},
+		{storage.Connection{Provider: storage.CloudflareR2, Bucket: "renders", CloudflareAccountID: "x", AccessKeyID: "AK", SecretAccessKey: "SK"}, 400, "connection_info.cloudflare_account_id"},
+		{storage.Connection{Provider: storage.AWSS3, Bucket: "renders", Region: "us-east-1", RoleARN: "arn:aws:iam::123456789012:role/x"}, 500, ""},
+	} {
+		_, err := h.test(context.Background(), "org-a", "", tc.conn, true)
+		e := apierr.From(err)
+		if e.Status != tc.status || (tc.path != "" && (len(e.Fields) != 1 || e.Fields[0].Path != tc.path)) {
+			t.Fatalf("%+v: %v", tc.conn, err)
+		}
 	}
 }
