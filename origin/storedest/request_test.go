@@ -40,7 +40,7 @@ func paths(t testing.TB, err error) []string {
 }
 
 const (
-	account = "0123456789abcdef0123456789abcdef"
+	account     = "0123456789abcdef0123456789abcdef"
 	testRoleARN = "arn:aws:iam::123456789012:role/pictor-writer"
 )
 
