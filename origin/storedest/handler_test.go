@@ -503,6 +503,23 @@ func TestRetain(t *testing.T) {
 	}
 }
 
+// TestFullReplacement: what an update omits takes its default.
+func TestFullReplacement(t *testing.T) {
+	s := start(t)
+	v := s.save(t, pro, "", dest("Renders", with(conns[storage.OtherS3Compatible], "key_prefix", "cards", "region", "garage", "force_path_style", false),
+		"disabled", true, "hcti_storage_disabled", true))
+	u := s.save(t, pro, v.ID, dest("Renders", retained(conns[storage.OtherS3Compatible])))
+	want := map[string]any{"provider": "other_s3_compatible", "bucket": "other-renders", "key_prefix": nil, "endpoint": "https://s3.example.com",
+		"region": "us-east-1", "force_path_style": true, "access_key_id": "AKO"}
+	if !u.Enabled || u.HctiStorageDisabled || !reflect.DeepEqual(u.ConnectionInfo, want) {
+		t.Fatalf("after a replacement %+v", u)
+	}
+	d, _ := s.h.Store.Get(orgID(pro), v.ID)
+	if d.Disabled || d.HctiStorageDisabled || d.Revision != 2 {
+		t.Fatalf("stored %+v", d)
+	}
+}
+
 // TestTestOnChange: an update runs the connection test when a connection
 // setting changes (jurisdiction and secret included) or the destination
 // is enabled again, and only then; last_tested_at follows.
@@ -775,18 +792,32 @@ func TestPlanGating(t *testing.T) {
 	s := start(t)
 	mine := s.save(t, pro, "", dest("Renders", conns[storage.Wasabi]))
 	s.tests.take()
-	routes := []struct{ method, path string }{
+	calls := []struct{ method, path string }{
 		{"POST", path("")}, {"GET", path("")}, {"GET", path("aws-external-id")},
 		{"GET", path(mine.ID)}, {"POST", path(mine.ID)}, {"DELETE", path(mine.ID)},
 	}
 	for _, c := range []*apitest.Creds{free, downgraded} {
-		for _, rt := range routes {
+		for _, rt := range calls {
 			t.Run(c.APIID+" "+rt.method+" "+rt.path, func(t *testing.T) {
 				r := s.do(t, apitest.Request{Method: rt.method, Path: rt.path, Creds: c, JSON: dest("Renders", conns[storage.Wasabi])})
 				plan := c.APIID[strings.LastIndexByte(c.APIID, '-')+1:]
 				apitest.WantMessage(t, apitest.WantError(t, r, http.StatusForbidden), "pro plan or higher", "10,000 images a month", plan+" plan")
+				if p := r.Header.Get("RateLimit-Policy"); p != "" {
+					t.Fatalf("a plan refusal was counted: RateLimit-Policy %q", p)
+				}
 			})
 		}
+	}
+	// The handlers refuse by themselves too, should a route lack Check.
+	bare := routes(s.h)
+	for i := range bare {
+		bare[i].Check = nil
+	}
+	srv := httptest.NewServer(api.New(api.Config{Authenticator: orgs{}, Limiter: ratelimit.NewMemory(s.limits.Now)}, bare))
+	defer srv.Close()
+	for _, rt := range calls {
+		r := apitest.Do(t, srv.URL, apitest.Request{Method: rt.method, Path: rt.path, Creds: downgraded, JSON: dest("Renders", conns[storage.Wasabi])})
+		apitest.WantMessage(t, apitest.WantError(t, r, http.StatusForbidden), "pro plan or higher")
 	}
 	if got := s.tests.take(); len(got) != 0 {
 		t.Fatalf("tests ran: %+v", got)
