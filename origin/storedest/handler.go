@@ -284,6 +284,11 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 			slog.WarnContext(r.Context(), "storage destination secret cannot be opened; replacing it", "destination_id", cur.ID, "error", err)
 			was, err = cur.Connection, nil
 		}
+		if errors.Is(err, ErrSecret) {
+			e := apierr.Field(retainPath, "cannot keep the stored secret access key: it can no longer be opened; send secret_access_key")
+			e.Cause = err
+			return Input{}, e
+		}
 		if err != nil {
 			return Input{}, err
 		}
