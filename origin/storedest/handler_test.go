@@ -988,3 +988,25 @@ func TestRateLimit(t *testing.T) {
 	}
 	apitest.WantStatus(t, s.do(t, apitest.Request{Method: "GET", Path: path(v.ID), Creds: pro}), 200)
 }
+
+// TestUnopenableSecret: a stored secret that no longer opens (another
+// master key) cannot be kept, and is replaced by a new one.
+func TestUnopenableSecret(t *testing.T) {
+	s := start(t)
+	v := s.save(t, pro, "", dest("Renders", conns[storage.Wasabi]))
+	s.tests.take()
+	box, err := seal.New(bytes.Repeat([]byte{2}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.h.Store = storedest.NewStore(s.db, box, s.clock.Now)
+	apitest.WantField(t, s.do(t, apitest.Request{Method: "POST", Path: path(v.ID), Creds: pro, JSON: dest("Renders", retained(conns[storage.Wasabi]))}),
+		"connection_info.retain_secret_access_key")
+	s.save(t, pro, v.ID, dest("Renders", with(conns[storage.Wasabi], "secret_access_key", "wasabi-secret-new")))
+	if got := s.tests.take(); len(got) != 1 || got[0].SecretAccessKey != "wasabi-secret-new" {
+		t.Fatalf("tests %+v", got)
+	}
+	if c := s.connection(t, pro, v.ID); c.SecretAccessKey != "wasabi-secret-new" {
+		t.Fatalf("stored secret %q", c.SecretAccessKey)
+	}
+}
