@@ -50,6 +50,9 @@ type Config struct {
 	// ChromiumSiteIsolation turns Chromium's site isolation on
 	// (--chromium-site-isolation).
 	ChromiumSiteIsolation bool
+	// STSEndpoint is where aws_s3 storage destinations' roles are
+	// assumed; "" is AWS's regional STS endpoint.
+	STSEndpoint string
 	// OGRenderBudget is the new renders an OG configuration may start a
 	// minute (default og.DefaultBudget).
 	OGRenderBudget int

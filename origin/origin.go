@@ -36,6 +36,8 @@ import (
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/seal"
+	"github.com/pictorhq/pictor/origin/storage"
+	"github.com/pictorhq/pictor/origin/storedest"
 	"github.com/pictorhq/pictor/origin/template"
 	"github.com/pictorhq/pictor/wasm"
 )
@@ -59,6 +61,8 @@ type Origin struct {
 	tpls      *template.Store
 	ogcs      *ogconfig.Store
 	proxies   *proxy.Store
+	dests     *storedest.Store
+	storage   *storage.Connector
 	templates *template.Handler
 	og        *og.Service
 	ln        *api.Listener
@@ -98,6 +102,12 @@ func (o *Origin) open() error {
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)
 	o.proxies = proxy.NewStore(store, box, o.cfg.Now)
+	o.dests = storedest.NewStore(store, box, o.cfg.Now)
+	sc := storage.DefaultConfig()
+	sc.AllowPrivate, sc.Registerer, sc.STSEndpoint = o.cfg.AllowPrivateURLs, o.registry, o.cfg.STSEndpoint
+	if o.storage, err = storage.New(sc); err != nil {
+		return err
+	}
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
 		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})
@@ -349,6 +359,10 @@ func (o *Origin) Stop(ctx context.Context) error {
 	if o.og != nil {
 		o.og.Close() // its background rechecks use the images
 		o.og = nil
+	}
+	if o.storage != nil {
+		o.storage.Close()
+		o.storage = nil
 	}
 	if o.images != nil {
 		o.images.Close()

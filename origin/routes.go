@@ -16,6 +16,8 @@ import (
 	"github.com/pictorhq/pictor/origin/proxy"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/seal"
+	"github.com/pictorhq/pictor/origin/storage"
+	"github.com/pictorhq/pictor/origin/storedest"
 	"github.com/pictorhq/pictor/origin/template"
 )
 
@@ -48,6 +50,9 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 	// Delivery options need a plan with them: refused before the rate
 	// limit, so the refusal costs no allowance.
 	delivery := func(p *auth.Principal) error { return proxy.CheckPlan(p.Org) }
+	dests := &storedest.Handler{Store: o.dests, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
+		Test: o.storage.Test, Describe: storage.Describe}
+	destPlan := func(p *auth.Principal) error { return storedest.CheckPlan(p.Org) }
 	return []api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
@@ -87,6 +92,13 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.Get},
 		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Delete},
+
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Create},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.List},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/aws-external-id", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.ExternalID},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.Get},
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsDelete, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Delete},
 
 		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
 		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},
