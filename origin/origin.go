@@ -37,6 +37,7 @@ import (
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/storage"
+	deliver "github.com/pictorhq/pictor/origin/store"
 	"github.com/pictorhq/pictor/origin/storedest"
 	"github.com/pictorhq/pictor/origin/template"
 	"github.com/pictorhq/pictor/wasm"
@@ -152,7 +153,8 @@ func (o *Origin) open() error {
 	o.tpls = template.NewStore(store, o.cfg.Now)
 	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
 		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
-		OnDelete: func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
+		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
+		OnDelete:     func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {
 		return err
 	}

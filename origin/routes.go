@@ -67,6 +67,9 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/images", Permission: perm.ImagesRead, Handler: images.List},
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Handler: images.CreateAndRender},
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Handler: images.CreateAndRender},
+		// Writes an image to its storage destination (spec §4.1, §2.7): no
+		// rate-limit group, like the image routes.
+		{Method: http.MethodPut, Pattern: "/v1/store/{id}", Permission: perm.ImagesStore, Handler: images.Store},
 		{Method: http.MethodGet, Pattern: "/v1/usage", Permission: perm.UsageRead, Handler: o.usageReport},
 
 		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}", Permission: perm.ImagesCreate, Handler: images.Create},

@@ -66,37 +66,60 @@ type Link struct {
 
 // parseAny validates a creation request, expanding a template first when it
 // names one (in the body or the path).
-func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, pathID string, pathVersion int) (imageparams.Params, *templateRef, error) {
+func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, pathID string, pathVersion int) (parsed, *templateRef, error) {
 	var ref *templateRef
 	if pathID != "" || obj.Present("template_id") {
 		if h.Templates == nil {
-			return imageparams.Params{}, nil, apierr.NotFound("Templates are not available")
+			return parsed{}, nil, apierr.NotFound("Templates are not available")
 		}
 		expanded, id, version, err := h.Templates.Expand(ctx, o.ID, obj, pathID, pathVersion)
 		if err != nil {
-			return imageparams.Params{}, nil, err
+			return parsed{}, nil, err
 		}
 		obj, ref = expanded, &templateRef{id: id, version: version}
 	}
-	params, err := h.parse(ctx, o, obj)
-	return params, ref, err
+	p, err := h.parse(ctx, o, obj)
+	return p, ref, err
+}
+
+// parsed is a validated creation request.
+type parsed struct {
+	imageparams.Params
+	// storageOnly: its storage destination has hcti_storage_disabled.
+	storageOnly bool
 }
 
 // parse validates creation parameters of an organization.
-func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (imageparams.Params, error) {
+func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (parsed, error) {
 	params, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
 	if err != nil {
-		return params, err
+		return parsed{Params: params}, err
 	}
+	out := parsed{Params: params}
 	if params.ProxyID != "" {
 		if h.Proxies == nil {
-			return params, apierr.Field(obj.Prefix+"proxy_id", "proxies are not available")
+			return out, apierr.Field(obj.Prefix+"proxy_id", "proxies are not available")
 		}
 		if err := h.Proxies.Check(o, params.ProxyID); err != nil {
-			return params, err
+			return out, err
 		}
 	}
-	return params, h.check(ctx, obj.Prefix, &params)
+	if params.StorageDestinationID != "" {
+		dests := h.Service.cfg.Destinations
+		if dests == nil {
+			return out, apierr.Field(obj.Prefix+"storage_destination_id", "storage destinations are not available")
+		}
+		only, err := dests.Check(o, params.StorageDestinationID)
+		var ae *apierr.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && obj.Prefix != "" {
+			err = apierr.Field(obj.Prefix+"storage_destination_id", "%s", ae.Message)
+		}
+		if err != nil {
+			return out, err
+		}
+		out.storageOnly = only
+	}
+	return out, h.check(ctx, obj.Prefix, &out.Params)
 }
 
 // check applies the rules that need more than one field or the server's
@@ -151,7 +174,21 @@ func (h *Handler) countRenders(created []Created, refs []*templateRef) {
 }
 
 func (h *Handler) link(img *Image, explicitFormat bool) Link {
+	if img.StorageOnly {
+		return Link{URL: h.StoreURL(img.ID, img.Params.Format, explicitFormat), ID: img.ID}
+	}
 	return Link{URL: h.URL(img.ID, img.Params.Format, explicitFormat), ID: img.ID}
+}
+
+// StoreURL is the address that writes an image to its storage destination
+// (PUT, with credentials of its organization): the URL of an image whose
+// destination keeps no service copy.
+func (h *Handler) StoreURL(id string, format imageparams.Format, explicit bool) string {
+	u := strings.TrimRight(h.PublicURL, "/") + "/v1/store/" + id
+	if explicit || format != imageparams.FormatPNG {
+		u += "." + string(format)
+	}
+	return u
 }
 
 // URL is the public address of an image.

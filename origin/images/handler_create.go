@@ -41,12 +41,12 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	var dedupe time.Duration
 	if ref == nil {
-		if dedupe, err = dedupeWindow(p.Org, &params); err != nil {
+		if dedupe, err = dedupeWindow(p.Org, &params.Params); err != nil {
 			apierr.Write(w, r, err)
 			return
 		}
 	}
-	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params, Dedupe: dedupe}})
+	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params.Params, Dedupe: dedupe, StorageOnly: params.storageOnly}})
 	writeCharge(w, charge)
 	if err != nil {
 		apierr.Write(w, r, PlanError(err))
@@ -120,7 +120,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, r, err)
 			return
 		}
-		items[i] = Item{Params: params} // no dedupe in batches
+		items[i] = Item{Params: params.Params, StorageOnly: params.storageOnly} // no dedupe in batches
 		formats[i] = o.Present("format")
 	}
 	if err := errs.Err(); err != nil {

@@ -89,8 +89,8 @@ func (h *Handler) open(ctx context.Context, id string, format imageparams.Format
 		return nil, err
 	}
 	o, err := h.Orgs.Get(img.OrgID)
-	if err != nil || o.Suspended {
-		return nil, notFound
+	if err != nil || o.Suspended || img.StorageOnly {
+		return nil, notFound // a storage-only image has no public URL
 	}
 	f, err := h.Service.Open(ctx, id, format)
 	if errors.Is(err, ErrNotFound) {

@@ -80,11 +80,15 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	params, err := h.parse(r.Context(), signer.Org, field.FromForm(query))
+	parsed, err := h.parse(r.Context(), signer.Org, field.FromForm(query))
+	if err == nil && parsed.storageOnly {
+		err = errServedOnly
+	}
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
+	params := parsed.Params
 	params.DedupeDurationS = nil // signed URLs are content-addressed already
 	id := ContentID(signer.Org.ID, &params, "create-and-render")
 	w.Header().Set(contract.HeaderTag, contract.KeyTag(r.PathValue("api_id"))) // disabling the key purges the edges
@@ -158,11 +162,15 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rawValues, _ := json.Marshal(values)
-	params, ref, err := h.parseAny(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
+	parsed, ref, err := h.parseAny(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
+	if err == nil && parsed.storageOnly {
+		err = errServedOnly
+	}
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
+	params := parsed.Params
 	cid := ContentID(signer.Org.ID, &params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: cid}})
 	writeCharge(w, charge)
@@ -175,3 +183,9 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
 	h.serve(w, r, created[0].ID, format)
 }
+
+// errServedOnly refuses a signed URL whose image would go to a storage
+// destination with hcti_storage_disabled: a signed URL serves the image,
+// which such a destination forbids (create it with POST /v1/image and PUT
+// its /v1/store URL instead).
+var errServedOnly = apierr.Field("storage_destination_id", "names a destination with hcti_storage_disabled, whose images are not served: signed URLs cannot use it; create the image with POST /v1/image and PUT its /v1/store URL")

@@ -65,6 +65,16 @@ type Image struct {
 	// own. Records written before sort keys get one at start
 	// (migrateIndex).
 	SortKey string `json:"sort_key,omitempty"`
+	// StorageOnly: the image's storage destination had
+	// hcti_storage_disabled when it was created. It has no public URL
+	// (GET answers 404); PUT /v1/store renders it, writes it to the
+	// bucket and drops the files again. Captured at creation, so that the
+	// URL answered then stays valid whatever the destination becomes.
+	StorageOnly bool `json:"storage_only,omitempty"`
+	// Stored holds the objects written to the storage destination, as
+	// "<bucket>/<key>", with when: a repeat write of the same object is
+	// already_stored.
+	Stored map[string]time.Time `json:"stored,omitempty"`
 }
 
 // Key layout of images (see kv/doc.go for the others):

@@ -59,6 +59,13 @@ type Config struct {
 	// Proxies resolves an image's proxy_id when it is rendered; nil
 	// refuses every image that names one.
 	Proxies Proxies
+	// Destinations checks and opens organizations' storage destinations;
+	// nil refuses every image that names one.
+	Destinations Destinations
+	// StorageWrites is how many background writes to storage destinations
+	// run at once (default 4); up to storeQueue more wait, the rest are
+	// dropped with a warning (a PUT /v1/store writes them).
+	StorageWrites int
 }
 
 // Proxies finds the route of an organization's proxy.
@@ -77,6 +84,7 @@ type Service struct {
 	locks   [64]sync.Mutex // per-image record updates, striped
 	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
+	stores  chan string    // images whose master is to be written to their destination
 	ahead   chan struct{}  // a slot per background render in the engine
 	wg      sync.WaitGroup // background renders, the compactor, and the work await runs
 	closeMu sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
@@ -106,6 +114,13 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.CompactIdle > 0 {
 		s.wg.Add(1)
 		go s.compactor()
+	}
+	if cfg.Destinations != nil {
+		s.stores = make(chan string, storeQueue)
+		for range max(1, cfg.StorageWrites) {
+			s.wg.Add(1)
+			go s.storer()
+		}
 	}
 	return s, nil
 }

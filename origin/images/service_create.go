@@ -26,6 +26,9 @@ type Item struct {
 	// ID, when set, is a content-addressed id (signed URLs): an image that
 	// already exists under it is reused.
 	ID string
+	// StorageOnly: the image's storage destination keeps no service copy
+	// (see Image.StorageOnly).
+	StorageOnly bool
 }
 
 // Charge is what a creation consumed, for the x-renders-* headers.
@@ -68,7 +71,7 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 			}
 			if img, err := s.dedupeHit(o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
 				return nil, Charge{}, err
-			} else if img != nil {
+			} else if img != nil && img.StorageOnly == it.StorageOnly {
 				out[i] = Created{Image: img, Reused: true}
 				continue
 			}
@@ -91,7 +94,7 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 			id = uuid.Must(uuid.NewV7()).String()
 		}
 		img := &Image{ID: id, OrgID: o.ID, CreatedAt: now, Params: p, Credits: Credits(&p), State: StatePending, DedupeKey: dkey,
-			SortKey: newSortKey(id)}
+			SortKey: newSortKey(id), StorageOnly: it.StorageOnly}
 		if err := s.records.add(b, img); err != nil {
 			return nil, Charge{}, err
 		}

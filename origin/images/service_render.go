@@ -119,6 +119,7 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 			default: // the compactor is behind; this master stays as captured
 			}
 		}
+		s.storeLater(img)
 		return img, nil
 	})
 }

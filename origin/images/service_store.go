@@ -1,0 +1,186 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
+)
+
+// Destinations are the organizations' storage destinations, as images use
+// them.
+type Destinations interface {
+	// Check tells whether an organization may send a new image to one of
+	// its destinations: an *apierr.Error saying why not (the plan 403, an
+	// unknown destination 404, a disabled one 400), or whether the
+	// destination keeps no service copy (hcti_storage_disabled).
+	Check(o *org.Org, id string) (storageOnly bool, err error)
+	// Open returns the bucket of an organization's destination, or an
+	// error saying why it cannot be written (deleted, disabled, its
+	// secret does not open).
+	Open(orgID, id string) (Bucket, error)
+	// Describe puts a write error in words fit for the organization (no
+	// secret, no server-sent text).
+	Describe(err error) string
+}
+
+// Bucket is a destination opened for writing (a *storage.Writer).
+type Bucket interface {
+	Bucket() string
+	// Key is the object key of name under the destination's prefix.
+	Key(name string) string
+	Put(ctx context.Context, key string, body io.Reader, size int64, contentType string) error
+}
+
+// Object statuses and targets of a store result (spec §2.7).
+const (
+	ObjectStored        = "stored"
+	ObjectAlreadyStored = "already_stored"
+	ObjectFailed        = "failed"
+	ObjectNotAttempted  = "not_attempted"
+
+	TargetDestination = "storage_destination"
+)
+
+// ObjectResult is the outcome of one object of a store (spec §2.7).
+type ObjectResult struct {
+	Status string `json:"status"`
+	Target string `json:"target"`
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
+}
+
+// storeQueue bounds the background writes waiting for a worker.
+const storeQueue = 256
+
+// storeTimeout bounds one background write, its render included.
+const storeTimeout = 5 * time.Minute
+
+// storeLater queues the write of a fresh master to the image's
+// destination. Images without one, or whose destination keeps no service
+// copy (they are written by PUT /v1/store only), are not queued.
+func (s *Service) storeLater(img *Image) {
+	if s.stores == nil || img.Params.StorageDestinationID == "" || img.StorageOnly {
+		return
+	}
+	select {
+	case s.stores <- img.ID:
+	default:
+		slog.Warn("storage write queue full; image not written to its destination", "image", img.ID,
+			"destination", img.Params.StorageDestinationID)
+	}
+}
+
+// storer writes queued images to their destinations until Close.
+func (s *Service) storer() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case id := <-s.stores:
+			ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+			img, err := s.records.get(id)
+			if err == nil {
+				var res ObjectResult
+				res, err = s.StoreObject(ctx, img, BaseFormat(img))
+				if err != nil && ctx.Err() == nil {
+					slog.Warn("storage destination write failed", "image", id, "org", img.OrgID,
+						"destination", img.Params.StorageDestinationID, "bucket", res.Bucket, "key", res.Key,
+						"error", s.cfg.Destinations.Describe(err))
+				}
+			}
+			cancel()
+		}
+	}
+}
+
+// BaseFormat is the format of an image's base object: PDF when it has
+// pdf_options, PNG otherwise.
+func BaseFormat(img *Image) imageparams.Format {
+	if img.Params.PDF != nil {
+		return imageparams.FormatPDF
+	}
+	return imageparams.FormatPNG
+}
+
+// ObjectName is the name of an image's object in a format, under the
+// destination's prefix: "<id>.png".
+func ObjectName(id string, format imageparams.Format) string {
+	return id + "." + string(format)
+}
+
+// StoreObject writes the image in the format to its storage destination as
+// <prefix>/<id>.<ext>, rendering or converting it first when needed, and
+// records the object on the image: a repeat (same bucket and key) is
+// already_stored without writing. On failure the result is failed with
+// what is known of the target, and the error says why (Describe words a
+// storage error).
+func (s *Service) StoreObject(ctx context.Context, img *Image, format imageparams.Format) (ObjectResult, error) {
+	res := ObjectResult{Status: ObjectFailed, Target: TargetDestination}
+	if s.cfg.Destinations == nil || img.Params.StorageDestinationID == "" {
+		return res, errNoDestination
+	}
+	b, err := s.cfg.Destinations.Open(img.OrgID, img.Params.StorageDestinationID)
+	if err != nil {
+		return res, fmt.Errorf("storage destination %s: %w", img.Params.StorageDestinationID, err)
+	}
+	res.Bucket, res.Key = b.Bucket(), b.Key(ObjectName(img.ID, format))
+	mark := res.Bucket + "/" + res.Key
+	if cur, err := s.records.get(img.ID); err != nil {
+		return res, err
+	} else if _, ok := cur.Stored[mark]; ok {
+		res.Status = ObjectAlreadyStored
+		return res, nil
+	}
+	f, err := s.Open(ctx, img.ID, format)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	if err := b.Put(ctx, res.Key, f, f.Rendition.Size, contentTypes[format]); err != nil {
+		return res, err
+	}
+	if _, err := s.update(img.ID, func(img *Image) {
+		if img.Stored == nil {
+			img.Stored = map[string]time.Time{}
+		}
+		img.Stored[mark] = s.cfg.Now().UTC()
+	}); err != nil {
+		return res, err
+	}
+	res.Status = ObjectStored
+	return res, nil
+}
+
+// Drop removes the files of an image whose destination keeps no service
+// copy, once written: the record stays (its Stored objects answer a repeat
+// store), and a later store renders it again.
+func (s *Service) Drop(id string) error {
+	unlock := s.lock(id)
+	defer unlock()
+	img, err := s.records.get(id)
+	if err != nil {
+		return err
+	}
+	if !img.StorageOnly {
+		return nil
+	}
+	if err := s.cfg.Blobs.Remove(id); err != nil {
+		return fmt.Errorf("drop files of image %s: %w", id, err)
+	}
+	if img.State == StateReady {
+		img.State = StatePending
+	}
+	img.Renditions = nil
+	return s.records.put(img)
+}
+
+// errNoDestination: the image names no storage destination (or the
+// service has none).
+var errNoDestination = errors.New("the image has no storage destination")
