@@ -267,8 +267,8 @@ func classify(ctx context.Context, err error, op opInfo) error {
 		switch code {
 		case "NoSuchBucket":
 			return wrap(ErrBucketNotFound, "bucket %q does not exist at %s (NoSuchBucket)", op.bucket, op.host)
-		case "InvalidAccessKeyId":
-			return wrap(ErrCredentials, "the access key id is not known to %s (InvalidAccessKeyId): check the access key id", op.host)
+		case "InvalidAccessKeyId", "XAdminUserNotFound": // the second is versitygw's
+			return wrap(ErrCredentials, "the access key id is not known to %s (%s): check the access key id", op.host, code)
 		case "SignatureDoesNotMatch":
 			return wrap(ErrCredentials, "the secret access key does not match the access key id (SignatureDoesNotMatch): check the secret access key")
 		case "InvalidToken", "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity":
