@@ -311,6 +311,16 @@ func TestConnectionTestTimeout(t *testing.T) {
 	if elapsed > cfg.TestTimeout+5*time.Second {
 		t.Errorf("Test returned after %v, bound %v", elapsed, cfg.TestTimeout)
 	}
+	// A write is bounded by WriteTimeout (plus a second per WriteMinRate
+	// bytes: none for 1 KiB).
+	cfg.WriteTimeout = 300 * time.Millisecond
+	w, err := newConnector(t, cfg).Open(stubConnection(s.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Put(context.Background(), w.Key("a.png"), strings.NewReader(strings.Repeat("x", 1024)), 1024, "image/png")
+	wantKind(t, err, storage.ErrTimeout, "within 300ms")
+
 	// The caller's earlier deadline is the bound when it is shorter.
 	cfg.TestTimeout = time.Minute
 	c = newConnector(t, cfg)

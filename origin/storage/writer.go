@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,15 @@ func (w *Writer) putObject(ctx context.Context, key string, body io.Reader, size
 		}
 		size = n
 		in.Body = ras
+	} else if size >= 0 && size <= w.c.cfg.PartSize {
+		// One part at most: read it here so that it goes in one PutObject
+		// (the manager would make a one-part multipart upload of exactly
+		// PartSize bytes) and can be sent again by a retry.
+		buf, err := readExactly(body, size)
+		if err != nil {
+			return classify(ctx, err, w.info)
+		}
+		in.Body = bytes.NewReader(buf)
 	} else {
 		in.Body = &sizedReader{r: body, want: size}
 	}
@@ -155,6 +165,21 @@ func remaining(r io.Seeker) (int64, error) {
 		return 0, err
 	}
 	return end - cur, nil
+}
+
+// readExactly reads the whole of a body of size bytes, failing if it is
+// shorter or longer.
+func readExactly(body io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, size)
+	sr := &sizedReader{r: body, want: size}
+	if _, err := io.ReadFull(sr, buf); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if _, err := sr.Read(one[:]); err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // bodyError is a failure of the body being written, not of the storage.
