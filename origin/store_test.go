@@ -83,10 +83,10 @@ func TestStoreDestination(t *testing.T) {
 	dest := o.createDestination(t, s3, "renders", nil)
 	only := o.createDestination(t, s3, "only", map[string]any{"hcti_storage_disabled": true})
 	off := o.createDestination(t, s3, "off", map[string]any{"disabled": true})
-	box := map[string]any{"html": redBox, "viewport_width": 100, "viewport_height": 50, "device_scale": 1}
+	small := map[string]any{"html": redBox, "viewport_width": 100, "viewport_height": 50, "device_scale": 1}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{}
-		for k, v := range box {
+		for k, v := range small {
 			m[k] = v
 		}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -115,6 +115,25 @@ func TestStoreDestination(t *testing.T) {
 					apitest.WantField(t, r, "storage_destination_id")
 				}
 			})
+		}
+	})
+
+	t.Run("batch and template", func(t *testing.T) {
+		r := o.batch(t, o.Owner, map[string]any{"variations": []any{with("storage_destination_id", off)}})
+		apitest.WantField(t, r, "variations[0].storage_destination_id")
+		r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &o.Owner,
+			JSON: map[string]any{"html": redBox, "name": "to the bucket", "storage_destination_id": only}})
+		apitest.WantStatus(t, r, 201)
+		var tpl struct {
+			ID string `json:"template_id"`
+		}
+		r.Decode(t, &tpl)
+		r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/" + tpl.ID, Creds: &o.Owner, JSON: map[string]any{"template_values": map[string]any{}}})
+		apitest.WantStatus(t, r, 200)
+		var c struct{ URL, ID string }
+		r.Decode(t, &c)
+		if c.URL != o.URL+"/v1/store/"+c.ID {
+			t.Fatalf("template default storage_destination_id: create answered %s", r.Body)
 		}
 	})
 

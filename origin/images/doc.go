@@ -2,7 +2,11 @@
 // parameters and starts its render in the background; a GET serves the
 // master PNG or a JPEG, WebP or PDF rendition, rendering and converting on
 // first use, each exactly once, and serves the recorded failure when the
-// render failed.
+// render failed. An image with a storage_destination_id is also written
+// to that bucket: its master in the background once rendered, and on
+// PUT /v1/store (service_store.go, handler_store.go); with the
+// destination's hcti_storage_disabled it has no public URL and its files
+// are dropped once written.
 //
 // Two halves, by file name. The handler*.go files are the HTTP side
 // (Handler): decoding and validating requests, signed URLs, status codes,

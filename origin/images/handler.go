@@ -105,11 +105,7 @@ func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (par
 		}
 	}
 	if params.StorageDestinationID != "" {
-		dests := h.Service.cfg.Destinations
-		if dests == nil {
-			return out, apierr.Field(obj.Prefix+"storage_destination_id", "storage destinations are not available")
-		}
-		only, err := dests.Check(o, params.StorageDestinationID)
+		only, err := h.Service.CheckDestination(o, params.StorageDestinationID)
 		var ae *apierr.Error
 		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && obj.Prefix != "" {
 			err = apierr.Field(obj.Prefix+"storage_destination_id", "%s", ae.Message)

@@ -116,15 +116,10 @@ func (h *Handler) describe(err error) string {
 	switch {
 	case errors.As(err, &ae):
 		return "render failed: " + ae.Message
-	case errors.Is(err, errNoDestination):
-		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "timed out"
 	}
-	if d := h.Service.cfg.Destinations; d != nil {
-		return d.Describe(err)
-	}
-	return "unexpected error"
+	return h.Service.DescribeStoreError(err)
 }
 
 func (h *Handler) logStore(ctx context.Context, img *Image, o ObjectResult, err error) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 )
@@ -55,6 +56,24 @@ type ObjectResult struct {
 	Key    string `json:"key,omitempty"`
 }
 
+// CheckDestination tells whether an organization may send a new image to
+// its storage destination id (see Destinations.Check); without
+// Destinations every id is refused (400).
+func (s *Service) CheckDestination(o *org.Org, id string) (storageOnly bool, err error) {
+	if s.cfg.Destinations == nil {
+		return false, apierr.Field("storage_destination_id", "storage destinations are not available")
+	}
+	return s.cfg.Destinations.Check(o, id)
+}
+
+// DescribeStoreError words an error of StoreObject for the organization.
+func (s *Service) DescribeStoreError(err error) string {
+	if errors.Is(err, errNoDestination) || s.cfg.Destinations == nil {
+		return err.Error()
+	}
+	return s.cfg.Destinations.Describe(err)
+}
+
 // storeQueue bounds the background writes waiting for a worker.
 const storeQueue = 256
 
@@ -92,7 +111,7 @@ func (s *Service) storer() {
 				if err != nil && ctx.Err() == nil {
 					slog.Warn("storage destination write failed", "image", id, "org", img.OrgID,
 						"destination", img.Params.StorageDestinationID, "bucket", res.Bucket, "key", res.Key,
-						"error", s.cfg.Destinations.Describe(err))
+						"error", s.DescribeStoreError(err))
 				}
 			}
 			cancel()
