@@ -362,13 +362,13 @@ func (o *Origin) Stop(ctx context.Context) error {
 		o.og.Close() // its background rechecks use the images
 		o.og = nil
 	}
+	if o.images != nil {
+		o.images.Close() // its background writes use the storage connector
+		o.images = nil
+	}
 	if o.storage != nil {
 		o.storage.Close()
 		o.storage = nil
-	}
-	if o.images != nil {
-		o.images.Close()
-		o.images = nil
 	}
 	if o.engine != nil {
 		if err := o.engine.Stop(ctx); err != nil {
