@@ -122,7 +122,9 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 		}
 	}
 	for _, img := range fresh {
-		s.prerender(img.ID)
+		if !img.StorageOnly { // rendered by its PUT /v1/store: no file kept before
+			s.prerender(img.ID)
+		}
 	}
 	return out, charge, nil
 }
