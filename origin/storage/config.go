@@ -39,8 +39,14 @@ type Config struct {
 	// MaxBackoff caps the wait between two attempts.
 	MaxBackoff time.Duration
 
-	// STSEndpoint is the STS endpoint aws_s3 roles are assumed through;
-	// "" is AWS's regional endpoint of the destination's region.
+	// STSRegion is the region whose STS endpoint assumes aws_s3 roles
+	// (sts.<region>.amazonaws.com), whatever the bucket's region: the
+	// service's own region, always enabled for its account, where an
+	// opt-in region of a bucket might not be. Credentials of a regional
+	// STS endpoint hold in every region.
+	STSRegion string
+	// STSEndpoint, when set, replaces that endpoint (tests: a local
+	// server).
 	STSEndpoint string
 	// STSCredentials is the service's own AWS identity, the principal the
 	// organizations' roles trust; nil loads the SDK's default chain
@@ -81,6 +87,7 @@ func DefaultConfig() Config {
 		PartSize:        16 << 20,
 		MaxAttempts:     4,
 		MaxBackoff:      5 * time.Second,
+		STSRegion:       "us-east-1",
 	}
 }
 
@@ -104,6 +111,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("storage max attempts (--storage-max-attempts) %d: must be at least 1", c.MaxAttempts)
 	case c.MaxBackoff <= 0:
 		return fmt.Errorf("storage max backoff (--storage-max-backoff) %v: must be positive", c.MaxBackoff)
+	case !awsRegionShape.MatchString(c.STSRegion):
+		return fmt.Errorf("storage STS region (--storage-sts-region) %q: must be an AWS region such as us-east-1", c.STSRegion)
 	}
 	for _, u := range []struct{ flag, value string }{
 		{"--storage-sts-endpoint", c.STSEndpoint},

@@ -185,7 +185,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 	var creds aws.CredentialsProvider
 	if ep.AssumeRole {
 		stsOpts := sts.Options{
-			Region:        conn.Region,
+			Region:        c.cfg.STSRegion,
 			Credentials:   c.base,
 			HTTPClient:    c.http,
 			Retryer:       c.retryer(),
@@ -193,7 +193,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 			ClientLogMode: aws.LogRetries,
 			APIOptions:    []func(*middleware.Stack) error{addAttemptMetrics(c.metrics, conn.Provider, "sts")},
 		}
-		info.stsHost = "sts." + conn.Region + ".amazonaws.com"
+		info.stsHost = "sts." + c.cfg.STSRegion + ".amazonaws.com"
 		if c.cfg.STSEndpoint != "" {
 			stsOpts.BaseEndpoint = aws.String(c.cfg.STSEndpoint)
 			info.stsHost = hostOf(c.cfg.STSEndpoint)

@@ -85,12 +85,12 @@ func TestProviderEndpoints(t *testing.T) {
 			name: "aws_s3", region: "eu-west-2",
 			conn:    Connection{Provider: AWSS3, Bucket: "renders", KeyPrefix: "org/a", Region: "eu-west-2", RoleARN: role.RoleARN, ExternalID: role.ExternalID},
 			wantURL: "https://renders.s3.eu-west-2.amazonaws.com/org/a/x.png",
-			wantSTS: "https://sts.eu-west-2.amazonaws.com/",
+			wantSTS: "https://sts.us-east-1.amazonaws.com/", // Config.STSRegion
 		},
 		{
-			name: "aws_s3 bucket with dots goes path style", region: "us-east-1",
-			conn:    Connection{Provider: AWSS3, Bucket: "renders.example.com", Region: "us-east-1", RoleARN: role.RoleARN, ExternalID: role.ExternalID},
-			wantURL: "https://s3.us-east-1.amazonaws.com/renders.example.com/x.png",
+			name: "aws_s3 bucket with dots goes path style", region: "af-south-1",
+			conn:    Connection{Provider: AWSS3, Bucket: "renders.example.com", Region: "af-south-1", RoleARN: role.RoleARN, ExternalID: role.ExternalID},
+			wantURL: "https://s3.af-south-1.amazonaws.com/renders.example.com/x.png",
 			wantSTS: "https://sts.us-east-1.amazonaws.com/",
 		},
 		{
