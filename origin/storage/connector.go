@@ -177,7 +177,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 	info := opInfo{
 		bucket:    conn.Bucket,
 		keyPrefix: conn.KeyPrefix,
-		host:      displayHost(ep, conn),
+		host:      displayHost(ep),
 		region:    ep.Region,
 		roleARN:   conn.RoleARN,
 	}
@@ -234,6 +234,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 		info.host = hostOf(c.cfg.EndpointOverride)
 	}
 	client := s3.New(opts)
+	//lint:ignore SA1019 feature/s3/manager is the chosen uploader (docs/decisions.md); transfermanager is its successor.
 	uploader := manager.NewUploader(client, func(u *manager.Uploader) {
 		u.PartSize = c.cfg.PartSize
 		// One part in flight: memory stays a few parts whatever the size.
@@ -269,7 +270,7 @@ func permanent(err error) aws.Ternary {
 
 // displayHost is the endpoint's host as the organization knows it, for
 // error messages.
-func displayHost(ep endpoint, conn Connection) string {
+func displayHost(ep endpoint) string {
 	if ep.URL == "" {
 		return "s3." + ep.Region + ".amazonaws.com"
 	}

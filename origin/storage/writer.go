@@ -20,6 +20,7 @@ type Writer struct {
 	conn     Connection
 	endpoint endpoint
 	s3       *s3.Client
+	//lint:ignore SA1019 feature/s3/manager is the chosen uploader (docs/decisions.md).
 	uploader *manager.Uploader
 	info     opInfo
 }
@@ -118,6 +119,7 @@ func (w *Writer) putObject(ctx context.Context, key string, body io.Reader, size
 		in.Body = &sizedReader{r: body, want: size}
 	}
 	return w.put(ctx, w.c.cfg.writeTimeout(size), func(octx context.Context) error {
+		//lint:ignore SA1019 feature/s3/manager is the chosen uploader (docs/decisions.md).
 		_, err := w.uploader.Upload(octx, in)
 		var mf manager.MultiUploadFailure
 		if err != nil && octx.Err() != nil && errors.As(err, &mf) {
