@@ -59,7 +59,6 @@ func startTinyproxy(t *testing.T) *tinyproxy {
 
 func (tp *tinyproxy) log(t *testing.T) string        { return tp.Log(t) }
 func (tp *tinyproxy) requests(t *testing.T) []string { return tp.Requests(t) }
-func (tp *tinyproxy) close()                         { tp.Close() }
 
 func freePort(t *testing.T) int { return tinyproxytest.FreePort(t) }
 
