@@ -13,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/storage"
 )
 
 // Config configures the origin tier.
@@ -50,9 +51,10 @@ type Config struct {
 	// ChromiumSiteIsolation turns Chromium's site isolation on
 	// (--chromium-site-isolation).
 	ChromiumSiteIsolation bool
-	// STSEndpoint is where aws_s3 storage destinations' roles are
-	// assumed; "" is AWS's regional STS endpoint.
-	STSEndpoint string
+	// Storage configures the writes to storage destinations (timeouts,
+	// part size, retries, the STS endpoint and region aws_s3 roles are
+	// assumed through). AllowPrivate and Registerer are the origin's.
+	Storage storage.Config
 	// OGRenderBudget is the new renders an OG configuration may start a
 	// minute (default og.DefaultBudget).
 	OGRenderBudget int
@@ -120,6 +122,7 @@ func DefaultConfig() Config {
 		RenderTabs:       rc.Tabs,
 		RenderQueue:      rc.Queue,
 		FontsURL:         rc.FontsURL,
+		Storage:          storage.DefaultConfig(),
 		HeaderTimeout:    DefaultHeaderTimeout,
 		BodyGrace:        DefaultBodyGrace,
 		BodyMinRate:      DefaultBodyMinRate,

@@ -104,8 +104,11 @@ func (o *Origin) open() error {
 	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)
 	o.proxies = proxy.NewStore(store, box, o.cfg.Now)
 	o.dests = storedest.NewStore(store, box, o.cfg.Now)
-	sc := storage.DefaultConfig()
-	sc.AllowPrivate, sc.Registerer, sc.STSEndpoint = o.cfg.AllowPrivateURLs, o.registry, o.cfg.STSEndpoint
+	sc := o.cfg.Storage
+	if sc.PartSize == 0 { // a Config made without DefaultConfig
+		sc = storage.DefaultConfig()
+	}
+	sc.AllowPrivate, sc.Registerer = o.cfg.AllowPrivateURLs, o.registry
 	if o.storage, err = storage.New(sc); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pictorhq/pictor/edge"
+	"github.com/pictorhq/pictor/origin/storage"
 )
 
 // flagSet is a flag.FlagSet whose flags also read PICTOR_* environment
@@ -79,4 +80,19 @@ func registerEdgeLimits(fs *flagSet, cfg *edge.Config) {
 		"time a request body may take before --body-min-rate applies")
 	fs.Int64Var(&cfg.BodyMinRate, "body-min-rate", def.BodyMinRate,
 		"bytes per second a request body must average after --body-grace; a slower client gets 408")
+}
+
+// registerStorage registers the settings of the writes to storage
+// destinations, which serve and origin share, on cfg.
+func registerStorage(fs *flagSet, cfg *storage.Config) {
+	def := storage.DefaultConfig()
+	fs.DurationVar(&cfg.TestTimeout, "storage-test-timeout", def.TestTimeout, "bound of a storage destination's connection test")
+	fs.DurationVar(&cfg.WriteTimeout, "storage-write-timeout", def.WriteTimeout, "bound of a write to a storage destination, plus a second per --storage-write-min-rate bytes")
+	fs.Int64Var(&cfg.WriteMinRate, "storage-write-min-rate", def.WriteMinRate, "slowest write throughput, bytes per second, a write is given time for")
+	fs.DurationVar(&cfg.MaxWriteTimeout, "storage-max-write-timeout", def.MaxWriteTimeout, "longest bound of one write")
+	fs.Int64Var(&cfg.PartSize, "storage-part-size", def.PartSize, "writes larger than this are multipart uploads of parts this size (at least 5 MiB)")
+	fs.IntVar(&cfg.MaxAttempts, "storage-max-attempts", def.MaxAttempts, "attempts of each S3 or STS request, the first included")
+	fs.DurationVar(&cfg.MaxBackoff, "storage-max-backoff", def.MaxBackoff, "longest wait between two attempts")
+	fs.StringVar(&cfg.STSEndpoint, "storage-sts-endpoint", def.STSEndpoint, "STS endpoint aws_s3 destinations' roles are assumed through (default: AWS's, in --storage-sts-region)")
+	fs.StringVar(&cfg.STSRegion, "storage-sts-region", def.STSRegion, "region of the STS endpoint aws_s3 roles are assumed through")
 }

@@ -411,3 +411,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestStorageFlags: a storage setting out of range stops the origin at
+// once with an error naming its flag.
+func TestStorageFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, value string }{
+		{"--storage-part-size", "1"},
+		{"--storage-max-attempts", "0"},
+		{"--storage-test-timeout", "0s"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			_, err := runCmd(t, nil, "origin", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", tc.flag, tc.value)
+			if err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Fatalf("%s %s: %v, want an error naming the flag", tc.flag, tc.value, err)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/og"
+	"github.com/pictorhq/pictor/origin/storage"
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish;
@@ -44,6 +45,7 @@ type renderFlags struct {
 	tabs, queue, ogBudget                     int
 	fontsURL, browser, browserUser, wasmCache string
 	noSandbox, siteIsolation                  bool
+	storage                                   storage.Config
 }
 
 func (r *renderFlags) register(fs *flagSet) {
@@ -57,6 +59,8 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
 	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
 	fs.IntVar(&r.ogBudget, "og-render-budget", og.DefaultBudget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
+	r.storage = storage.DefaultConfig()
+	registerStorage(fs, &r.storage)
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {
@@ -75,6 +79,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.ChromiumSiteIsolation = t.render.siteIsolation
 	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.OGRenderBudget = t.render.ogBudget
+	cfg.Storage = t.render.storage
 	cfg.EdgeToken = t.edgeToken
 	return cfg
 }
