@@ -58,9 +58,6 @@ func startOGServer(t *testing.T, cfg *Config) *Env {
 // TestOGScenarios runs both OG scenarios against the fake serve, og-hot
 // with Go's file server as its baseline.
 func TestOGScenarios(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers")
-	}
 	cfg := DefaultConfig()
 	cfg.Pictor, cfg.OutDir = fakePictor(t, "allow-private-urls", "og-render-budget"), t.TempDir()
 	cfg.Duration, cfg.Rounds, cfg.Warmup, cfg.EdgeClients = 400*time.Millisecond, 2, 2, 4
@@ -152,9 +149,6 @@ func TestOGScenarios(t *testing.T) {
 // serve's usage, boolean --allow-private-urls included, and refuses a
 // binary without one of them.
 func TestOGServeFlags(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
 	og, first := ogHotScenario(), ogFirstScenario()
 	if !slices.Equal(og.ServeFlags, first.ServeFlags) {
 		t.Fatalf("og-hot's serve flags %v and og-first's %v differ: they would not share a server", og.ServeFlags, first.ServeFlags)

@@ -38,7 +38,7 @@ func TestEmbedCardHTML(t *testing.T) {
 // addresses beyond 127.0.0.1 cannot be bound (not Linux).
 func startTestSites(t *testing.T) *Sites {
 	t.Helper()
-	benchtest.SkipWithoutLoopbackAliases(t)
+	benchtest.RequireLoopbackAliases(t)
 	s, err := Start(Hosts)
 	if err != nil {
 		t.Fatal(err)

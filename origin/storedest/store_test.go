@@ -9,6 +9,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -328,7 +329,7 @@ func TestUpdateRaces(t *testing.T) {
 				mu.Lock()
 				seen = append(seen, cur.Revision)
 				mu.Unlock()
-				time.Sleep(time.Millisecond) // a connection test
+				runtime.Gosched() // let the others try to update meanwhile, as during a connection test
 				return wasabiInput("a", "secret-two"), nil
 			})
 			if err != nil {
