@@ -55,6 +55,11 @@ type Config struct {
 	// part size, retries, the STS endpoint and region aws_s3 roles are
 	// assumed through). AllowPrivate and Registerer are the origin's.
 	Storage storage.Config
+	// OGRechecked and StorageWritten, when set, are told of each
+	// background recheck of an OG page and each background write to a
+	// storage destination once it ended: observers, for tests.
+	OGRechecked    func(configID, path string)
+	StorageWritten func(imageID string, err error)
 	// OGRenderBudget is the new renders an OG configuration may start a
 	// minute (default og.DefaultBudget).
 	OGRenderBudget int

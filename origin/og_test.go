@@ -163,7 +163,8 @@ var (
 // nothing changed, and a new image when content_version changed; a
 // failing source keeps the last image served.
 func TestOGImages(t *testing.T) {
-	o := startOrigin(t)
+	rechecked := make(chan string, 16)
+	o := startOrigin(t, func(c *origin.Config) { c.OGRechecked = func(_, path string) { rechecked <- path } })
 	s := newOGSite(t)
 	cfgID, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600})
 
@@ -225,7 +226,7 @@ func TestOGImages(t *testing.T) {
 		t.Fatalf("stale answer Cache-Control %q, want a short max-age while the page is read", cc)
 	}
 	s.waitRequest(t, "/blog/post")
-	waitFresh(t, o, domain, "/blog/post")
+	waitRecheck(t, o, rechecked, domain, "/blog/post")
 	if got := o.rendersOK(t) - before; got != 1 {
 		t.Fatalf("a recheck of an unchanged page rendered: %d renders", got)
 	}
@@ -241,7 +242,7 @@ func TestOGImages(t *testing.T) {
 		t.Fatalf("the changed page answered %q before it was read again", got)
 	}
 	s.waitRequest(t, "/blog/post")
-	r = waitFresh(t, o, domain, "/blog/post")
+	r = waitRecheck(t, o, rechecked, domain, "/blog/post")
 	if r.Header.Get("ETag") == etag {
 		t.Fatal("a new content_version kept the image")
 	}
@@ -254,7 +255,7 @@ func TestOGImages(t *testing.T) {
 	s.drain()
 	o.ogGet(t, domain, "/blog/post", "")
 	s.waitRequest(t, "/blog/post")
-	r = waitFresh(t, o, domain, "/blog/post")
+	r = waitRecheck(t, o, rechecked, domain, "/blog/post")
 	if r.Header.Get("ETag") != etag2 {
 		t.Fatalf("a failing source changed the image: %q, want %q", r.Header.Get("ETag"), etag2)
 	}
@@ -266,20 +267,25 @@ func TestOGImages(t *testing.T) {
 	apitest.WantError(t, o.ogGet(t, "aaaaaaaaaaaaaaaaaaaaaaaaaa", "/blog/post", ""), 404)
 }
 
-// waitFresh asks for a page until its answer is fresh again (its
-// background read finished), within a bound.
-func waitFresh(t *testing.T, o *testOrigin, domain, path string) *apitest.Response {
+// waitRecheck waits until the origin says the background recheck of path
+// ended, then answers the page as it is now.
+func waitRecheck(t *testing.T, o *testOrigin, rechecked <-chan string, domain, path string) *apitest.Response {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
-		r := o.ogGet(t, domain, path, "")
-		if cc := r.Header.Get("Cache-Control"); r.Status == 200 && !strings.Contains(cc, "max-age=10,") {
+		select {
+		case p := <-rechecked:
+			if p != path {
+				continue
+			}
+			r := o.ogGet(t, domain, path, "")
+			if cc := r.Header.Get("Cache-Control"); r.Status != 200 || strings.Contains(cc, "max-age=10,") {
+				t.Fatalf("%s after its recheck: %d %q, want a fresh answer", path, r.Status, cc)
+			}
 			return r
+		case <-deadline:
+			t.Fatalf("the recheck of %s never ended", path)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became fresh: %d %q", path, r.Status, r.Header.Get("Cache-Control"))
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -157,6 +157,7 @@ func (o *Origin) open() error {
 	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs,
 		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
 		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
+		OnStored:     o.cfg.StorageWritten,
 		OnDelete:     func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func (o *Origin) open() error {
 	}
 	oc := og.DefaultConfig()
 	oc.Store, oc.Configs, oc.Orgs, oc.Images, oc.Pages, oc.Templates = store, o.ogcs, o.orgs, o.images, pages, o.templates
-	oc.Now = o.cfg.Now
+	oc.Now, oc.OnRecheck = o.cfg.Now, o.cfg.OGRechecked
 	if o.cfg.OGRenderBudget > 0 {
 		oc.Budget = o.cfg.OGRenderBudget
 	}

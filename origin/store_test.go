@@ -55,16 +55,30 @@ func (o *testOrigin) store(t *testing.T, creds apitest.Creds, path string) (*api
 	return r, res
 }
 
-// waitObject polls the bucket until key exists.
-func waitObject(t *testing.T, s3 *s3test.Server, key string) {
+// waitStored waits until the origin says the background write of image id
+// ended, and fails the test if it failed.
+func waitStored(t *testing.T, written <-chan storedEvent, id string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !slices.Contains(s3.Keys(t, s3.Bucket, key), key) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not written to the bucket within 60s", key)
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case e := <-written:
+			if e.id != id {
+				continue
+			}
+			if e.err != nil {
+				t.Fatalf("background write of %s: %v", id, e.err)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("the background write of %s never ended", id)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+type storedEvent struct {
+	id  string
+	err error
 }
 
 // TestStoreDestination renders images with a storage_destination_id against
@@ -78,7 +92,11 @@ func TestStoreDestination(t *testing.T) {
 	s3 := s3test.New(t)
 	// The compactor re-encodes masters later (same pixels, other bytes):
 	// off, so the bucket's bytes and GET's are comparable.
-	o := startOrigin(t, func(c *origin.Config) { c.CompactIdle = -1 })
+	written := make(chan storedEvent, 64)
+	o := startOrigin(t, func(c *origin.Config) {
+		c.CompactIdle = -1
+		c.StorageWritten = func(id string, err error) { written <- storedEvent{id, err} }
+	})
 	dest := o.createDestination(t, s3, "renders", nil)
 	only := o.createDestination(t, s3, "only", map[string]any{"hcti_storage_disabled": true})
 	off := o.createDestination(t, s3, "off", map[string]any{"disabled": true})
@@ -138,7 +156,10 @@ func TestStoreDestination(t *testing.T) {
 
 	id, u := o.create(t, o.Owner, with("storage_destination_id", dest))
 	key := "renders/" + id + ".png"
-	waitObject(t, s3, key)
+	waitStored(t, written, id)
+	if !slices.Contains(s3.Keys(t, s3.Bucket, key), key) {
+		t.Fatalf("%s is not in the bucket after its write", key)
+	}
 	obj := s3.Get(t, s3.Bucket, key)
 	served := o.get(t, u)
 	apitest.WantStatus(t, served, 200)

@@ -66,6 +66,9 @@ type Config struct {
 	// run at once (default 4); up to storeQueue more wait, the rest are
 	// dropped with a warning (a PUT /v1/store writes them).
 	StorageWrites int
+	// OnStored, when set, is told of each background write to a storage
+	// destination once it ended: an observer, for tests.
+	OnStored func(imageID string, err error)
 }
 
 // Proxies finds the route of an organization's proxy.

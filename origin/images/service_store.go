@@ -115,6 +115,9 @@ func (s *Service) storer() {
 				}
 			}
 			cancel()
+			if s.cfg.OnStored != nil {
+				s.cfg.OnStored(id, err)
+			}
 		}
 	}
 }

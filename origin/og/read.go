@@ -95,6 +95,9 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 			variants := slices.Sorted(maps.Keys(prev.Images))
 			return s.check(ctx, cfg, o, path, prev, variants)
 		})
+		if s.cfg.OnRecheck != nil {
+			s.cfg.OnRecheck(cfg.ID, path)
+		}
 	}()
 }
 

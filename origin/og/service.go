@@ -70,6 +70,9 @@ type Config struct {
 	Rechecks int
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// OnRecheck, when set, is told of each background recheck once it
+	// ended (whatever its outcome): an observer, for tests.
+	OnRecheck func(configID, path string)
 }
 
 // DefaultConfig returns the defaults: a budget of DefaultBudget, a stale
