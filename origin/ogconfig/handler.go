@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,12 +21,6 @@ import (
 // maxBody bounds a request: the largest default_options.css plus room for
 // every other field.
 const maxBody = imageparams.MaxCSSBytes + 1<<20
-
-// List page sizes of spec §4.3.
-const (
-	defaultCount = 10
-	maxCount     = 100
-)
 
 // TimeFormat is how answers write timestamps: UTC, milliseconds (as every
 // management resource).
@@ -293,32 +286,10 @@ type ListResponse struct {
 
 func scope(orgID string) string { return "og-configs/" + orgID }
 
-// parseList validates count and page_start.
-func (h *Handler) parseList(orgID string, q map[string][]string) (count int, after string, err error) {
-	var errs field.Errors
-	count = defaultCount
-	if vs, ok := q["count"]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
-		if err != nil || n < 1 || n > maxCount {
-			errs.Add("count", "must be an integer between 1 and %d", maxCount)
-		} else {
-			count = n
-		}
-	}
-	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
-		pos, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
-		if err != nil {
-			errs.Add("page_start", "is not a cursor issued by this API")
-		}
-		after = pos
-	}
-	return count, after, errs.Err()
-}
-
 // List handles GET /v1/og-configs: newest first, disabled ones included.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
-	count, after, err := h.parseList(p.Org.ID, r.URL.Query())
+	count, after, err := h.Cursors.ParseList(r.URL.Query(), scope(p.Org.ID))
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
