@@ -168,8 +168,8 @@ func TestOGImages(t *testing.T) {
 	s := newOGSite(t)
 	cfgID, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600})
 
-	// 50 concurrent first requests: one read, one render.
-	before := o.rendersOK(t)
+	// 50 concurrent first requests: one read, one render, one credit.
+	before, creditsBefore := o.rendersOK(t), creditsUsed(t, o)
 	var wg sync.WaitGroup
 	answers := make([]*apitest.Response, 50)
 	for i := range answers {
@@ -230,6 +230,9 @@ func TestOGImages(t *testing.T) {
 	if got := o.rendersOK(t) - before; got != 1 {
 		t.Fatalf("a recheck of an unchanged page rendered: %d renders", got)
 	}
+	if got := creditsUsed(t, o) - creditsBefore; got != 1 {
+		t.Fatalf("one image and an unchanged recheck used %d credits, want 1", got)
+	}
 	if s.notModified.Load() != 1 {
 		t.Fatalf("the recheck was answered %d 304s, want one conditional read", s.notModified.Load())
 	}
@@ -248,6 +251,9 @@ func TestOGImages(t *testing.T) {
 	}
 	wantOGImage(t, r, 1200, 630, ogRed)
 	etag2 := r.Header.Get("ETag")
+	if got := creditsUsed(t, o) - creditsBefore; got != 2 {
+		t.Fatalf("after a new content_version %d credits used, want 2 (one per new image)", got)
+	}
 
 	// The source starts failing: the last image stays served.
 	s.failing.Store(true)
@@ -480,4 +486,23 @@ func TestOGNoOptimization(t *testing.T) {
 		}
 		etag = r.Header.Get("ETag")
 	}
+}
+
+// creditsUsed is the default organization's credits used, all billing
+// periods together, from GET /v1/usage.
+func creditsUsed(t *testing.T, o *testOrigin) int {
+	t.Helper()
+	r := o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &o.Owner})
+	apitest.WantStatus(t, r, 200)
+	var rep struct {
+		PerBillingPeriod []struct {
+			TotalImages int `json:"total_images"`
+		} `json:"per_billing_period"`
+	}
+	r.Decode(t, &rep)
+	n := 0
+	for _, p := range rep.PerBillingPeriod {
+		n += p.TotalImages
+	}
+	return n
 }
