@@ -162,6 +162,15 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
+	o.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_storage_write_queue",
+			Help: "Background writes of fresh images to storage destinations waiting for a worker.",
+		}, func() float64 { return float64(o.images.StoreStats().Waiting) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "pictor_storage_writes_dropped_total",
+			Help: "Background writes to storage destinations dropped because the queue was full (PUT /v1/store writes them).",
+		}, func() float64 { return float64(o.images.StoreStats().Dropped) }))
 	o.templates = &template.Handler{Store: o.tpls, Engine: o.sandbox, Cursors: o.cursors(box),
 		OnChange: func(ctx context.Context, id string) error {
 			return o.purge(ctx, contract.TagsPurged, []string{contract.TemplateTag(id)})

@@ -3,10 +3,12 @@ package origin_test
 import (
 	"bytes"
 	"fmt"
+	"image"
 	"image/png"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,4 +142,193 @@ func TestRenderThroughProxy(t *testing.T) {
 	_, free := o.newOrg(t, "free")
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &free,
 		JSON: map[string]any{"url": site.URL, "proxy_id": good}}), 403)
+}
+
+// hitLog records which address each path of a test site was fetched from.
+type hitLog struct {
+	mu   sync.Mutex
+	from map[string][]string // path → remote addresses
+}
+
+// serve starts a site on addr answering every path with a 1×1 PNG and
+// recording it.
+func (l *hitLog) serve(t *testing.T, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+		l.mu.Lock()
+		l.from[r.URL.Path] = append(l.from[r.URL.Path], remote)
+		l.mu.Unlock()
+		w.Header().Set("Content-Type", "image/png")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(onePixelPNG)
+	}))
+	s.Listener.Close()
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// froms returns the addresses path was fetched from.
+func (l *hitLog) froms(path string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.from[path]...)
+}
+
+// onePixelPNG is a 1×1 opaque white PNG.
+var onePixelPNG = func() []byte {
+	var b bytes.Buffer
+	img := image.NewNRGBA(image.Rect(0, 0, 1, 1))
+	img.Pix = []uint8{255, 255, 255, 255}
+	png.Encode(&b, img)
+	return b.Bytes()
+}()
+
+// TestProxyRoutesEveryRender: proxy_id routes every kind of render
+// through a real tinyproxy — HTML whose assets load through it, a batch
+// variation, a template that names the proxy (created by POST and through a
+// signed URL) — while its bypass host goes direct and renders without it,
+// running at the same time, never touch it. A proxy nothing listens on
+// fails the GET with 502 naming it.
+func TestProxyRoutesEveryRender(t *testing.T) {
+	tp := tinyproxytest.Start(t)
+	hits := &hitLog{from: map[string][]string{}}
+	site := hits.serve(t, "127.0.0.1:0")
+	bypassed := hits.serve(t, "127.0.0.3:0") // any 127/8 address is loopback
+	o := startOrigin(t)
+	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/proxies", Creds: &o.Owner, JSON: map[string]any{
+		"name": "tiny", "url": "http://127.0.0.1", "port": tp.Port, "bypass_hosts": []string{"127.0.0.3"},
+		"authentication": map[string]any{"username": tinyproxytest.User, "password": tinyproxytest.Password}}})
+	apitest.WantStatus(t, r, 200)
+	var proxy struct{ ID string }
+	r.Decode(t, &proxy)
+	page := func(paths ...string) string {
+		var b strings.Builder
+		for _, p := range paths {
+			fmt.Fprintf(&b, `<img src="%s" width="10" height="10">`, p)
+		}
+		return b.String()
+	}
+
+	// Every kind of render, proxied and not, made at once.
+	var urls []string
+	_, u := o.create(t, o.Owner, map[string]any{"html": page(site+"/html-via", bypassed+"/html-bypass"), "proxy_id": proxy.ID})
+	urls = append(urls, u)
+	for i := range 3 {
+		_, u := o.create(t, o.Owner, map[string]any{"html": page(fmt.Sprintf("%s/concurrent-direct-%d", site, i))})
+		urls = append(urls, u)
+	}
+	r = o.batch(t, o.Owner, map[string]any{"variations": []any{
+		map[string]any{"html": page(site + "/batch-via"), "proxy_id": proxy.ID},
+		map[string]any{"html": page(site + "/batch-direct")},
+	}})
+	apitest.WantStatus(t, r, 200)
+	var batch struct{ Images []struct{ URL string } }
+	r.Decode(t, &batch)
+	for _, img := range batch.Images {
+		urls = append(urls, img.URL)
+	}
+	tpl, _ := o.saveTemplate(t, o.Owner, map[string]any{"html": page(site + "/tpl-{{n}}"), "proxy_id": proxy.ID})
+	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/" + tpl, Creds: &o.Owner,
+		JSON: map[string]any{"template_values": map[string]any{"n": "posted"}}})
+	apitest.WantStatus(t, r, 200)
+	var posted struct{ URL string }
+	r.Decode(t, &posted)
+	urls = append(urls, posted.URL, fmt.Sprintf("/v1/image/%s/%s?n=signed", tpl, sign(o.Owner.APIKey, "n=signed")))
+
+	var wg sync.WaitGroup
+	for _, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := apitest.Send(o.URL, apitest.Request{Method: "GET", Path: strings.TrimPrefix(u, o.URL)})
+			if err != nil {
+				t.Errorf("GET %s: %v", u, err)
+				return
+			}
+			if r.Status != 200 {
+				t.Errorf("GET %s: %d %s", u, r.Status, r.Body)
+				return
+			}
+			if _, err := png.Decode(bytes.NewReader(r.Body)); err != nil {
+				t.Errorf("GET %s: %v", u, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	via := []string{"/html-via", "/batch-via", "/tpl-posted", "/tpl-signed"}
+	direct := []string{"/html-bypass", "/batch-direct", "/concurrent-direct-0", "/concurrent-direct-1", "/concurrent-direct-2"}
+	for _, p := range via {
+		from := hits.froms(p)
+		if len(from) == 0 || slices.ContainsFunc(from, func(a string) bool { return a != tinyproxytest.Out }) {
+			t.Errorf("%s was fetched from %v, want only through tinyproxy (%s)", p, from, tinyproxytest.Out)
+		}
+	}
+	for _, p := range direct {
+		from := hits.froms(p)
+		if len(from) == 0 || slices.Contains(from, tinyproxytest.Out) {
+			t.Errorf("%s was fetched from %v, want only directly", p, from)
+		}
+	}
+	log := strings.Join(tp.Requests(t), "\n")
+	for _, p := range via {
+		if !strings.Contains(log, p) {
+			t.Errorf("tinyproxy did not log %s", p)
+		}
+	}
+	for _, p := range direct {
+		if strings.Contains(log, p) {
+			t.Errorf("tinyproxy logged %s, which was to go direct", p)
+		}
+	}
+
+	// Disabled, then deleted: new images cannot name the proxy (400, then
+	// 404), images already made keep serving.
+	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/proxies/" + proxy.ID, Creds: &o.Owner, JSON: map[string]any{
+		"name": "tiny", "url": "http://127.0.0.1", "port": tp.Port, "disabled": true,
+		"authentication": map[string]any{"username": tinyproxytest.User, "retain_password": true}}})
+	apitest.WantStatus(t, r, 200)
+	newImage := map[string]any{"html": page(site + "/after"), "proxy_id": proxy.ID}
+	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: newImage})
+	apitest.WantMessage(t, apitest.WantError(t, r, 400), "disabled")
+	apitest.WantField(t, r, "proxy_id")
+	apitest.WantStatus(t, o.get(t, urls[0]), 200)
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "DELETE", Path: "/v1/proxies/" + proxy.ID, Creds: &o.Owner}), 204)
+	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: newImage}), 404)
+	for _, u := range urls {
+		if r := o.get(t, u); r.Status != 200 {
+			t.Fatalf("GET %s after the proxy's deletion: %d %s", u, r.Status, r.Body)
+		}
+	}
+	// A signed URL of an image not made yet names the deleted proxy.
+	apitest.WantError(t, o.get(t, fmt.Sprintf("/v1/image/%s/%s?n=new", tpl, sign(o.Owner.APIKey, "n=new"))), 404)
+
+	// A proxy that refuses the connection: 502 naming it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/proxies", Creds: &o.Owner, JSON: map[string]any{
+		"name": "gone", "url": "http://127.0.0.1", "port": closed}})
+	apitest.WantStatus(t, r, 200)
+	r.Decode(t, &proxy)
+	_, u = o.create(t, o.Owner, map[string]any{"html": page(site + "/never"), "proxy_id": proxy.ID})
+	m := apitest.WantError(t, o.get(t, u), 502)
+	apitest.WantMessage(t, m, fmt.Sprintf("proxy 127.0.0.1:%d", closed))
+	apitest.WantMessage(t, m, "refused the connection")
+	if len(hits.froms("/never")) != 0 {
+		t.Fatal("the render reached the site without its proxy")
+	}
 }

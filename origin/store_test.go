@@ -2,9 +2,12 @@ package origin_test
 
 import (
 	"bytes"
+	"image/color"
 	"image/png"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +170,14 @@ func TestStoreDestination(t *testing.T) {
 		t.Fatalf("bucket holds %d bytes (%s), GET serves %d", len(obj.Body), obj.ContentType, len(served.Body))
 	}
 
+	metrics := string(o.get(t, "/metrics").Body)
+	for _, want := range []string{"\npictor_storage_write_queue 0\n", "\npictor_storage_writes_dropped_total 0\n",
+		`pictor_storage_writes_total{provider="other_s3_compatible",result="ok"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q after one background write", want)
+		}
+	}
+
 	t.Run("store again", func(t *testing.T) {
 		r, res := o.store(t, o.Owner, "/v1/store/"+id)
 		apitest.WantStatus(t, r, 200)
@@ -184,7 +195,44 @@ func TestStoreDestination(t *testing.T) {
 		if ct := s3.Get(t, s3.Bucket, "renders/"+id+".webp").ContentType; ct != "image/webp" {
 			t.Fatalf("webp stored as %q", ct)
 		}
-		apitest.WantField(t, o.do(t, apitest.Request{Method: "PUT", Path: "/v1/store/" + id + "?width=400", Creds: &o.Owner}), "width")
+	})
+
+	t.Run("transformations", func(t *testing.T) {
+		// The edge's GET parameters, made the same way: a 40 px wide WebP
+		// of the 100×50 red box.
+		r, res := o.store(t, o.Owner, "/v1/store/"+id+".webp?width=40")
+		apitest.WantStatus(t, r, 200)
+		variant := "renders/" + id + "_w-40.webp"
+		if tr := res.TransformationResult; res.Outcome != "complete" || res.BaseResult.Status != "already_stored" || tr == nil ||
+			tr.Status != "stored" || tr.Key != variant {
+			t.Fatalf("store .webp?width=40: %s", r.Body)
+		}
+		obj := s3.Get(t, s3.Bucket, variant)
+		img := apitest.DecodeImage(t, &apitest.Response{Header: http.Header{"Content-Type": {obj.ContentType}}, Body: obj.Body})
+		apitest.WantSize(t, img, 40, 20)
+		if p := apitest.Pixel(img, 20, 10); !apitest.Near(p, color.NRGBA{255, 0, 0, 255}, 24) { // lossy WebP
+			t.Fatalf("stored variant shows %v, want red", p)
+		}
+		if _, res = o.store(t, o.Owner, "/v1/store/"+id+".webp?width=40&dl=1"); res.TransformationResult == nil ||
+			res.TransformationResult.Status != "already_stored" {
+			t.Fatalf("the same variant again: %+v", res)
+		}
+		// A crop outside the rendered image: the base is stored, its
+		// transformation cannot be made.
+		r, res = o.store(t, o.Owner, "/v1/store/"+id+"?x_1=500")
+		apitest.WantStatus(t, r, 424)
+		if tr := res.TransformationResult; res.Outcome != "partial" || tr == nil || tr.Status != "failed" ||
+			tr.Key != "renders/"+id+"_x-500~.png" || !strings.Contains(res.Error, "cannot take the transformation") {
+			t.Fatalf("store with a crop outside the image: %s", r.Body)
+		}
+		// Parameters the store does not know, or invalid ones, are refused
+		// before anything is stored.
+		for q, field := range map[string]string{"widht=40": "widht", "width=-1": "width", "dpi=5": "dpi"} {
+			apitest.WantField(t, o.do(t, apitest.Request{Method: "PUT", Path: "/v1/store/" + id + "?" + q, Creds: &o.Owner}), field)
+		}
+		if keys := s3.Keys(t, s3.Bucket, "renders/"+id); len(keys) != 3 {
+			t.Fatalf("objects of the image: %v, want the base, its .webp and the 40 px variant", keys)
+		}
 	})
 
 	t.Run("not the caller's", func(t *testing.T) {

@@ -261,3 +261,29 @@ func appendLength(dst []byte, l Length) []byte {
 	}
 	return dst
 }
+
+// suffixChars maps the punctuation of Key to characters that are safe in
+// an object key and that Key itself never writes, one for one, so Suffix
+// is as unambiguous as Key.
+var suffixChars = [256]byte{'&': '_', '=': '-', ':': '~', '/': '!', '@': '+', '%': 'p'}
+
+// Suffix appends the name of the options in an object key, after an
+// image's id: "_w-400" for width=400, "_w-400_h-300" for both sides,
+// "_x-10~200!100+start" for a crop. Equivalent options append the same
+// bytes, different ones different bytes; options that transform nothing
+// append nothing.
+func (o Options) Suffix(dst []byte) []byte {
+	start := len(dst)
+	dst = o.Key(dst)
+	if len(dst) == start {
+		return dst
+	}
+	dst = append(dst[:start+1], dst[start:]...)
+	dst[start] = '_'
+	for i := start + 1; i < len(dst); i++ {
+		if c := suffixChars[dst[i]]; c != 0 {
+			dst[i] = c
+		}
+	}
+	return dst
+}

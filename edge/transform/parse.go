@@ -411,3 +411,9 @@ func parseAlign(v []byte) (Align, bool) {
 	}
 	return 0, false
 }
+
+// IsParam reports whether name is one of the query parameters Parse reads.
+func IsParam(name string) bool {
+	_, ok := lookup([]byte(name))
+	return ok
+}

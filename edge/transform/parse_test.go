@@ -254,6 +254,73 @@ func TestKeyDistinct(t *testing.T) {
 	}
 }
 
+func TestSuffix(t *testing.T) {
+	for q, want := range map[string]string{
+		"":                              "",
+		"dl=1":                          "",
+		"width=400":                     "_w-400",
+		"width=400&height=300":          "_w-400_h-300",
+		"dpi=144":                       "_dpi-144",
+		"aspect_ratio=16_9":             "_ar-16~9",
+		"x_1=10&x_2=200":                "_x-10~200",
+		"crop_width=33.5%&x_origin=end": "_x-!33.5p+end",
+	} {
+		o, err := Parse(PNG, []byte(q))
+		if err != nil {
+			t.Fatalf("%q: %v", q, err)
+		}
+		if got := string(o.Suffix([]byte("id"))); got != "id"+want {
+			t.Errorf("%q: suffix %q, want %q", q, got, "id"+want)
+		}
+		checkSuffix(t, o)
+	}
+}
+
+// checkSuffix fails unless o's suffix uses only characters safe in an S3
+// object key and maps back to o's key.
+func checkSuffix(t *testing.T, o Options) {
+	t.Helper()
+	s, k := o.Suffix(nil), o.Key(nil)
+	if len(k) == 0 {
+		if len(s) != 0 {
+			t.Fatalf("identity options have suffix %q", s)
+		}
+		return
+	}
+	back := map[byte]byte{'_': '&', '-': '=', '~': ':', '!': '/', '+': '@'}
+	if len(s) != len(k)+1 || s[0] != '_' {
+		t.Fatalf("suffix %q of key %q", s, k)
+	}
+	for i, c := range s[1:] {
+		safe := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("_-~!+.", c) >= 0
+		if !safe {
+			t.Fatalf("suffix %q has %q, unsafe in an object key", s, c)
+		}
+		want := k[i]
+		if b, ok := back[c]; ok {
+			c = b
+		} else if c == 'p' && i > 0 && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+			c = '%' // a percent sign follows a number; the p of dpi follows a d
+		}
+		if c != want {
+			t.Fatalf("suffix %q does not map back to key %q", s, k)
+		}
+	}
+}
+
+func TestIsParam(t *testing.T) {
+	for _, name := range paramNames {
+		if !IsParam(name) {
+			t.Errorf("IsParam(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"", "widht", "format", "Width"} {
+		if IsParam(name) {
+			t.Errorf("IsParam(%q) = true", name)
+		}
+	}
+}
+
 func TestIsIdentity(t *testing.T) {
 	for q, want := range map[string]bool{
 		"": true, "dl=1": true, "x_1=0": true, "crop_width=100%": true, "utm=5": true,
@@ -382,6 +449,9 @@ func FuzzParse(f *testing.F) {
 		if err != nil || bare(o2) != bare(o) {
 			t.Fatalf("%q → %+v → %q → %+v, %v", query, o, back, o2, err)
 		}
+		// The object-key suffix is the key in safe characters, one for one:
+		// it maps back to the key, so different keys never share a suffix.
+		checkSuffix(t, o)
 		// Canonicalization never changes the crop: equal keys mean equal images.
 		raw, _ := parse(PNG, []byte(query))
 		for _, d := range fuzzDims {

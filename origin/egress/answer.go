@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -179,6 +180,29 @@ func (s *Session) Tunnel(host string, port uint16, mark uint64) (Failure, bool) 
 		}
 	}
 	return Failure{}, false
+}
+
+// ProxyFailure returns the first request after mark that the session's
+// upstream proxy itself failed — its address refused, the proxy
+// unreachable, or its credentials refused — whatever the request was for:
+// a page whose images could not load through its proxy is not the page
+// asked for. Failures of the proxy to reach a site (ErrProxyFailed) are
+// the site's, and are not returned.
+func (s *Session) ProxyFailure(mark uint64) (*ProxyError, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := mark
+	if s.failed-start > uint64(len(s.failures)) {
+		start = s.failed - uint64(len(s.failures))
+	}
+	for seq := start; seq < s.failed; seq++ {
+		f := s.failures[seq%maxFailures]
+		var pe *ProxyError
+		if f.seq == seq && errors.As(f.Err, &pe) && pe.Kind != ErrProxyFailed {
+			return pe, true
+		}
+	}
+	return nil, false
 }
 
 // internalWriter marks the internal host's error answers as the session's

@@ -3,7 +3,6 @@ package egress
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/sharedmetric"
 )
 
 // Config configures a Gateway.
@@ -151,36 +152,20 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.requests, err = register(r, m.requests); err != nil {
+	if m.requests, err = sharedmetric.Register(r, m.requests); err != nil {
 		return nil, err
 	}
-	if m.proxied, err = register(r, m.proxied); err != nil {
+	if m.proxied, err = sharedmetric.Register(r, m.proxied); err != nil {
 		return nil, err
 	}
-	if m.dials, err = register(r, m.dials); err != nil {
+	if m.dials, err = sharedmetric.Register(r, m.dials); err != nil {
 		return nil, err
 	}
-	if m.sessions, err = register(r, m.sessions); err != nil {
+	if m.sessions, err = sharedmetric.Register(r, m.sessions); err != nil {
 		return nil, err
 	}
-	if m.tunnels, err = register(r, m.tunnels); err != nil {
+	if m.tunnels, err = sharedmetric.Register(r, m.tunnels); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name so that several gateways can share a registry.
-func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register egress metrics: %w", err)
 }

@@ -261,6 +261,14 @@ func TestUpstreamFailures(t *testing.T) {
 			if pe.Proxy != tc.wantProxy || pe.Reason != tc.wantReason {
 				t.Fatalf("ProxyError{Proxy %q, Reason %q}, want %q, %q", pe.Proxy, pe.Reason, tc.wantProxy, tc.wantReason)
 			}
+			// ProxyFailure finds the proxy's own failures after the mark,
+			// not its failures to reach a site.
+			if got, ok := s.ProxyFailure(mark); ok != (tc.wantKind != ErrProxyFailed) || ok && got != pe {
+				t.Fatalf("ProxyFailure(mark) = %v, %v", got, ok)
+			}
+			if got, ok := s.ProxyFailure(s.Mark()); ok {
+				t.Fatalf("ProxyFailure after the failure = %v", got)
+			}
 			if f.Authority() != tc.target {
 				t.Fatalf("failure for %q, want the target %q", f.Authority(), tc.target)
 			}

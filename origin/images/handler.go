@@ -67,6 +67,16 @@ type Link struct {
 // parseAny validates a creation request, expanding a template first when it
 // names one (in the body or the path).
 func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, pathID string, pathVersion int) (parsed, *templateRef, error) {
+	p, ref, err := h.parseAnyParams(ctx, o, obj, pathID, pathVersion)
+	if err != nil {
+		return p, ref, err
+	}
+	return p, ref, h.checkDelivery(o, obj.Prefix, &p)
+}
+
+// parseAnyParams is parseAny without the delivery options' checks (see
+// checkDelivery).
+func (h *Handler) parseAnyParams(ctx context.Context, o *org.Org, obj *field.Object, pathID string, pathVersion int) (parsed, *templateRef, error) {
 	var ref *templateRef
 	if pathID != "" || obj.Present("template_id") {
 		if h.Templates == nil {
@@ -78,7 +88,7 @@ func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, p
 		}
 		obj, ref = expanded, &templateRef{id: id, version: version}
 	}
-	p, err := h.parse(ctx, o, obj)
+	p, err := h.parseParams(ctx, o, obj)
 	return p, ref, err
 }
 
@@ -89,33 +99,43 @@ type parsed struct {
 	storageOnly bool
 }
 
-// parse validates creation parameters of an organization.
-func (h *Handler) parse(ctx context.Context, o *org.Org, obj *field.Object) (parsed, error) {
+// parseParams validates creation parameters of an organization, except
+// whether it may use the proxy and storage destination they name.
+func (h *Handler) parseParams(ctx context.Context, o *org.Org, obj *field.Object) (parsed, error) {
 	params, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
 	if err != nil {
 		return parsed{Params: params}, err
 	}
 	out := parsed{Params: params}
-	if params.ProxyID != "" {
+	return out, h.check(ctx, obj.Prefix, &out.Params)
+}
+
+// checkDelivery checks that the organization may send a new image through
+// the proxy and to the storage destination its parameters name (the plan
+// 403, an unknown one 404, a disabled one 400), and records whether the
+// destination keeps no service copy. An existing image is served whatever
+// became of them.
+func (h *Handler) checkDelivery(o *org.Org, prefix string, p *parsed) error {
+	if p.ProxyID != "" {
 		if h.Proxies == nil {
-			return out, apierr.Field(obj.Prefix+"proxy_id", "proxies are not available")
+			return apierr.Field(prefix+"proxy_id", "proxies are not available")
 		}
-		if err := h.Proxies.Check(o, params.ProxyID); err != nil {
-			return out, err
+		if err := h.Proxies.Check(o, p.ProxyID); err != nil {
+			return err
 		}
 	}
-	if params.StorageDestinationID != "" {
-		only, err := h.Service.CheckDestination(o, params.StorageDestinationID)
+	if p.StorageDestinationID != "" {
+		only, err := h.Service.CheckDestination(o, p.StorageDestinationID)
 		var ae *apierr.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && obj.Prefix != "" {
-			err = apierr.Field(obj.Prefix+"storage_destination_id", "%s", ae.Message)
+		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && prefix != "" {
+			err = apierr.Field(prefix+"storage_destination_id", "%s", ae.Message)
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
-		out.storageOnly = only
+		p.storageOnly = only
 	}
-	return out, h.check(ctx, obj.Prefix, &out.Params)
+	return nil
 }
 
 // check applies the rules that need more than one field or the server's

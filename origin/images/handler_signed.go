@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,17 +81,18 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	parsed, err := h.parse(r.Context(), signer.Org, field.FromForm(query))
-	if err == nil && parsed.storageOnly {
-		err = errServedOnly
-	}
+	parsed, err := h.parseParams(r.Context(), signer.Org, field.FromForm(query))
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
+	parsed.DedupeDurationS = nil // signed URLs are content-addressed already
+	id := ContentID(signer.Org.ID, &parsed.Params, "create-and-render")
+	if err := h.checkSignedDelivery(signer.Org, id, &parsed); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
 	params := parsed.Params
-	params.DedupeDurationS = nil // signed URLs are content-addressed already
-	id := ContentID(signer.Org.ID, &params, "create-and-render")
 	w.Header().Set(contract.HeaderTag, contract.KeyTag(r.PathValue("api_id"))) // disabling the key purges the edges
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
@@ -162,16 +164,17 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rawValues, _ := json.Marshal(values)
-	parsed, ref, err := h.parseAny(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
-	if err == nil && parsed.storageOnly {
-		err = errServedOnly
-	}
+	parsed, ref, err := h.parseAnyParams(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
+	cid := ContentID(signer.Org.ID, &parsed.Params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
+	if err := h.checkSignedDelivery(signer.Org, cid, &parsed); err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
 	params := parsed.Params
-	cid := ContentID(signer.Org.ID, &params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: cid}})
 	writeCharge(w, charge)
 	if err != nil {
@@ -182,6 +185,27 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 	// Changing the template or disabling the key purges the edges.
 	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
 	h.serve(w, r, created[0].ID, format)
+}
+
+// checkSignedDelivery checks the delivery options of a signed URL's image
+// id when it is new: an image the URL already made keeps serving though its
+// proxy or destination was since disabled or deleted, as any image does.
+func (h *Handler) checkSignedDelivery(o *org.Org, id string, p *parsed) error {
+	if p.ProxyID == "" && p.StorageDestinationID == "" {
+		return nil
+	}
+	if img, err := h.Service.Get(id); err == nil && img.OrgID == o.ID {
+		return nil
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := h.checkDelivery(o, "", p); err != nil {
+		return err
+	}
+	if p.storageOnly {
+		return errServedOnly
+	}
+	return nil
 }
 
 // errServedOnly refuses a signed URL whose image would go to a storage

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/logging"
@@ -34,15 +35,16 @@ type StoreResult struct {
 	ReferenceID          string        `json:"referenceId,omitempty"`
 }
 
-// Store handles PUT /v1/store/{id}[.ext]: it renders the image when needed
-// and writes it to its storage destination: the base object
-// <prefix>/<id>.png (.pdf with pdf_options) and, when the extension asks
-// for another format, that format too as <prefix>/<id>.<ext> (the
-// transformation). Transformations other than the format (width, crop,
-// ...) are made by the edge, which has no storage credentials: the origin
-// refuses them (400). Only the image's organization may store it; for any
-// other the image does not exist (404). An image whose destination keeps
-// no service copy has its files dropped again once written.
+// Store handles PUT /v1/store/{id}[.ext][?transform]: it renders the image
+// when needed and writes it to its storage destination: the base object
+// <prefix>/<id>.png (.pdf with pdf_options) and, when the extension or the
+// query asks for something else, that too as the transformation:
+// <prefix>/<id>.webp, <prefix>/<id>_w-400.webp (the query takes the
+// parameters of the edge's GET, made the same way; see Variant). Unknown
+// or invalid parameters are a 400 before anything is stored. Only the
+// image's organization may store it; for any other the image does not
+// exist (404). An image whose destination keeps no service copy has its
+// files dropped again once written.
 func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
 	id, format, ok := ParsePath(r.PathValue("id"))
@@ -50,7 +52,8 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.NotFound("Image not found"))
 		return
 	}
-	if err := storeQuery(r); err != nil {
+	opts, err := storeQuery(r, format)
+	if err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
@@ -67,7 +70,7 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.BadRequest("Image %s has no storage_destination_id: there is nothing to store it to", id))
 		return
 	}
-	res := h.store(r.Context(), img, format)
+	res := h.store(r.Context(), img, Variant{Format: format, Transform: opts})
 	if img.StorageOnly {
 		if err := h.Service.Drop(id); err != nil && !errors.Is(err, ErrNotFound) {
 			slog.ErrorContext(r.Context(), "drop files of a storage-only image", "image", id, "error", err)
@@ -79,27 +82,25 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, r, res.StatusCode, res)
 }
 
-// store writes the base object, then the transformation when format is not
-// the base's.
-func (h *Handler) store(ctx context.Context, img *Image, format imageparams.Format) StoreResult {
-	base := BaseFormat(img)
+// store writes the base object, then the variant when it is not the base.
+func (h *Handler) store(ctx context.Context, img *Image, v Variant) StoreResult {
 	var res StoreResult
 	var err error
-	res.BaseResult, err = h.Service.StoreObject(ctx, img, base)
+	res.BaseResult, err = h.Service.StoreObject(ctx, img, Variant{Format: BaseFormat(img)})
 	if err != nil {
 		res.Error = "base object: " + h.describe(err)
 		h.logStore(ctx, img, res.BaseResult, err)
-		if format != base {
+		if !v.IsBase(img) {
 			res.TransformationResult = &ObjectResult{Status: ObjectNotAttempted, Target: TargetDestination}
 		}
 		res.Outcome, res.StatusCode, res.Message = OutcomeFailed, http.StatusFailedDependency, "The image was not stored"
 		return res
 	}
-	if format != base {
-		t, err := h.Service.StoreObject(ctx, img, format)
+	if !v.IsBase(img) {
+		t, err := h.Service.StoreObject(ctx, img, v)
 		res.TransformationResult = &t
 		if err != nil {
-			res.Error = "transformation " + string(format) + ": " + h.describe(err)
+			res.Error = "transformation " + ObjectName(img.ID, v) + ": " + h.describe(err)
 			h.logStore(ctx, img, t, err)
 			res.Outcome, res.StatusCode, res.Message = OutcomePartial, http.StatusFailedDependency, "The base image was stored; its transformation was not"
 			return res
@@ -114,6 +115,18 @@ func (h *Handler) store(ctx context.Context, img *Image, format imageparams.Form
 func (h *Handler) describe(err error) string {
 	var ae *apierr.Error
 	switch {
+	case errors.Is(err, ErrTransform) && errors.As(err, &ae):
+		msg := ae.Message
+		if len(ae.Fields) > 0 {
+			parts := make([]string, len(ae.Fields))
+			for i, f := range ae.Fields {
+				parts[i] = f.Path + " " + f.Message
+			}
+			msg = strings.Join(parts, "; ")
+		}
+		return "the rendered image cannot take the transformation: " + msg
+	case errors.Is(err, ErrTransform):
+		return "the rendered image cannot take the transformation"
 	case errors.As(err, &ae):
 		return "render failed: " + ae.Message
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -127,19 +140,21 @@ func (h *Handler) logStore(ctx context.Context, img *Image, o ObjectResult, err 
 		"destination", img.Params.StorageDestinationID, "bucket", o.Bucket, "key", o.Key, "error", h.describe(err))
 }
 
-// storeQuery refuses query parameters: transformations other than the
-// format are the edge's, which writes nothing to destinations.
-func storeQuery(r *http.Request) error {
-	q := r.URL.Query()
-	if len(q) == 0 {
-		return nil
+// storeQuery reads the transformations of a store from the query: the
+// parameters of the edge's GET (transform.Parse), valid for format. Any
+// other parameter is refused rather than ignored, since a misspelt one
+// would silently store something else than asked.
+func storeQuery(r *http.Request, format imageparams.Format) (transform.Options, error) {
+	var unknown []string
+	for k := range r.URL.Query() {
+		if !transform.IsParam(k) {
+			unknown = append(unknown, k)
+		}
 	}
-	names := make([]string, 0, len(q))
-	for k := range q {
-		names = append(names, k)
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return transform.Options{}, apierr.Field(unknown[0], "is not a parameter of PUT /v1/store, which takes the "+
+			"transformations of GET /v1/image (width, height, dpi, aspect_ratio, crops) (got %s)", strings.Join(unknown, ", "))
 	}
-	sort.Strings(names)
-	return apierr.Field(names[0], "is not supported by PUT /v1/store: the origin stores the image as rendered, "+
-		"in the format of the path's extension (.png, .jpg, .webp or .pdf); resizing and cropping are not stored (got %s)",
-		strings.Join(names, ", "))
+	return transform.Parse(transform.Format(format), []byte(r.URL.RawQuery))
 }

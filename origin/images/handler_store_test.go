@@ -4,23 +4,35 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
 func TestStoreQuery(t *testing.T) {
 	for _, tc := range []struct {
-		name, query, field string
+		name, query string
+		format      imageparams.Format
+		field       string // the invalid parameter
+		object      string // the variant's object name, when valid
 	}{
-		{"none", "", ""},
-		{"width", "width=400", "width"},
-		{"several, first by name", "width=400&aspect_ratio=1_1", "aspect_ratio"},
+		{"none", "", imageparams.FormatPNG, "", "id.png"},
+		{"format only", "", imageparams.FormatWebP, "", "id.webp"},
+		{"width", "width=400", imageparams.FormatWebP, "", "id_w-400.webp"},
+		{"the edge's parameters", "height=300&width=400&dl=1", imageparams.FormatJPG, "", "id_w-400_h-300.jpg"},
+		{"unknown, first by name", "widht=400&zoom=2", imageparams.FormatPNG, "widht", ""},
+		{"invalid", "width=0x10", imageparams.FormatPNG, "width", ""},
+		{"too large", "width=5001", imageparams.FormatPNG, "width", ""},
+		{"a pdf takes none", "width=400", imageparams.FormatPDF, "width", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := storeQuery(httptest.NewRequest("PUT", "/v1/store/x?"+tc.query, nil))
+			o, err := storeQuery(httptest.NewRequest("PUT", "/v1/store/x?"+tc.query, nil), tc.format)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				if got := ObjectName("id", Variant{tc.format, o}); got != tc.object {
+					t.Fatalf("object %q, want %q", got, tc.object)
 				}
 				return
 			}
@@ -34,11 +46,15 @@ func TestStoreQuery(t *testing.T) {
 
 func TestBaseFormat(t *testing.T) {
 	img := &Image{ID: "id"}
-	if f := BaseFormat(img); f != imageparams.FormatPNG || ObjectName(img.ID, f) != "id.png" {
-		t.Fatalf("base %s", f)
+	base := Variant{Format: BaseFormat(img)}
+	if base.Format != imageparams.FormatPNG || ObjectName(img.ID, base) != "id.png" || !base.IsBase(img) {
+		t.Fatalf("base %s", base.Format)
+	}
+	if (Variant{Format: imageparams.FormatWebP}).IsBase(img) || (Variant{imageparams.FormatPNG, transform.Options{Width: 10}}).IsBase(img) {
+		t.Fatal("another format or a transformation is the base")
 	}
 	img.Params.PDF = &imageparams.PDFOptions{}
-	if f := BaseFormat(img); f != imageparams.FormatPDF || ObjectName(img.ID, f) != "id.pdf" {
+	if f := BaseFormat(img); f != imageparams.FormatPDF || ObjectName(img.ID, Variant{Format: f}) != "id.pdf" {
 		t.Fatalf("base with pdf_options %s", f)
 	}
 }

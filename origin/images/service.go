@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -63,9 +64,10 @@ type Config struct {
 	// nil refuses every image that names one.
 	Destinations Destinations
 	// StorageWrites is how many background writes to storage destinations
-	// run at once (default 4); up to storeQueue more wait, the rest are
-	// dropped with a warning (a PUT /v1/store writes them).
-	StorageWrites int
+	// run at once (default 4); up to StorageQueue more wait (default 256),
+	// the rest are dropped with a warning and counted (a PUT /v1/store
+	// writes them).
+	StorageWrites, StorageQueue int
 	// OnStored, when set, is told of each background write to a storage
 	// destination once it ended: an observer, for tests.
 	OnStored func(imageID string, err error)
@@ -88,6 +90,7 @@ type Service struct {
 	orgMu   [16]sync.Mutex // per-organization credit charges, striped
 	compact chan string
 	stores  chan string    // images whose master is to be written to their destination
+	dropped atomic.Uint64  // writes refused by a full stores queue
 	ahead   chan struct{}  // a slot per background render in the engine
 	wg      sync.WaitGroup // background renders, the compactor, and the work await runs
 	closeMu sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
@@ -119,7 +122,10 @@ func NewService(cfg Config) (*Service, error) {
 		go s.compactor()
 	}
 	if cfg.Destinations != nil {
-		s.stores = make(chan string, storeQueue)
+		if cfg.StorageQueue <= 0 {
+			cfg.StorageQueue = storeQueue
+		}
+		s.stores = make(chan string, cfg.StorageQueue)
 		for range max(1, cfg.StorageWrites) {
 			s.wg.Add(1)
 			go s.storer()

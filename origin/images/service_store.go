@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
@@ -90,9 +92,24 @@ func (s *Service) storeLater(img *Image) {
 	select {
 	case s.stores <- img.ID:
 	default:
+		s.dropped.Add(1)
 		slog.Warn("storage write queue full; image not written to its destination", "image", img.ID,
 			"destination", img.Params.StorageDestinationID)
 	}
+}
+
+// StoreStats describe the background writes to storage destinations.
+type StoreStats struct {
+	// Waiting is how many writes wait for a worker.
+	Waiting int
+	// Dropped counts the writes refused since the start because the queue
+	// was full.
+	Dropped uint64
+}
+
+// StoreStats returns the state of the background writes.
+func (s *Service) StoreStats() StoreStats {
+	return StoreStats{Waiting: len(s.stores), Dropped: s.dropped.Load()}
 }
 
 // storer writes queued images to their destinations until Close.
@@ -107,7 +124,7 @@ func (s *Service) storer() {
 			img, err := s.records.get(id)
 			if err == nil {
 				var res ObjectResult
-				res, err = s.StoreObject(ctx, img, BaseFormat(img))
+				res, err = s.StoreObject(ctx, img, Variant{Format: BaseFormat(img)})
 				if err != nil && ctx.Err() == nil {
 					slog.Warn("storage destination write failed", "image", id, "org", img.OrgID,
 						"destination", img.Params.StorageDestinationID, "bucket", res.Bucket, "key", res.Key,
@@ -131,19 +148,34 @@ func BaseFormat(img *Image) imageparams.Format {
 	return imageparams.FormatPNG
 }
 
-// ObjectName is the name of an image's object in a format, under the
-// destination's prefix: "<id>.png".
-func ObjectName(id string, format imageparams.Format) string {
-	return id + "." + string(format)
+// Variant is one object of an image in a destination: a format, and the
+// transformations (those of the edge's GET) made before encoding it. The
+// base object is the image's BaseFormat with no transformation.
+type Variant struct {
+	Format    imageparams.Format
+	Transform transform.Options
 }
 
-// StoreObject writes the image in the format to its storage destination as
-// <prefix>/<id>.<ext>, rendering or converting it first when needed, and
-// records the object on the image: a repeat (same bucket and key) is
-// already_stored without writing. On failure the result is failed with
-// what is known of the target, and the error says why (Describe words a
-// storage error).
-func (s *Service) StoreObject(ctx context.Context, img *Image, format imageparams.Format) (ObjectResult, error) {
+// IsBase reports whether v is img's base object.
+func (v Variant) IsBase(img *Image) bool {
+	return v.Format == BaseFormat(img) && v.Transform.IsIdentity()
+}
+
+// ObjectName is the name of an image's object under the destination's
+// prefix: "<id>.png", "<id>.webp", "<id>_w-400.webp" (see
+// transform.Options.Suffix).
+func ObjectName(id string, v Variant) string {
+	return string(v.Transform.Suffix([]byte(id))) + "." + string(v.Format)
+}
+
+// StoreObject writes the image as the variant to its storage destination,
+// rendering, converting or transforming it first when needed, and records
+// the object on the image: a repeat (same bucket and key) is already_stored
+// without writing. On failure the result is failed with what is known of
+// the target, and the error says why (Describe words a storage error; a
+// transformation the rendered image cannot take wraps ErrTransform and
+// the transform package's error).
+func (s *Service) StoreObject(ctx context.Context, img *Image, v Variant) (ObjectResult, error) {
 	res := ObjectResult{Status: ObjectFailed, Target: TargetDestination}
 	if s.cfg.Destinations == nil || img.Params.StorageDestinationID == "" {
 		return res, errNoDestination
@@ -152,7 +184,7 @@ func (s *Service) StoreObject(ctx context.Context, img *Image, format imageparam
 	if err != nil {
 		return res, fmt.Errorf("storage destination %s: %w", img.Params.StorageDestinationID, err)
 	}
-	res.Bucket, res.Key = b.Bucket(), b.Key(ObjectName(img.ID, format))
+	res.Bucket, res.Key = b.Bucket(), b.Key(ObjectName(img.ID, v))
 	mark := res.Bucket + "/" + res.Key
 	if cur, err := s.records.get(img.ID); err != nil {
 		return res, err
@@ -160,12 +192,12 @@ func (s *Service) StoreObject(ctx context.Context, img *Image, format imageparam
 		res.Status = ObjectAlreadyStored
 		return res, nil
 	}
-	f, err := s.Open(ctx, img.ID, format)
-	if err != nil {
-		return res, err
+	if v.Transform.IsIdentity() {
+		err = s.putRendition(ctx, b, res.Key, img.ID, v.Format)
+	} else {
+		err = s.putTransformed(ctx, b, res.Key, img.ID, v)
 	}
-	defer f.Close()
-	if err := b.Put(ctx, res.Key, f, f.Rendition.Size, contentTypes[format]); err != nil {
+	if err != nil {
 		return res, err
 	}
 	if _, err := s.update(img.ID, func(img *Image) {
@@ -178,6 +210,42 @@ func (s *Service) StoreObject(ctx context.Context, img *Image, format imageparam
 	}
 	res.Status = ObjectStored
 	return res, nil
+}
+
+// putRendition streams the image's rendition in format to key.
+func (s *Service) putRendition(ctx context.Context, b Bucket, key, id string, format imageparams.Format) error {
+	f, err := s.Open(ctx, id, format)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return b.Put(ctx, key, f, f.Rendition.Size, contentTypes[format])
+}
+
+// ErrTransform: a store's transformation does not fit the rendered image
+// (a crop outside it, a result too large).
+var ErrTransform = errors.New("transformation")
+
+// putTransformed transforms the image's PNG master as the edge would for
+// a GET with the variant's query, and writes the result to key. The
+// master is read whole: its size is bounded by the render limits, and the
+// result by transform.MaxSize.
+func (s *Service) putTransformed(ctx context.Context, b Bucket, key, id string, v Variant) error {
+	f, err := s.Open(ctx, id, imageparams.FormatPNG)
+	if err != nil {
+		return err
+	}
+	master := make([]byte, f.Rendition.Size)
+	_, err = io.ReadFull(f, master)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read the master of image %s: %w", id, err)
+	}
+	out, err := transform.Apply(ctx, master, v.Transform, transform.Format(v.Format))
+	if err != nil {
+		return fmt.Errorf("%w of image %s: %w", ErrTransform, id, err)
+	}
+	return b.Put(ctx, key, bytes.NewReader(out), int64(len(out)), contentTypes[v.Format])
 }
 
 // Drop removes the files of an image whose destination keeps no service

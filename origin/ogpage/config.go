@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/sharedmetric"
 )
 
 // DefaultUserAgent is sent when neither the Request nor the Config names
@@ -111,27 +112,11 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.fetches, err = register(r, m.fetches); err != nil {
+	if m.fetches, err = sharedmetric.Register(r, m.fetches); err != nil {
 		return nil, err
 	}
-	if m.duration, err = register(r, m.duration); err != nil {
+	if m.duration, err = sharedmetric.Register(r, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name so that several fetchers can share a registry.
-func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register ogpage metrics: %w", err)
 }

@@ -90,7 +90,7 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	if err := t.useRoute(ctx, r.Upstream); err != nil {
 		return nil, err
 	}
-	blockedBefore := len(t.session.Blocked())
+	blockedBefore, mark := len(t.session.Blocked()), t.session.Mark()
 	// A renderer that dies (the memory watchdog killed it, or it crashed)
 	// answers nothing more: end the render at once instead of at its
 	// deadline.
@@ -117,6 +117,11 @@ func (e *Engine) render(ctx context.Context, t *tab, r *Request) (*Result, error
 	}
 	if err != nil {
 		return nil, classify(ctx, err)
+	}
+	if pe, ok := t.session.ProxyFailure(mark); ok && r.Upstream != nil {
+		// The main document loaded, something else of the page did not:
+		// not the page asked for, and the proxy's fault, not the site's.
+		return nil, fmt.Errorf("%w: part of the page could not be loaded through proxy %s: %s", ErrUnreachable, pe.Proxy, pe.Reason)
 	}
 	return res, nil
 }

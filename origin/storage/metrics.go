@@ -1,10 +1,9 @@
 package storage
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/sharedmetric"
 )
 
 type metrics struct {
@@ -43,36 +42,20 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.writes, err = register(r, m.writes); err != nil {
+	if m.writes, err = sharedmetric.Register(r, m.writes); err != nil {
 		return nil, err
 	}
-	if m.writeBytes, err = register(r, m.writeBytes); err != nil {
+	if m.writeBytes, err = sharedmetric.Register(r, m.writeBytes); err != nil {
 		return nil, err
 	}
-	if m.writeTime, err = register(r, m.writeTime); err != nil {
+	if m.writeTime, err = sharedmetric.Register(r, m.writeTime); err != nil {
 		return nil, err
 	}
-	if m.tests, err = register(r, m.tests); err != nil {
+	if m.tests, err = sharedmetric.Register(r, m.tests); err != nil {
 		return nil, err
 	}
-	if m.attempts, err = register(r, m.attempts); err != nil {
+	if m.attempts, err = sharedmetric.Register(r, m.attempts); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name so that several connectors can share a registry.
-func register[C prometheus.Collector](r prometheus.Registerer, c C) (C, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register storage metrics: %w", err)
 }
