@@ -170,6 +170,24 @@ func (rt *Router) unmatched(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+type callerKey struct{}
+
+// WithCaller returns ctx marking a request that this process makes to the
+// router on behalf of p, already authenticated another way (an MCP tool
+// call with an OAuth token): the guard takes p as the caller instead of
+// reading credentials, and applies everything else — the permission, the
+// plan check, the rate limit shared with p's organization — as for any
+// request. Requests from the network never carry it: only code in this
+// process can set a context value.
+func WithCaller(ctx context.Context, p *auth.Principal) context.Context {
+	return context.WithValue(ctx, callerKey{}, p)
+}
+
+func callerFrom(ctx context.Context) *auth.Principal {
+	p, _ := ctx.Value(callerKey{}).(*auth.Principal)
+	return p
+}
+
 // guard wraps a route's handler with authentication, the permission check
 // and the rate limit.
 func (rt *Router) guard(route Route) http.Handler {
@@ -180,10 +198,13 @@ func (rt *Router) guard(route Route) http.Handler {
 		}
 		// Authenticated answers are per caller: no cache may keep them.
 		w.Header().Set("Cache-Control", "no-store")
-		p, err := auth.Authenticate(rt.cfg.Authenticator, r)
-		if err != nil {
-			apierr.Write(w, r, err)
-			return
+		p := callerFrom(r.Context())
+		if p == nil {
+			var err error
+			if p, err = auth.Authenticate(rt.cfg.Authenticator, r); err != nil {
+				apierr.Write(w, r, err)
+				return
+			}
 		}
 		if !p.Grant.Has(route.Permission) {
 			apierr.Write(w, r, apierr.Forbidden("Missing permission: this operation requires %s", route.Permission))

@@ -706,3 +706,41 @@ func TestCheckBeforeRateLimit(t *testing.T) {
 		t.Fatalf("RateLimit %q after the first allowed request", got)
 	}
 }
+
+// TestWithCaller: a request made in-process for a principal skips the
+// credentials but keeps the permission check and the rate limit shared
+// with the organization's REST callers; a network request cannot claim it.
+func TestWithCaller(t *testing.T) {
+	clock := apitest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	router := api.New(api.Config{Authenticator: authenticator{}, Limiter: ratelimit.NewMemory(clock.Now)}, routes())
+	call := func(p *auth.Principal, method, path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, nil).WithContext(api.WithCaller(context.Background(), p))
+		rec := httptest.NewRecorder()
+		router.ServeHTTP(rec, req)
+		return rec
+	}
+	org1 := &org.Org{ID: "org-1", Plan: "pro"}
+	writer := &auth.Principal{Org: org1, KeyID: "key-mcp", APIID: "mcp", Grant: perm.Grant{Permissions: []perm.Permission{perm.APIKeysCreateUpdate}}}
+	rec := call(writer, "POST", "/v1/api-keys")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"org":"org-1"`) {
+		t.Fatalf("in-process call: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(writer, "GET", "/v1/images"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "images:read") {
+		t.Fatalf("missing permission: %d %s", rec.Code, rec.Body)
+	}
+	// The group's allowance is the organization's, whoever spends it.
+	for range ratelimit.WriteQuota - 1 {
+		if rec := call(writer, "POST", "/v1/api-keys"); rec.Code != 200 {
+			t.Fatalf("within the quota: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if rec := call(writer, "POST", "/v1/api-keys"); rec.Code != 429 {
+		t.Fatalf("past the quota: %d %s", rec.Code, rec.Body)
+	}
+	// Over the network the same router wants credentials.
+	srv := httptest.NewServer(router)
+	defer srv.Close()
+	apitest.WantError(t, send(t, srv.URL, apitest.Request{Method: "GET", Path: "/v1/images"}), 401)
+	r := send(t, srv.URL, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: owner})
+	apitest.WantError(t, r, 429) // REST shares the allowance the in-process calls spent
+}
