@@ -369,3 +369,28 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 	}
 	return &auth.Principal{Org: o, KeyID: k.ID, APIID: k.APIID, Grant: k.Grant()}, nil
 }
+
+// Principal returns the current principal of the key with the id, for a
+// caller authenticated another way than by its secret (an OAuth
+// connection the key approved): auth.ErrInvalid when no such key exists,
+// auth.ErrDisabled, auth.ErrSuspended.
+func (s *Store) Principal(_ context.Context, id string) (*auth.Principal, error) {
+	k, err := s.load(s.kv, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, auth.ErrInvalid
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k.Disabled {
+		return nil, auth.ErrDisabled
+	}
+	o, err := s.orgs.Get(k.OrgID)
+	if err != nil {
+		return nil, fmt.Errorf("organization of API key %s: %w", k.ID, err)
+	}
+	if o.Suspended {
+		return nil, auth.ErrSuspended
+	}
+	return &auth.Principal{Org: o, KeyID: k.ID, APIID: k.APIID, Grant: k.Grant()}, nil
+}

@@ -7,10 +7,13 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/seal"
 )
 
@@ -126,4 +129,54 @@ func rawOpens(master []byte, k *Key) bool {
 	}
 	_, err := gcm.Open(nil, k.Secret[:n], k.Secret[n:], []byte(k.ID))
 	return err == nil
+}
+
+// TestPrincipal: a key's principal by id follows the key and its
+// organization: unknown, disabled and suspended are the errors
+// Authenticate gives.
+func TestPrincipal(t *testing.T) {
+	master := make([]byte, 32)
+	rand.Read(master)
+	box, err := seal.New(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	orgs := org.NewStore(db, nil)
+	o, err := orgs.Create("acme", "pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := NewStore(db, box, orgs, nil)
+	k, _, err := keys.Create(o.ID, Request{Name: "connector", Grant: perm.Grant{Permissions: []perm.Permission{perm.ImagesCreate}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := keys.Principal(ctx, k.ID)
+	if err != nil || p.KeyID != k.ID || p.APIID != k.APIID || p.Org.ID != o.ID || !p.Grant.Has(perm.ImagesCreate) || p.Grant.Has(perm.ImagesRead) {
+		t.Fatalf("Principal = %+v, %v", p, err)
+	}
+	if _, err := keys.Principal(ctx, "no-such-key"); !errors.Is(err, auth.ErrInvalid) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := orgs.SetSuspended(o.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Principal(ctx, k.ID); !errors.Is(err, auth.ErrSuspended) {
+		t.Fatalf("suspended organization: %v", err)
+	}
+	if _, err := orgs.SetSuspended(o.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Disable(o.ID, k.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Principal(ctx, k.ID); !errors.Is(err, auth.ErrDisabled) {
+		t.Fatalf("disabled key: %v", err)
+	}
 }
