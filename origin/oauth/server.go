@@ -1,0 +1,221 @@
+package oauth
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/pictorhq/pictor/origin/perm"
+)
+
+// Server is the authorization server. Its methods named after endpoints are
+// http.HandlerFuncs; Routes lists them by pattern.
+type Server struct {
+	cfg          Config
+	now          func() time.Time
+	log          *slog.Logger
+	issuer       string // without a trailing slash
+	resourcePath string // the path of cfg.Resource, for RFC 9728's metadata URL
+
+	key     ed25519.PrivateKey
+	jwk     jwk
+	sealer  cipher.AEAD // consent page state
+	csrfKey []byte
+
+	scopes        []perm.Permission // cfg.Scopes, sorted
+	registrations *rate.Limiter
+	failures      *failureLimiter
+	locks         locks
+}
+
+// HKDF labels of the keys derived from the signing key's seed.
+const (
+	sealInfo = "pictor oauth consent state v1"
+	csrfInfo = "pictor oauth csrf v1"
+)
+
+// New validates cfg and returns a Server, loading or creating its signing key.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	key, err := loadKey(cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	// The consent page's keys come from the signing key, so every process
+	// sharing the key file accepts the others' forms, across restarts too.
+	sealKey, err := hkdf.Key(sha256.New, key.Seed(), nil, sealInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: derive consent key: %w", err)
+	}
+	csrfKey, err := hkdf.Key(sha256.New, key.Seed(), nil, csrfInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: derive csrf key: %w", err)
+	}
+	block, err := aes.NewCipher(sealKey)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: consent key: %w", err)
+	}
+	sealer, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: consent key: %w", err)
+	}
+	resource, _ := url.Parse(cfg.Resource) // validated
+	scopes := slices.Clone(cfg.Scopes)
+	slices.Sort(scopes)
+	s := &Server{
+		cfg:           cfg,
+		now:           cfg.Now,
+		log:           cfg.Logger,
+		issuer:        strings.TrimSuffix(cfg.Issuer, "/"),
+		resourcePath:  strings.TrimSuffix(resource.EscapedPath(), "/"),
+		key:           key,
+		jwk:           publicJWK(key.Public().(ed25519.PublicKey)),
+		sealer:        sealer,
+		csrfKey:       csrfKey,
+		scopes:        scopes,
+		registrations: newLimiter(cfg.Registrations),
+		failures:      newFailureLimiter(cfg.ConsentFailures),
+		locks:         locks{seed: maphash.MakeSeed()},
+	}
+	return s, nil
+}
+
+// Routes returns every endpoint keyed by its net/http pattern.
+func (s *Server) Routes() map[string]http.HandlerFunc {
+	routes := map[string]http.HandlerFunc{
+		"GET " + pathProtectedResource:       s.ProtectedResourceMetadata,
+		"GET " + pathServerMetadata:          s.ServerMetadata,
+		"GET " + pathOpenIDConfiguration:     s.ServerMetadata,
+		"GET " + pathJWKS:                    s.JWKS,
+		"POST " + pathRegister:               s.Register,
+		"GET " + pathAuthorize:               s.Authorize,
+		"POST " + pathAuthorize:              s.Consent,
+		"POST " + pathToken:                  s.Token,
+		"POST " + pathRevoke:                 s.Revoke,
+		"OPTIONS " + pathProtectedResource:   s.Preflight,
+		"OPTIONS " + pathServerMetadata:      s.Preflight,
+		"OPTIONS " + pathOpenIDConfiguration: s.Preflight,
+		"OPTIONS " + pathJWKS:                s.Preflight,
+		"OPTIONS " + pathRegister:            s.Preflight,
+		"OPTIONS " + pathToken:               s.Preflight,
+		"OPTIONS " + pathRevoke:              s.Preflight,
+	}
+	if s.resourcePath != "" {
+		routes["GET "+pathProtectedResource+s.resourcePath] = s.ProtectedResourceMetadata
+		routes["OPTIONS "+pathProtectedResource+s.resourcePath] = s.Preflight
+	}
+	return routes
+}
+
+// Endpoint paths.
+const (
+	pathProtectedResource   = "/.well-known/oauth-protected-resource"
+	pathServerMetadata      = "/.well-known/oauth-authorization-server"
+	pathOpenIDConfiguration = "/.well-known/openid-configuration"
+	pathAuthorize           = "/oauth/authorize"
+	pathToken               = "/oauth/token"
+	pathRegister            = "/oauth/register"
+	pathRevoke              = "/oauth/revoke"
+	pathJWKS                = "/oauth/jwks"
+)
+
+// ResourceMetadataURL is the protected resource's metadata document (RFC
+// 9728), named in every Bearer challenge.
+func (s *Server) ResourceMetadataURL() string {
+	return s.issuer + pathProtectedResource + s.resourcePath
+}
+
+// RevokeKey revokes for good every connection a key approved. The origin
+// calls it when the key is disabled or deleted; Verify finds out by itself
+// as well.
+func (s *Server) RevokeKey(ctx context.Context, keyID string) error {
+	if keyID == "" || strings.Contains(keyID, "/") {
+		return nil
+	}
+	return s.revokeIndexed(ctx, prefixGrantKey+keyID+"/", "API key disabled or deleted")
+}
+
+// RevokeOrg revokes for good every connection of an organization. The
+// origin calls it when the organization is suspended.
+func (s *Server) RevokeOrg(ctx context.Context, orgID string) error {
+	if orgID == "" || strings.Contains(orgID, "/") {
+		return nil
+	}
+	return s.revokeIndexed(ctx, prefixGrantOrg+orgID+"/", "organization suspended")
+}
+
+// parseScopes reads a space-separated scope parameter. Every name must be one
+// of the allowed scopes; the result is sorted and without duplicates.
+func (s *Server) parseScopes(raw string) ([]perm.Permission, error) {
+	var out []perm.Permission
+	for _, name := range strings.Fields(raw) {
+		p := perm.Permission(name)
+		if _, ok := slices.BinarySearch(s.scopes, p); !ok {
+			if !plainName(name) {
+				return nil, errors.New("unknown or not allowed scope")
+			}
+			return nil, fmt.Errorf("unknown or not allowed scope %s", name)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// within returns the permissions of want that g grants and that are allowed
+// scopes, sorted.
+func (s *Server) within(want []perm.Permission, g perm.Grant) []perm.Permission {
+	var out []perm.Permission
+	for _, p := range want {
+		if _, ok := slices.BinarySearch(s.scopes, p); ok && g.Has(p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// plainName reports whether a name given by a client may be quoted back in
+// an error_description (RFC 6749 allows only some printable ASCII there).
+func plainName(name string) bool {
+	if len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ':' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func joinScopes(ps []perm.Permission) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, " ")
+}

@@ -1,0 +1,425 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/perm"
+)
+
+// Key families. Codes and refresh tokens are stored under the SHA-256 of the
+// token, never the token itself.
+const (
+	prefixClient   = "oauth-client/"    // oauth-client/<client_id>: client
+	prefixCode     = "oauth-code/"      // oauth-code/<sha256 hex>: authCode
+	prefixRefresh  = "oauth-refresh/"   // oauth-refresh/<sha256 hex>: refreshToken
+	prefixGrant    = "oauth-grant/"     // oauth-grant/<grant_id>: grant
+	prefixGrantKey = "oauth-grant-key/" // oauth-grant-key/<key_id>/<grant_id>: empty
+	prefixGrantOrg = "oauth-grant-org/" // oauth-grant-org/<org_id>/<grant_id>: empty
+	prefixExpiry   = "oauth-expiry/"    // oauth-expiry/<unix seconds, 16 hex digits>/<record key>: empty
+)
+
+// client is a registered client.
+type client struct {
+	ID            string   `json:"client_id"`
+	Name          string   `json:"client_name,omitempty"`
+	RedirectURIs  []string `json:"redirect_uris"`
+	AuthMethod    string   `json:"token_endpoint_auth_method"`
+	GrantTypes    []string `json:"grant_types"`
+	ResponseTypes []string `json:"response_types"`
+	Scope         string   `json:"scope,omitempty"`
+	SecretHash    string   `json:"secret_sha256,omitempty"`
+	IssuedAt      int64    `json:"client_id_issued_at"`
+}
+
+func (c *client) public() bool { return c.AuthMethod == "none" }
+
+func (c *client) allows(grantType string) bool {
+	for _, g := range c.GrantTypes {
+		if g == grantType {
+			return true
+		}
+	}
+	return false
+}
+
+// authCode is an authorization code. A redeemed code is kept, marked used
+// and naming its grant, until it expires, so that a second redemption can
+// revoke that grant.
+type authCode struct {
+	ClientID    string            `json:"client_id"`
+	RedirectURI string            `json:"redirect_uri"`
+	Challenge   string            `json:"code_challenge"`
+	Resource    string            `json:"resource"`
+	KeyID       string            `json:"key_id"`
+	OrgID       string            `json:"org_id"`
+	Scopes      []perm.Permission `json:"scopes"`
+	Expires     time.Time         `json:"expires"`
+	Used        bool              `json:"used,omitempty"`
+	GrantID     string            `json:"grant_id,omitempty"`
+}
+
+// grant is one approved connection: what a key's owner let a client do.
+type grant struct {
+	ID        string            `json:"id"`
+	OrgID     string            `json:"org_id"`
+	KeyID     string            `json:"key_id"`
+	ClientID  string            `json:"client_id"`
+	Resource  string            `json:"resource"`
+	Scopes    []perm.Permission `json:"scopes"`
+	Created   time.Time         `json:"created"`
+	Expires   time.Time         `json:"expires"` // no token of the grant outlives it
+	Revoked   bool              `json:"revoked,omitempty"`
+	RevokedAt time.Time         `json:"revoked_at,omitzero"`
+	Reason    string            `json:"reason,omitempty"`
+}
+
+// refreshToken is one refresh token of a grant. A rotated one is kept,
+// marked used, until it expires, so that its reuse can revoke the grant.
+type refreshToken struct {
+	GrantID  string            `json:"grant_id"`
+	ClientID string            `json:"client_id"`
+	Scopes   []perm.Permission `json:"scopes"`
+	Expires  time.Time         `json:"expires"`
+	Used     bool              `json:"used,omitempty"`
+}
+
+// locks serialize the read-modify-write of one code, refresh token or grant;
+// the store has no compare-and-swap. A token's lock is always taken before
+// a grant's, never the other way round.
+type locks struct {
+	seed   maphash.Seed
+	tokens [64]sync.Mutex
+	grants [64]sync.Mutex
+}
+
+func (l *locks) token(hash string) *sync.Mutex {
+	return &l.tokens[maphash.String(l.seed, hash)%uint64(len(l.tokens))]
+}
+
+func (l *locks) grant(id string) *sync.Mutex {
+	return &l.grants[maphash.String(l.seed, id)%uint64(len(l.grants))]
+}
+
+// newSecret returns 256 random bits, base64url.
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// hashSecret is the stored form of a code, refresh token or client secret:
+// each is 256 random bits, so a plain SHA-256 cannot be reversed.
+func hashSecret(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func expiryKey(t time.Time, record string) []byte {
+	return fmt.Appendf(nil, "%s%016x/%s", prefixExpiry, t.Unix(), record)
+}
+
+func grantKey(id string) string { return prefixGrant + id }
+
+func grantIndexKeys(g *grant) [2][]byte {
+	return [2][]byte{
+		[]byte(prefixGrantKey + g.KeyID + "/" + g.ID),
+		[]byte(prefixGrantOrg + g.OrgID + "/" + g.ID),
+	}
+}
+
+// getJSON reads key into v; found is false for a missing key.
+func getJSON(r kv.Reader, key string, v any) (found bool, err error) {
+	raw, err := r.Get([]byte(key))
+	if errors.Is(err, kv.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", family(key), err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("decode %s: %w", family(key), err)
+	}
+	return true, nil
+}
+
+func putJSON(w kv.Writer, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.Put([]byte(key), raw)
+}
+
+// family names a key's family for errors, without the secret-derived part.
+func family(key string) string {
+	f, _, _ := strings.Cut(key, "/")
+	return f
+}
+
+func (s *Server) client(id string) (*client, error) {
+	if id == "" || len(id) > 64 {
+		return nil, nil
+	}
+	var c client
+	found, err := getJSON(s.cfg.Store, prefixClient+id, &c)
+	if !found || err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// saveRecord writes a record and its expiry entry in b.
+func saveRecord(b kv.Batch, key string, v any, expires time.Time) error {
+	if err := putJSON(b, key, v); err != nil {
+		return err
+	}
+	return b.Put(expiryKey(expires, key), nil)
+}
+
+// deleteRecord removes a record and its expiry entry.
+func (s *Server) deleteRecord(key string, expires time.Time) error {
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	b.Delete([]byte(key))
+	b.Delete(expiryKey(expires, key))
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("delete %s: %w", family(key), err)
+	}
+	return nil
+}
+
+// revokeGrant marks a grant revoked for good; revoking a revoked or unknown
+// grant does nothing. The record stays until every access token it issued
+// has expired, then Sweep removes it.
+func (s *Server) revokeGrant(ctx context.Context, id, reason string) error {
+	mu := s.locks.grant(id)
+	mu.Lock()
+	defer mu.Unlock()
+	var g grant
+	found, err := getJSON(s.cfg.Store, grantKey(id), &g)
+	if err != nil || !found || g.Revoked {
+		return err
+	}
+	now := s.now()
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	g.Revoked, g.RevokedAt, g.Reason = true, now.UTC(), reason
+	if last := now.Add(s.cfg.AccessTTL); last.Before(g.Expires) {
+		b.Delete(expiryKey(g.Expires, grantKey(id)))
+		g.Expires = last
+	}
+	if err := saveRecord(b, grantKey(id), &g, g.Expires); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("revoke grant %s: %w", id, err)
+	}
+	s.log.InfoContext(ctx, "oauth grant revoked", "grant_id", id, "client_id", g.ClientID, "key_id", g.KeyID, "reason", reason)
+	return nil
+}
+
+// extendGrant writes, under the grant's lock, what write adds to a batch
+// together with the grant, whose expiry it moves to expires if that is later.
+// It fails with errRevoked when the grant is gone or revoked, and leaves the
+// grant as written in g.
+func (s *Server) extendGrant(id string, expires time.Time, write func(kv.Batch) error, g *grant) error {
+	mu := s.locks.grant(id)
+	mu.Lock()
+	defer mu.Unlock()
+	found, err := getJSON(s.cfg.Store, grantKey(id), g)
+	if err != nil {
+		return err
+	}
+	if !found || g.Revoked {
+		return errRevoked
+	}
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	if expires.After(g.Expires) {
+		b.Delete(expiryKey(g.Expires, grantKey(id)))
+		g.Expires = expires
+	}
+	if err := errors.Join(write(b), saveRecord(b, grantKey(id), g, g.Expires)); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("update grant %s: %w", id, err)
+	}
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// revokeIndexed revokes every grant listed under an index prefix.
+func (s *Server) revokeIndexed(ctx context.Context, prefix, reason string) error {
+	var after []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ids, last, err := s.scanIDs(prefix, after, 256)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := s.revokeGrant(ctx, id, reason); err != nil {
+				return err
+			}
+		}
+		if len(ids) < 256 {
+			return nil
+		}
+		after = last
+	}
+}
+
+// scanIDs returns up to n last path elements of the keys under prefix after
+// the key after, and the last key read.
+func (s *Server) scanIDs(prefix string, after []byte, n int) (ids []string, last []byte, err error) {
+	it := s.cfg.Store.Iterate([]byte(prefix), kv.IterOptions{After: after})
+	defer it.Close()
+	for len(ids) < n && it.Next() {
+		last = bytes.Clone(it.Key())
+		ids = append(ids, string(last[len(prefix):]))
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", family(prefix), err)
+	}
+	return ids, last, nil
+}
+
+// Sweep removes the codes, refresh tokens and grants that expired by now and
+// reports how many. The origin runs it now and then; records met after
+// their expiry are also removed as they are met.
+func (s *Server) Sweep(now time.Time) (int, error) {
+	removed := 0
+	var after []byte
+	for {
+		entries, err := s.dueEntries(now, after, 256)
+		if err != nil {
+			return removed, err
+		}
+		for _, e := range entries {
+			n, err := s.sweepEntry(e, now)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+		}
+		if len(entries) < 256 {
+			return removed, nil
+		}
+		after = entries[len(entries)-1]
+	}
+}
+
+// dueEntries returns up to n expiry entries, after the key after, whose
+// second is not later than now's.
+func (s *Server) dueEntries(now time.Time, after []byte, n int) ([][]byte, error) {
+	it := s.cfg.Store.Iterate([]byte(prefixExpiry), kv.IterOptions{After: after})
+	defer it.Close()
+	var out [][]byte
+	for len(out) < n && it.Next() {
+		sec, _, ok := parseExpiry(it.Key())
+		if !ok {
+			out = append(out, bytes.Clone(it.Key())) // not ours to keep: sweepEntry drops it
+			continue
+		}
+		if sec > now.Unix() {
+			break
+		}
+		out = append(out, bytes.Clone(it.Key()))
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list expiries: %w", err)
+	}
+	return out, nil
+}
+
+func parseExpiry(key []byte) (sec int64, record string, ok bool) {
+	rest, found := bytes.CutPrefix(key, []byte(prefixExpiry))
+	if !found {
+		return 0, "", false
+	}
+	hexSec, rec, found := bytes.Cut(rest, []byte("/"))
+	if !found {
+		return 0, "", false
+	}
+	u, err := strconv.ParseUint(string(hexSec), 16, 63)
+	if err != nil {
+		return 0, "", false
+	}
+	return int64(u), string(rec), true
+}
+
+// sweepEntry removes the record of an expiry entry if it has expired by now
+// (under the record's lock, so a concurrent rotation or revocation is never
+// undone) and drops entries that no longer match their record.
+func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
+	_, record, ok := parseExpiry(entry)
+	if !ok {
+		return 0, s.cfg.Store.Delete(entry)
+	}
+	var mu *sync.Mutex
+	switch {
+	case strings.HasPrefix(record, prefixGrant):
+		mu = s.locks.grant(strings.TrimPrefix(record, prefixGrant))
+	case strings.HasPrefix(record, prefixCode):
+		mu = s.locks.token(strings.TrimPrefix(record, prefixCode))
+	case strings.HasPrefix(record, prefixRefresh):
+		mu = s.locks.token(strings.TrimPrefix(record, prefixRefresh))
+	default:
+		return 0, s.cfg.Store.Delete(entry)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Every family has "expires"; grants also name their key and organization.
+	var rec struct {
+		Expires time.Time `json:"expires"`
+		ID      string    `json:"id"`
+		KeyID   string    `json:"key_id"`
+		OrgID   string    `json:"org_id"`
+	}
+	found, err := getJSON(s.cfg.Store, record, &rec)
+	if err != nil {
+		return 0, err
+	}
+	if !found || !bytes.Equal(expiryKey(rec.Expires, record), entry) {
+		return 0, s.cfg.Store.Delete(entry) // stale entry
+	}
+	if now.Before(rec.Expires) {
+		return 0, nil
+	}
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	b.Delete([]byte(record))
+	b.Delete(entry)
+	if strings.HasPrefix(record, prefixGrant) {
+		for _, k := range grantIndexKeys(&grant{ID: rec.ID, KeyID: rec.KeyID, OrgID: rec.OrgID}) {
+			b.Delete(k)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", family(record), err)
+	}
+	return 1, nil
+}
