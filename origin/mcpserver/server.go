@@ -1,0 +1,217 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/logging"
+)
+
+// Config wires the MCP server.
+type Config struct {
+	// API is the origin's router (an *api.Router): every tool runs its
+	// REST twin through it with api.WithCaller.
+	API http.Handler
+	// Verify turns a bearer token into its caller. An error that
+	// IsInvalidToken reports is the token's fault (401); any other is a
+	// server failure (500, or the status of an *apierr.Error in its chain).
+	Verify func(ctx context.Context, token string) (*auth.Principal, error)
+	// Challenge is the WWW-Authenticate value of a 401; err is nil when
+	// no token was sent.
+	Challenge func(err error) string
+	// IsInvalidToken reports whether a Verify error is the token's fault.
+	IsInvalidToken func(error) bool
+	// Version is the server version shown to clients.
+	Version string
+	// MaxImageBytes bounds the images include_image returns with one tool
+	// result, all together; 0 is the default (1 MiB).
+	MaxImageBytes int
+	// Registerer receives the tool call metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// DefaultMaxImageBytes is MaxImageBytes when it is 0.
+const DefaultMaxImageBytes = 1 << 20
+
+// DefaultConfig returns the defaults; API, Verify, Challenge and
+// IsInvalidToken remain to be set.
+func DefaultConfig() Config {
+	return Config{Version: "dev", MaxImageBytes: DefaultMaxImageBytes}
+}
+
+// Validate reports the first field that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.API == nil:
+		return errors.New("mcpserver: API is required")
+	case c.Verify == nil:
+		return errors.New("mcpserver: Verify is required")
+	case c.Challenge == nil:
+		return errors.New("mcpserver: Challenge is required")
+	case c.IsInvalidToken == nil:
+		return errors.New("mcpserver: IsInvalidToken is required")
+	case c.MaxImageBytes < 0:
+		return fmt.Errorf("mcpserver: MaxImageBytes %d must not be negative", c.MaxImageBytes)
+	}
+	return nil
+}
+
+// maxRequestBytes bounds an MCP request: the largest REST body (an image
+// batch, 32 MiB) inside its JSON-RPC envelope.
+const maxRequestBytes = 33 << 20
+
+// maxToken bounds the bearer token we are willing to verify.
+const maxToken = 8 << 10
+
+// Server serves the MCP endpoint.
+type Server struct {
+	cfg   Config
+	mcp   *mcp.Server
+	http  http.Handler // the SDK's streamable handler behind the token check
+	calls *prometheus.CounterVec
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New validates cfg and builds the server with every tool.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxImageBytes == 0 {
+		cfg.MaxImageBytes = DefaultMaxImageBytes
+	}
+	s := &Server{cfg: cfg, calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pictor_origin_mcp_tool_calls_total",
+		Help: "MCP tool calls, by tool and outcome (ok, invalid, forbidden, rate_limited, failed).",
+	}, []string{"tool", "outcome"})}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.calls); err != nil {
+			return nil, fmt.Errorf("mcpserver: register metrics: %w", err)
+		}
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "pictor", Title: "Pictor", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		// Tools only: no logging (deprecated), and the list never changes.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, t := range tools() {
+		s.mcp.AddTool(t.mcpTool(), s.handler(t))
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		// Any origin answers any request, and the edge relays plain JSON.
+		Stateless:    true,
+		JSONResponse: true,
+		// Every request carries a bearer token, which a page that rebinds
+		// a name to a loopback address cannot send; and the edge forwards
+		// the public Host to an origin that may listen on loopback.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        maxRequestBytes,
+		// A client that goes away cancels its tool call, as a REST client
+		// that hangs up cancels its request.
+		PropagateRequestCancellation: true,
+	})
+	// The caller, already verified in ServeHTTP, reaches the tool handlers
+	// as the SDK's TokenInfo (req.Extra.TokenInfo), which the SDK attaches
+	// to every request of the HTTP request it came with.
+	s.http = mcpauth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
+		c := callerFrom(ctx)
+		if c == nil {
+			return nil, fmt.Errorf("%w: no verified caller", mcpauth.ErrInvalidToken)
+		}
+		return &mcpauth.TokenInfo{UserID: c.principal.KeyID, Extra: map[string]any{callerExtra: c}}, nil
+	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	return s, nil
+}
+
+// instructions tell a model what the server is for.
+const instructions = `Pictor renders HTML/CSS, web pages (by URL) and saved templates into images (PNG, JPG, WebP or PDF) and returns permanent image URLs.
+Use create_image for HTML/CSS, create_url_image to screenshot a web page, create_templated_image to fill a template saved with create_template, and create_batch_images for up to get_max_batch_size images at once. Pass include_image: true to see the rendered picture.
+Each new image consumes one image credit of the organization's plan; check_usage tells how many are left. The tools also manage proxies, storage destinations and OG (social card) configurations. Each tool needs a permission approved when this connection was authorized; a missing one is reported by the tool.`
+
+// caller is who a request to /mcp is for, with what the inner requests
+// copy from the outer one.
+type caller struct {
+	principal  *auth.Principal
+	requestID  string
+	remoteAddr string
+	host       string
+	forwarded  string // X-Forwarded-For
+}
+
+// callerExtra is the TokenInfo.Extra key of the *caller.
+const callerExtra = "pictor.caller"
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) *caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	return c
+}
+
+// callerOf returns the caller of a tool call.
+func callerOf(req *mcp.CallToolRequest) *caller {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return nil
+	}
+	c, _ := req.Extra.TokenInfo.Extra[callerExtra].(*caller)
+	return c
+}
+
+// ServeHTTP authenticates every request with its bearer token, then hands
+// it to the SDK.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := logging.RequestID(r.Context())
+	if id == "" { // not behind the router, which does this
+		id = logging.AcceptRequestID(r.Header.Get(contract.HeaderRequestID))
+		r = r.WithContext(logging.WithRequestID(r.Context(), id))
+		w.Header().Set(contract.HeaderRequestID, id)
+	}
+	// Answers are per caller: no cache may keep them.
+	w.Header().Set("Cache-Control", "no-store")
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		s.unauthorized(w, r, nil, "Missing credentials: send an OAuth access token as Authorization: Bearer <token>")
+		return
+	}
+	p, err := s.cfg.Verify(r.Context(), token)
+	switch {
+	case err != nil && s.cfg.IsInvalidToken(err):
+		s.unauthorized(w, r, err, "Invalid access token")
+		return
+	case err != nil:
+		apierr.Write(w, r, fmt.Errorf("verify access token: %w", err))
+		return
+	case p == nil:
+		apierr.Write(w, r, errors.New("verify access token: no principal and no error"))
+		return
+	}
+	c := &caller{principal: p, requestID: id, remoteAddr: r.RemoteAddr, host: r.Host, forwarded: r.Header.Get("X-Forwarded-For")}
+	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, err error, message string) {
+	e := apierr.New(http.StatusUnauthorized, "%s", message).WithHeader("WWW-Authenticate", s.cfg.Challenge(err))
+	e.Cause = err
+	apierr.Write(w, r, e)
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header:
+// the SDK's own reading of it, and bounded.
+func bearer(h string) (string, bool) {
+	fields := strings.Fields(h)
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") || len(fields[1]) > maxToken {
+		return "", false
+	}
+	return fields[1], true
+}
