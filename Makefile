@@ -20,6 +20,7 @@ RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-cor
 # tinyproxy: the forward proxy the proxy tests route renders through.
 TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy
 TSCLIENT      := origin/testdata/tsclient
+MCPCLIENT     := origin/testdata/mcpclient
 HBSJS         := wasm/testdata/handlebarsjs
 
 DATA_DIR     ?= ./data
@@ -42,7 +43,7 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 	@./deploy/chromium-user.sh
 	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
 	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
-	@for d in $(TSCLIENT) $(HBSJS); do \
+	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS); do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	done

@@ -22,8 +22,11 @@ type Config struct {
 	DataDir string
 	// Addr is the listen address of the API.
 	Addr string
-	// PublicURL is the base of every URL the API returns.
+	// PublicURL is the base of every URL the API returns, the OAuth
+	// issuer and the MCP endpoint's base.
 	PublicURL string
+	// Version is the build's version, shown to MCP clients.
+	Version string
 	// AllowPrivateURLs lets renders reach loopback and private networks.
 	AllowPrivateURLs bool
 	// MasterKey overrides the master key file (PICTOR_MASTER_KEY).

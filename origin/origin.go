@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/mcpserver"
+	"github.com/pictorhq/pictor/origin/oauth"
 	"github.com/pictorhq/pictor/origin/og"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
@@ -66,6 +69,12 @@ type Origin struct {
 	storage   *storage.Connector
 	templates *template.Handler
 	og        *og.Service
+	oauth     *oauth.Server    // nil when MCP is off (a public URL with a path)
+	mcp       *mcpserver.Server
+	// stopSweeps ends the periodic sweeps that Start began; sweeps waits
+	// for them.
+	stopSweeps context.CancelFunc
+	sweeps     sync.WaitGroup
 	ln        *api.Listener
 	srv       *http.Server
 	ready     atomic.Bool
@@ -101,6 +110,9 @@ func (o *Origin) open() error {
 	}
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
+	if err := o.openOAuth(); err != nil {
+		return err
+	}
 	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)
 	o.proxies = proxy.NewStore(store, box, o.cfg.Now)
 	o.dests = storedest.NewStore(store, box, o.cfg.Now)
@@ -197,7 +209,7 @@ func (o *Origin) open() error {
 		Registerer:    o.registry,
 		Body:          &body,
 	}, o.routes(box))
-	return nil
+	return o.openMCP()
 }
 
 // sandboxCollectors export the template sandbox's counts.
@@ -275,6 +287,11 @@ func (o *Origin) Start(ctx context.Context) error {
 		return err
 	}
 	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys, OnSuspend: func(ctx context.Context, orgID string) error {
+		if o.oauth != nil {
+			if err := o.oauth.RevokeOrg(ctx, orgID); err != nil {
+				return err
+			}
+		}
 		return o.purge(ctx, contract.OrgSuspended, []string{orgID})
 	}}
 	if o.cfg.CreateDefaultOrg {
@@ -312,6 +329,9 @@ func (o *Origin) Start(ctx context.Context) error {
 	o.ln.ServerHooks(o.srv)
 	o.served = make(chan error, 1)
 	go func() { o.served <- o.srv.Serve(o.ln) }()
+	sweepCtx, stopSweeps := context.WithCancel(context.Background())
+	o.stopSweeps = stopSweeps
+	o.sweepOAuth(sweepCtx, &o.sweeps)
 	o.ready.Store(true)
 	slog.InfoContext(ctx, "origin listening", "addr", o.Addr())
 	return nil
@@ -350,6 +370,11 @@ Use them as HTTP Basic credentials (api_id:api_key).
 func (o *Origin) Stop(ctx context.Context) error {
 	o.ready.Store(false)
 	var errs []error
+	if o.stopSweeps != nil {
+		o.stopSweeps()
+		o.sweeps.Wait()
+		o.stopSweeps = nil
+	}
 	if o.hub != nil {
 		o.hub.Close() // edge streams never go idle by themselves
 	}

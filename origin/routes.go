@@ -25,6 +25,9 @@ import (
 // it requires and its rate-limit group. Nothing is served that is not here.
 func (o *Origin) routes(box *seal.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
+		if err := o.revokeConnections(ctx, apiID); err != nil {
+			return err
+		}
 		return o.purge(ctx, contract.KeyDisabled, []string{contract.KeyTag(apiID)})
 	}}
 	templates := o.templates
@@ -53,7 +56,7 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 	dests := &storedest.Handler{Store: o.dests, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Test: o.storage.Test, Describe: storage.Describe}
 	destPlan := func(p *auth.Principal) error { return storedest.CheckPlan(p.Org) }
-	return []api.Route{
+	return append([]api.Route{
 		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
 		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
 		// The purge channel authenticates edges with the edge token itself.
@@ -108,5 +111,5 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.Get},
 		{Method: http.MethodPost, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Handler: keys.Delete},
-	}
+	}, o.oauthRoutes()...)
 }

@@ -22,6 +22,7 @@ import (
 type server struct {
 	URL       string // the edge: where clients talk
 	OriginURL string
+	MCPURL    string // the MCP endpoint announced
 	DataDir   string
 	OrgID     string
 	Owner     apitest.Creds // the default organization's first key, if one was created
@@ -52,7 +53,7 @@ func startServe(t *testing.T, dataDir string, environ map[string]string, extra .
 	}()
 	sc := bufio.NewScanner(pr)
 	baseURL := ""
-	for baseURL == "" && sc.Scan() {
+	for (baseURL == "" || s.MCPURL == "") && sc.Scan() {
 		line := sc.Text()
 		s.Stdout.Write([]byte(line + "\n"))
 		f := strings.Fields(line)
@@ -68,9 +69,11 @@ func startServe(t *testing.T, dataDir string, environ map[string]string, extra .
 			s.OriginURL = strings.TrimSuffix(f[8], ")")
 		case strings.HasPrefix(line, "Base URL: "):
 			baseURL = f[2]
+		case strings.HasPrefix(line, "MCP endpoint: "):
+			s.MCPURL = f[2]
 		}
 	}
-	if baseURL == "" {
+	if baseURL == "" || s.MCPURL == "" {
 		cancel()
 		t.Fatalf("serve did not start: %v\nlogs:\n%s", <-done, s.Logs.String())
 	}

@@ -67,6 +67,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg := origin.DefaultConfig()
 	cfg.DataDir = t.dataDir
 	cfg.PublicURL = t.publicURL
+	cfg.Version = version
 	cfg.AllowPrivateURLs = t.allowPrivate
 	cfg.MasterKey = e.getenv("PICTOR_MASTER_KEY")
 	cfg.Announce = e.stdout
@@ -162,7 +163,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	// The origin purges the edge of this process directly.
 	o.SetPurger(edgePurger{ed})
 	announce := fmt.Sprintf("Pictor is listening on http://%s (origin API on http://%s)\nBase URL: %s\n",
-		edgeLn.Addr(), originLn.Addr(), publicURL)
+		edgeLn.Addr(), originLn.Addr(), publicURL) + mcpLine(o)
 	return serveUntilDone(ctx, e, announce, o, ed)
 }
 
@@ -304,7 +305,15 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 		ln.Close()
 		return err
 	}
-	return serveUntilDone(ctx, e, fmt.Sprintf("Pictor origin is listening on http://%s\n", ln.Addr()), o)
+	return serveUntilDone(ctx, e, fmt.Sprintf("Pictor origin is listening on http://%s\n", ln.Addr())+mcpLine(o), o)
+}
+
+// mcpLine announces the MCP endpoint, when it is on.
+func mcpLine(o *origin.Origin) string {
+	if u := o.MCPURL(); u != "" {
+		return "MCP endpoint: " + u + "\n"
+	}
+	return ""
 }
 
 // edgePurger hands the origin's purges to the edge in the same process.
