@@ -69,16 +69,16 @@ type Origin struct {
 	storage   *storage.Connector
 	templates *template.Handler
 	og        *og.Service
-	oauth     *oauth.Server    // nil when MCP is off (a public URL with a path)
+	oauth     *oauth.Server // nil when MCP is off (a public URL with a path)
 	mcp       *mcpserver.Server
 	// stopSweeps ends the periodic sweeps that Start began; sweeps waits
 	// for them.
 	stopSweeps context.CancelFunc
 	sweeps     sync.WaitGroup
-	ln        *api.Listener
-	srv       *http.Server
-	ready     atomic.Bool
-	served    chan error
+	ln         *api.Listener
+	srv        *http.Server
+	ready      atomic.Bool
+	served     chan error
 	// endRequests cancels the context of every request, when Stop's
 	// grace is over (cause apierr.ErrShuttingDown).
 	endRequests context.CancelCauseFunc
