@@ -17,6 +17,13 @@
 //	ogc/d/<domain_id>                 id of the OG configuration with that domain id
 //	ogc/o/<org_id>/<id>               empty; an organization's OG configurations in creation order
 //	ogc/e/<org_id>/<base_url>         id of the organization's enabled OG configuration for that origin
+//	oauth-client/<client_id>          registered OAuth client (secret as its SHA-256)
+//	oauth-code/<sha256 of code>       authorization code, kept used with its grant until it expires
+//	oauth-refresh/<sha256 of token>   refresh token, kept used until it expires
+//	oauth-grant/<grant_id>            approved connection: organization, key, client, scopes, revocation
+//	oauth-grant-key/<key_id>/<gid>    empty; a key's grants
+//	oauth-grant-org/<org_id>/<gid>    empty; an organization's grants
+//	oauth-expiry/<unix s hex>/<key>   empty; what the OAuth sweep removes, in time order
 //
 // Families added by later components document themselves here as well.
 package kv
