@@ -1,9 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -196,8 +199,60 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, errors.New("verify access token: no principal and no error"))
 		return
 	}
+	if r.Method == http.MethodPost {
+		body, ok := readMessage(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	c := &caller{principal: p, requestID: id, remoteAddr: r.RemoteAddr, host: r.Host, forwarded: r.Header.Get("X-Forwarded-For")}
 	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+}
+
+// JSON-RPC 2.0 error codes of a message that cannot be taken.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// readMessage reads a POST's body, at most maxRequestBytes, and answers a
+// JSON-RPC error itself when it is not one JSON-RPC message: -32700 for
+// what is not JSON, -32600 for JSON that is not a request, notification or
+// response (the SDK would answer these in plain text).
+func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		rpcError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, fmt.Sprintf("Invalid Request: the message is larger than %d bytes", maxRequestBytes))
+		return nil, false
+	case err != nil:
+		rpcError(w, http.StatusBadRequest, codeParseError, "Parse error: the body could not be read")
+		return nil, false
+	case !json.Valid(body):
+		rpcError(w, http.StatusBadRequest, codeParseError, "Parse error: the body is not valid JSON")
+		return nil, false
+	}
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  *string         `json:"method"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" || (m.Method == nil && m.Result == nil && m.Error == nil) {
+		rpcError(w, http.StatusBadRequest, codeInvalidRequest, `Invalid Request: send one JSON-RPC 2.0 message, an object with "jsonrpc": "2.0" and a "method"`)
+		return nil, false
+	}
+	return body, true
+}
+
+// rpcError answers a JSON-RPC error with a null id: the request's id is
+// not known.
+func rpcError(w http.ResponseWriter, status, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, err error, message string) {

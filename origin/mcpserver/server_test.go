@@ -119,8 +119,8 @@ func TestRevokedToken(t *testing.T) {
 	}
 }
 
-// TestMalformedJSONRPC: what is not a valid JSON-RPC request is the SDK's
-// to refuse; the tools and the router never see it.
+// TestMalformedJSONRPC: what is not a valid JSON-RPC request is refused
+// with a JSON-RPC error; the tools and the router never see it.
 func TestMalformedJSONRPC(t *testing.T) {
 	s := newSite(t)
 	current := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
@@ -131,8 +131,11 @@ func TestMalformedJSONRPC(t *testing.T) {
 		status int
 		code   int // JSON-RPC error code; 0 for a plain HTTP refusal
 	}{
-		{name: "not JSON", body: `{"jsonrpc":"2.0",`, status: 400},
-		{name: "not a message", body: `[1,2]`, status: 400},
+		{name: "not JSON", body: `{"jsonrpc":"2.0",`, status: 400, code: -32700},
+		{name: "empty", body: ``, status: 400, code: -32700},
+		{name: "not a message", body: `[1,2]`, status: 400, code: -32600},
+		{name: "an object without jsonrpc", body: `{"id":1,"method":"tools/list"}`, status: 400, code: -32600},
+		{name: "neither request nor response", body: `{"jsonrpc":"2.0","id":1}`, status: 400, code: -32600},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":1,"method":"images/make","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			header: current, status: 404, code: -32601},
 		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"make_image","arguments":{}}}`,
