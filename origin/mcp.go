@@ -139,7 +139,9 @@ func (o *Origin) sweepOAuth(ctx context.Context, wg *sync.WaitGroup) {
 
 // revokeConnections ends the OAuth connections a key approved, once it is
 // disabled. (Verify also refuses them on their next call; this keeps them
-// ended should the key be enabled again.)
+// ended should the key be enabled again.) The hook that calls it also runs
+// for an enabled key that can no longer sign URLs: its connections stay,
+// narrowed by Verify to what the key holds now.
 func (o *Origin) revokeConnections(ctx context.Context, apiID string) error {
 	if o.oauth == nil {
 		return nil
@@ -147,6 +149,9 @@ func (o *Origin) revokeConnections(ctx context.Context, apiID string) error {
 	k, err := o.keys.ByAPIID(apiID)
 	if err != nil {
 		return err
+	}
+	if !k.Disabled {
+		return nil
 	}
 	return o.oauth.RevokeKey(ctx, k.ID)
 }

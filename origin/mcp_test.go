@@ -1027,6 +1027,22 @@ func TestMCPErrors(t *testing.T) {
 			}
 		})
 
+		t.Run("key changed but enabled", func(t *testing.T) {
+			// Renaming the key, or taking a permission away, keeps its
+			// connections: they narrow to what the key holds now.
+			k := o.createKey(t, pro, map[string]any{"name": "reader", "permissions": []string{"usage:read", "templates:read"}})
+			g := mcpConnect(t, o, *k.creds(), nil)
+			cs := mcpSession(t, o, g.Access)
+			o.nextWindow()
+			apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys/" + k.ID, Creds: &pro,
+				JSON: map[string]any{"name": "renamed reader", "permissions": []string{"usage:read", "templates:read"}}}), 200)
+			mcpOK(t, cs, "check_usage", nil, nil)
+			apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys/" + k.ID, Creds: &pro,
+				JSON: map[string]any{"name": "renamed reader", "permissions": []string{"templates:read"}}}), 200)
+			mcpFail(t, cs, "check_usage", nil, "usage:read")
+			mcpOK(t, cs, "list_templates", nil, nil)
+		})
+
 		t.Run("organization suspended", func(t *testing.T) {
 			orgID, creds := o.newOrg(t, "pro")
 			g := mcpConnect(t, o, creds, nil)
