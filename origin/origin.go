@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type Origin struct {
 	admin     *admin.Server
 	registry  *prometheus.Registry
 	router    *api.Router
+	table     []api.Route // the route table the router serves
 	engine    *render.Engine
 	images    *images.Service
 	hub       *edgehub.Hub
@@ -203,12 +205,13 @@ func (o *Origin) open() error {
 		return err
 	}
 	body := o.cfg.bodyRate()
+	o.table = o.routes(box)
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
 		Limiter:       ratelimit.NewMemory(o.cfg.Now),
 		Registerer:    o.registry,
 		Body:          &body,
-	}, o.routes(box))
+	}, o.table)
 	return o.openMCP()
 }
 
@@ -259,6 +262,10 @@ func (o *Origin) SetPurger(p Purger) { o.cfg.Purger = p }
 
 // Handler returns the API handler (for tests and embedding).
 func (o *Origin) Handler() http.Handler { return o.router }
+
+// Routes returns the route table the origin serves (the OpenAPI document
+// is built from it).
+func (o *Origin) Routes() []api.Route { return slices.Clone(o.table) }
 
 // Addr returns the address the API listens on, once started.
 func (o *Origin) Addr() string {
