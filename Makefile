@@ -12,6 +12,9 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # temporary directory), pinned; origin/storage/s3test finds it here.
 VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 VERSITYGW_BIN := $(TOOLS)/versitygw-v1.8.0/versitygw
+# oapi-codegen: the generator the generated-client test runs on the OpenAPI document.
+OAPICODEGEN     := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
+OAPICODEGEN_BIN := $(TOOLS)/oapi-codegen-v2.8.2/oapi-codegen
 
 # System packages: Chromium and fonts for rendering, libvips for encoding,
 # clang and wasm-ld for the template sandbox's evaluator (wasm/evaluator).
@@ -43,6 +46,8 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 	@./deploy/chromium-user.sh
 	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
 	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
+	@[ -x $(OAPICODEGEN_BIN) ] || GOBIN=$(dir $(OAPICODEGEN_BIN)) $(GO) install $(OAPICODEGEN)
+	@$(GO) mod download github.com/oapi-codegen/runtime github.com/apapsch/go-jsonmerge/v2 github.com/google/uuid
 	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS); do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
