@@ -3,136 +3,30 @@ package mcpserver
 import (
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/imageparams/schema"
 )
 
-// use says which parameter sets an image creation parameter belongs to.
-type use uint8
+// use says which parameter sets an image creation parameter belongs to:
+// the sets of the shared table (origin/imageparams/schema), named for the
+// tools that offer them.
+type use = schema.Use
 
 const (
-	forHTML     use = 1 << iota // create_image
-	forURL                      // create_url_image
-	forTemplate                 // create_templated_image (overrides of the template's defaults)
-	forBatch                    // create_batch_images: default_options and each variation
-	forDefaults                 // create_template, update_template: render defaults
-
-	// everywhere: the options every kind of image takes.
-	everywhere = forHTML | forURL | forTemplate | forBatch | forDefaults
+	forHTML     = schema.ForHTML     // create_image
+	forURL      = schema.ForURL      // create_url_image
+	forTemplate = schema.ForTemplate // create_templated_image (overrides of the template's defaults)
+	forBatch    = schema.ForBatch    // create_batch_images: default_options and each variation
+	forDefaults = schema.ForDefaults // create_template, update_template: render defaults
 )
-
-// param is one image creation parameter of spec §2.2 as the tools offer it.
-type param struct {
-	name   string
-	use    use
-	schema *jsonschema.Schema
-}
-
-// imageParams is the one table of the image creation parameters
-// (imageparams.Parse reads them; the tests hold the two together): names,
-// types, ranges, enumerations and what a model needs to know to use them.
-// Examples are valid values (the tests parse them).
-var imageParams = []param{
-	{"html", forHTML | forBatch, str("HTML to render: a snippet (cropped automatically to its outermost element, margins included) or a full document (rendered in the viewport, 1920x1080 unless viewport_width/viewport_height say otherwise). Up to 5 MiB.",
-		`<div style="padding:40px;font:48px sans-serif;background:#0b5;color:#fff">Hello</div>`)},
-	{"url", forURL | forBatch, withFormat("uri", str("Public http or https URL of the page to capture, e.g. https://example.com/pricing. Private and local addresses are refused. Up to 2048 characters.",
-		"https://example.com/"))},
-	{"template_id", forBatch, withPattern("^t-", str("Template to render (ids start with t-), filled with template_values. In a batch it may also be given once at the top level.",
-		"t-0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d"))},
-	{"template_values", forBatch, object("Values for the template's Handlebars placeholders: {{name}} is HTML-escaped, {{{name}}} raw; nested objects and arrays allowed. Up to 1 MiB of JSON.",
-		map[string]any{"title": "Launch day", "author": map[string]any{"name": "Ada"}})},
-	{"css", everywhere, str("CSS for the page: styles the html, or is injected into the loaded page of a url. Up to 1 MiB.",
-		"body { background: #fafafa; }")},
-	{"google_fonts", everywhere, str("Google Fonts families to load, separated by |, e.g. Roboto|Open Sans:wght@400;700 (at most 20).",
-		"Roboto|Open Sans")},
-	{"device_scale", everywhere, number(imageparams.MinDeviceScale, imageparams.MaxDeviceScale,
-		"Device pixel ratio, 0.1 to 3: multiplies every dimension of the image. Default 2 for html and templates (a 400x200 element gives 800x400 pixels), 1 for url.", 1)},
-	{"viewport_width", everywhere, integer(imageparams.MinViewport, imageparams.MaxViewport,
-		"Viewport width in CSS pixels, 1 to 6000. Send with viewport_height. Setting the viewport turns automatic cropping off: the image is the viewport (or the whole page with full_screen).", 1200)},
-	{"viewport_height", everywhere, integer(imageparams.MinViewport, imageparams.MaxViewport,
-		"Viewport height in CSS pixels, 1 to 6000. Send with viewport_width.", 630)},
-	{"viewport_mobile", everywhere, boolean("Emulate a mobile device (mobile viewport meta tag honored).")},
-	{"viewport_landscape", everywhere, boolean("Emulate landscape orientation.")},
-	{"viewport_touch", everywhere, boolean("Emulate a touch screen.")},
-	{"media_type", everywhere, enum("Emulated CSS media type.", "screen", "print")},
-	{"color_scheme", everywhere, enum("Emulated prefers-color-scheme.", "light", "dark")},
-	{"timezone", everywhere, withMaxLength(imageparams.MaxTimezoneLength, str("IANA time zone of the page's clock, e.g. Europe/Paris.", "America/New_York"))},
-	{"selector", everywhere, withMaxLength(imageparams.MaxSelectorLength, str("CSS selector: the image is cropped to the first matching element.", "#card"))},
-	{"ms_delay", everywhere, integer(0, imageparams.MaxDelay.Milliseconds(),
-		"Fixed wait before the capture in milliseconds, 0 to 10000 (default 0). Prefer render_when_ready for pages that signal when they are ready.", 500)},
-	{"max_wait_ms", everywhere, integer(imageparams.MinMaxWait.Milliseconds(), imageparams.MaxMaxWait.Milliseconds(),
-		"Longest wait for the page to load or signal readiness, in milliseconds, 500 to 10000 and no more than the plan allows (the free plan: 5000). A cap, not a delay.", 5000)},
-	{"render_when_ready", everywhere, boolean("Wait until the page's JavaScript calls ScreenshotReady(); the image fails if it never does (within max_wait_ms).")},
-	{"full_screen", everywhere, boolean("Capture the whole height of the page, not just the viewport.")},
-	{"block_consent_banners", everywhere, boolean("Hide cookie consent banners and similar popups.")},
-	{"disable_twemoji", everywhere, boolean("Emoji: html and template images draw emoji with the Twemoji image set unless this is true (native emoji); url images use Twemoji only when this is explicitly false.")},
-	{"transparent_background", everywhere, boolean("Render with a transparent background (use the png format).")},
-	{"format", everywhere, enum("Format of the returned URL: png (default), jpg, webp or pdf. Every format stays available by changing the URL's extension.", "png", "jpg", "webp", "pdf")},
-	{"pdf_options", everywhere, pdfOptions()},
-	{"headers", everywhere, withMaxProperties(imageparams.MaxHeaders, stringMap(
-		"Custom HTTP headers for url captures (name to value, at most 20 names, case-insensitive), sent only to the url's origin and additional_header_origins. Hop-by-hop, framing and proxy headers cannot be set.",
-		map[string]any{"Authorization": "Bearer preview-token"}))},
-	{"additional_header_origins", everywhere, stringArray(
-		"Exact origins (scheme://host[:port]) that also receive the custom headers; at most 20 unique origins.",
-		[]any{"https://cdn.example.com"})},
-	{"include_headers_on_subrequests", everywhere, boolean("Send the custom headers on subrequests (images, scripts, XHR) to those origins too, not only on the top-level page request. Default false.")},
-	{"identify_as_service", everywhere, boolean("Add the header X-SERVICE-SCREENSHOT: 1 to the top-level page request, so the site can recognise the capture.")},
-	{"dedupe_duration_s", forHTML | forURL, integer(0, imageparams.MaxDedupeDurationS,
-		"Reuse an identical image created within this many seconds instead of making a new one; a reuse consumes no credit. 0 turns it off. Default 0 for url; for html the plan's default (free and basic plans allow only 0 or 2592000).", 0)},
-	{"jumbo_max_width", everywhere, integer(1, imageparams.MaxJumbo,
-		"Allow an image wider than the normal limit, up to this many pixels (at most 80000). Send with jumbo_max_height. Consumes additional image credits.", 20000)},
-	{"jumbo_max_height", everywhere, integer(1, imageparams.MaxJumbo,
-		"Allow an image taller than the normal limit, up to this many pixels (at most 80000). Send with jumbo_max_width. Consumes additional image credits.", 20000)},
-	{"metadata", everywhere, withMaxProperties(imageparams.MaxMetadataEntries, stringMap(
-		"Your key-value strings stored with the image (at most 50 entries; keys up to 100 characters, values up to 1000).",
-		map[string]any{"campaign": "spring"}))},
-	{"proxy_id", everywhere, withMaxLength(imageparams.MaxIDLength, str(
-		"Route the render's outbound traffic through one of the organization's proxies (list_proxies). Needs the 10,000 images/month plan or higher.",
-		"0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d"))},
-	{"storage_destination_id", everywhere, withMaxLength(imageparams.MaxIDLength, str(
-		"Also write the rendered files to one of the organization's storage destinations (list_storage_destinations). Needs the 10,000 images/month plan or higher.",
-		"0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8e"))},
-}
-
-func pdfOptions() *jsonschema.Schema {
-	length := "Length with a unit px, in, cm, mm or pt, e.g. 8.5in or 210mm."
-	s := object("PDF output options (used by the pdf format and the .pdf URL).", map[string]any{
-		"page_width": "8.5in", "page_height": "11in", "scale": 1, "margins": []any{"0.5in", "0.5in", "0.5in", "0.5in"}, "print_background": true,
-	})
-	s.Properties = map[string]*jsonschema.Schema{
-		"page_width":  str("Page width. "+length, "8.5in"),
-		"page_height": str("Page height. "+length, "11in"),
-		"scale":       number(imageparams.MinPDFScale, imageparams.MaxPDFScale, "Scale of the page's rendering, 0.1 to 2 (default 1).", 1),
-		"margins": withItems(4, str(length, "0.5in"), &jsonschema.Schema{Type: "array",
-			Description: "Exactly four margins: top, right, bottom, left. " + length}),
-		"print_background": boolean("Print background colors and images (default false)."),
-	}
-	s.PropertyOrder = []string{"page_width", "page_height", "scale", "margins", "print_background"}
-	return s
-}
 
 // imageProperties returns the properties of the parameters in u, in the
 // table's order.
 func imageProperties(u use) (map[string]*jsonschema.Schema, []string) {
-	props := map[string]*jsonschema.Schema{}
-	var order []string
-	for _, p := range imageParams {
-		if p.use&u != 0 {
-			props[p.name] = p.schema
-			order = append(order, p.name)
-		}
-	}
-	return props, order
+	return schema.Properties(u)
 }
 
 // imageParam returns the table's schema of a parameter.
-func imageParam(name string) *jsonschema.Schema {
-	for _, p := range imageParams {
-		if p.name == name {
-			return p.schema
-		}
-	}
-	panic("mcpserver: no image parameter " + name)
-}
+func imageParam(name string) *jsonschema.Schema { return schema.Lookup(name) }
 
 // Schema helpers.
 
@@ -143,11 +37,6 @@ func str(description string, example any) *jsonschema.Schema {
 func integer(min, max int64, description string, example any) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "integer", Description: description, Minimum: jsonschema.Ptr(float64(min)),
 		Maximum: jsonschema.Ptr(float64(max)), Examples: examples(example)}
-}
-
-func number(min, max float64, description string, example any) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "number", Description: description, Minimum: jsonschema.Ptr(min),
-		Maximum: jsonschema.Ptr(max), Examples: examples(example)}
 }
 
 func boolean(description string) *jsonschema.Schema {
@@ -164,12 +53,6 @@ func enum(description string, values ...string) *jsonschema.Schema {
 
 func object(description string, example any) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", Description: description, Examples: examples(example)}
-}
-
-func stringMap(description string, example any) *jsonschema.Schema {
-	s := object(description, example)
-	s.AdditionalProperties = &jsonschema.Schema{Type: "string"}
-	return s
 }
 
 func stringArray(description string, example any) *jsonschema.Schema {
@@ -194,17 +77,6 @@ func withPattern(pattern string, s *jsonschema.Schema) *jsonschema.Schema {
 
 func withMaxLength(n int, s *jsonschema.Schema) *jsonschema.Schema {
 	s.MaxLength = jsonschema.Ptr(n)
-	return s
-}
-
-func withMaxProperties(n int, s *jsonschema.Schema) *jsonschema.Schema {
-	s.MaxProperties = jsonschema.Ptr(n)
-	return s
-}
-
-// withItems makes s an array of exactly n items.
-func withItems(n int, item, s *jsonschema.Schema) *jsonschema.Schema {
-	s.Items, s.MinItems, s.MaxItems = item, jsonschema.Ptr(n), jsonschema.Ptr(n)
 	return s
 }
 
