@@ -66,6 +66,13 @@ var Client = &http.Client{
 	Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 128},
 }
 
+// Validator, when set, checks every exchange of Do and Send: the request
+// as sent (its body in reqBody) and the whole answer. The origin's tests
+// set it to validate against the OpenAPI document, so that any answer that
+// disagrees with it fails the test that produced it: Do fails its test,
+// Send returns the error. Set it before the first request (TestMain).
+var Validator func(req *http.Request, reqBody []byte, resp *Response) error
+
 // Do sends r to base and reads the whole answer.
 func Do(t testing.TB, base string, r Request) *Response {
 	t.Helper()
@@ -79,6 +86,7 @@ func Do(t testing.TB, base string, r Request) *Response {
 // Send is Do without a testing.TB, for goroutines.
 func Send(base string, r Request) (*Response, error) {
 	var body io.Reader
+	var sent []byte
 	ct := r.ContentType
 	switch {
 	case r.JSON != nil:
@@ -86,12 +94,12 @@ func Send(base string, r Request) (*Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		body = bytes.NewReader(b)
+		body, sent = bytes.NewReader(b), b
 		if ct == "" {
 			ct = "application/json"
 		}
 	case r.Raw != "":
-		body = strings.NewReader(r.Raw)
+		body, sent = strings.NewReader(r.Raw), []byte(r.Raw)
 	}
 	req, err := http.NewRequest(r.Method, base+r.Path, body)
 	if err != nil {
@@ -115,7 +123,13 @@ func Send(base string, r Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if Validator != nil {
+		if err := Validator(req, sent, out); err != nil {
+			return out, fmt.Errorf("%s %s answered %d, which the API description does not allow: %w", r.Method, r.Path, out.Status, err)
+		}
+	}
+	return out, nil
 }
 
 // WantStatus fails unless the status matches.
