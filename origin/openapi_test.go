@@ -46,6 +46,20 @@ func TestOpenAPIDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every route of the table is an operation of the document, or skipped.
+	operations := 0
+	for _, item := range doc.Paths.Map() {
+		operations += len(item.Operations())
+	}
+	skipped := 0
+	for _, r := range o.origin.Routes() {
+		if _, ok := openapi.Skipped()[r.Method+" "+r.Pattern]; ok {
+			skipped++
+		}
+	}
+	if routes := len(o.origin.Routes()); operations+skipped != routes || skipped == 0 {
+		t.Errorf("%d operations and %d skipped routes for %d routes", operations, skipped, routes)
+	}
 	// Nothing of this run may be in it: the origin's address above all.
 	host := strings.TrimPrefix(o.URL, "http://")
 	for _, b := range [][]byte{js, ys} {

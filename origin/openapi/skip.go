@@ -47,3 +47,14 @@ var skipped = map[string]skip{
 	"DELETE /mcp":                                       {reasonMCP, true},
 	"OPTIONS /mcp":                                      {reasonMCP + " (CORS preflight)", true},
 }
+
+// Skipped returns the routes ("METHOD pattern") the document leaves out on
+// purpose, with the reason. The MCP routes are among them whether or not
+// the origin serves MCP.
+func Skipped() map[string]string {
+	out := make(map[string]string, len(skipped))
+	for k, v := range skipped {
+		out[k] = v.reason
+	}
+	return out
+}

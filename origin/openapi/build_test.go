@@ -1,0 +1,272 @@
+package openapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/ratelimit"
+)
+
+// publicRoutes are the routes of the real table without credentials.
+var publicRoutes = []string{
+	"GET /v1/image/{id}",
+	"GET /v1/image/create-and-render/{api_id}/{token}",
+	"GET /v1/image/create-and-render/{api_id}/{token}/{format}",
+	"GET /v1/image/{template_id}/{token}",
+	"GET /v1/image/{template_id}/{token}/{format}",
+	"GET /v1/og/{domain_id}",
+	"GET /v1/og/{domain_id}/{path...}",
+}
+
+// fakeTable is a route table with every documented and skipped route: the
+// shape of the origin's (origin/openapi_test.go builds from the real one).
+func fakeTable(mcp bool) []api.Route {
+	var routes []api.Route
+	add := func(key string) {
+		method, pattern, _ := strings.Cut(key, " ")
+		r := api.Route{Method: method, Pattern: pattern, Handler: func(http.ResponseWriter, *http.Request) {}}
+		if slices.Contains(publicRoutes, key) {
+			r.Public = true
+		} else {
+			r.Permission = perm.ImagesRead
+		}
+		if strings.Contains(pattern, "/proxies") {
+			r.Group = ratelimit.ProxyRead
+		}
+		routes = append(routes, r)
+	}
+	s := newSpec()
+	s.define()
+	for _, key := range sortedKeys(s.operations()) {
+		add(key)
+	}
+	for _, key := range sortedKeys(skipped) {
+		if !skipped[key].mcp || mcp {
+			add(key)
+		}
+	}
+	return routes
+}
+
+func without(routes []api.Route, key string) []api.Route {
+	return slices.DeleteFunc(slices.Clone(routes), func(r api.Route) bool { return r.Method+" "+r.Pattern == key })
+}
+
+func TestBuildCoversTheTable(t *testing.T) {
+	for _, mcp := range []bool{true, false} {
+		doc, err := Build(fakeTable(mcp), Options{})
+		if err != nil {
+			t.Fatalf("MCP %v: %v", mcp, err)
+		}
+		if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" || doc.Info.Title != "Pictor API" {
+			t.Errorf("openapi %s, info %+v", doc.OpenAPI, doc.Info)
+		}
+		if len(doc.Servers) != 1 || doc.Servers[0].URL != "/" {
+			t.Errorf("servers %v, want the relative /", doc.Servers)
+		}
+	}
+	doc, err := Build(fakeTable(true), Options{ServerURL: "https://api.example.com"})
+	if err != nil || doc.Servers[0].URL != "https://api.example.com" {
+		t.Errorf("ServerURL: %v %v", doc.Servers, err)
+	}
+}
+
+func TestBuildRefusesMismatches(t *testing.T) {
+	full := fakeTable(true)
+	extra := append(slices.Clone(full), api.Route{Method: "GET", Pattern: "/v1/secret", Permission: perm.ImagesRead})
+	oneMCP := without(fakeTable(false), "GET /healthz")
+	oneMCP = append(oneMCP, api.Route{Method: "POST", Pattern: "/mcp", Public: true})
+	for _, c := range []struct {
+		name   string
+		routes []api.Route
+		want   error
+		names  string
+	}{
+		{"a route without documentation", extra, ErrUndocumented, "GET /v1/secret"},
+		{"documentation of a route the table lacks", without(full, "GET /v1/usage"), ErrNotServed, "GET /v1/usage"},
+		{"a skipped route the table lacks", without(full, "GET /metrics"), ErrNotServed, "GET /metrics"},
+		{"part of the MCP routes", without(full, "POST /oauth/token"), ErrNotServed, "POST /oauth/token"},
+		{"one MCP route alone", oneMCP, ErrNotServed, "GET /mcp"},
+		{"a route twice", append(slices.Clone(full), full[0]), ErrInvalid, full[0].Method + " " + full[0].Pattern},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc, err := Build(c.routes, Options{})
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.names) {
+				t.Fatalf("err = %v, want %v naming %s", err, c.want, c.names)
+			}
+			if doc != nil {
+				t.Error("a document despite the error")
+			}
+		})
+	}
+}
+
+func TestBuildChecksPaths(t *testing.T) {
+	for _, c := range []struct{ pattern, path string }{
+		{"/v1/a/{id}", "/v1/b/{id}"},
+		{"/v1/a/{id}", "/v1/a/id"},
+		{"/v1/a/{id}", "/v1/a/{id}/x"},
+		{"/v1/a/{path...}", "/v1/a/{path...}"},
+	} {
+		if err := samePath(c.pattern, c.path); !errors.Is(err, ErrInvalid) {
+			t.Errorf("samePath(%s, %s) = %v", c.pattern, c.path, err)
+		}
+	}
+	if err := samePath("/v1/image/{template_id}/{template_version}", "/v1/image/{template_id}/{version_or_token}"); err != nil {
+		t.Error(err)
+	}
+	ps := params(pathParam("id", "", str("")))
+	if err := pathParams("/v1/a/{id}/{x}", ps); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a path parameter without documentation: %v", err)
+	}
+	if err := pathParams("/v1/a", ps); !errors.Is(err, ErrInvalid) {
+		t.Errorf("documentation of a path parameter the path lacks: %v", err)
+	}
+}
+
+// TestRouteImplies: what Build derives from a route of the table.
+func TestRouteImplies(t *testing.T) {
+	doc, err := Build(fakeTable(true), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := doc.Paths.Value("/v1/image/{id}").Get
+	if get.Security == nil || len(*get.Security) != 0 {
+		t.Errorf("a public route has security %v, want []", get.Security)
+	}
+	if get.Responses.Status(401) != nil {
+		t.Error("a public route answers 401")
+	}
+	usage := doc.Paths.Value("/v1/usage").Get
+	if usage.Security == nil || len(*usage.Security) != 1 || (*usage.Security)[0][basicAuth] == nil {
+		t.Errorf("an authenticated route has security %v", usage.Security)
+	}
+	if usage.Extensions["x-pictor-permission"] != string(perm.ImagesRead) || !strings.Contains(usage.Description, "Needs the permission images:read") {
+		t.Errorf("the permission is not documented: %v %q", usage.Extensions, usage.Description)
+	}
+	for _, status := range []int{400, 401, 403} {
+		if usage.Responses.Status(status) == nil {
+			t.Errorf("GET /v1/usage does not document %d", status)
+		}
+	}
+	if usage.Responses.Status(401).Value.Headers[hdrWWWAuthenticate] == nil {
+		t.Error("401 without WWW-Authenticate")
+	}
+	if usage.Responses.Default() == nil || usage.Responses.Status(429) != nil {
+		t.Error("an unlimited route: no default, or a 429")
+	}
+	list := doc.Paths.Value("/v1/proxies").Get
+	if list.Extensions["x-pictor-rate-limit-group"] != string(ratelimit.ProxyRead) {
+		t.Errorf("rate limit group %v", list.Extensions)
+	}
+	if r := list.Responses.Status(429); r == nil || r.Value.Headers[hdrRetryAfter] == nil {
+		t.Error("a limited route without 429 and Retry-After")
+	}
+	for _, status := range []int{200, 400, 403, 429} {
+		h := list.Responses.Status(status).Value.Headers
+		if h[hdrRateLimit] == nil || h[hdrRateLimitPolicy] == nil {
+			t.Errorf("GET /v1/proxies %d without the rate-limit headers", status)
+		}
+	}
+	if list.Responses.Status(401).Value.Headers[hdrRateLimit] != nil {
+		t.Error("a 401 carries rate-limit headers: the limit runs after authentication")
+	}
+	// Shared answers are not changed by another operation's headers.
+	if h := doc.Paths.Value("/v1/images").Get.Responses.Status(400).Value.Headers; h[hdrRateLimit] != nil {
+		t.Error("the rate-limit headers leaked into an unlimited route")
+	}
+	create := doc.Paths.Value("/v1/image").Post
+	for _, status := range []int{200, 429} {
+		if create.Responses.Status(status).Value.Headers[hdrRendersUsed] == nil {
+			t.Errorf("POST /v1/image %d without x-renders-*", status)
+		}
+	}
+	for _, status := range []int{413, 415} {
+		if create.Responses.Status(status) == nil {
+			t.Errorf("a route with a body does not document %d", status)
+		}
+	}
+}
+
+// TestDocumentIsValid: the document passes kin-openapi's validation once
+// encoded and loaded back, as JSON and as YAML, and so does every example.
+func TestDocumentIsValid(t *testing.T) {
+	doc, err := Build(fakeTable(true), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := JSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, err := YAML(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []*openapi3.T
+	for _, data := range [][]byte{js, ys} {
+		loaded, err := openapi3.NewLoader().LoadFromData(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := loaded.Validate(context.Background(), openapi3.EnableMultiError()); err != nil {
+			t.Fatal(err)
+		}
+		err = loaded.WalkSchemas(func(ptr string, s *openapi3.SchemaRef) error {
+			for _, v := range append(slices.Clone(s.Value.Examples), s.Value.Default) {
+				if v == nil {
+					continue
+				}
+				if err := s.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+					t.Errorf("%s: %v does not fit: %v", ptr, v, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, loaded)
+	}
+	// The YAML is the same document as the JSON.
+	again, err := JSON(docs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(js) {
+		t.Error("the YAML, loaded and encoded as JSON, is not the JSON document")
+	}
+}
+
+func TestEncodingIsDeterministic(t *testing.T) {
+	var first, firstYAML []byte
+	for i := range 5 {
+		doc, err := Build(fakeTable(true), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := JSON(doc)
+		ys, _ := YAML(doc)
+		if i == 0 {
+			first, firstYAML = js, ys
+			continue
+		}
+		if string(js) != string(first) || string(ys) != string(firstYAML) {
+			t.Fatal("two builds encode differently")
+		}
+	}
+	if strings.Contains(string(first), `\u003c`) {
+		t.Error("the JSON escapes HTML")
+	}
+	if !strings.HasSuffix(string(first), "}\n") {
+		t.Error("the JSON does not end with a newline")
+	}
+}
