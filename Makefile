@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 14m
 BENCH_FLAGS  ?=
 FUZZTIME     ?= 30s
 
-.PHONY: help deps test-deps build run test test-short hostile fuzz lint fmt bench clean
+.PHONY: help deps test-deps build run test test-short hostile fuzz lint fmt bench apidocs clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -91,6 +91,10 @@ fmt: ## format the code
 
 bench: deps build ## run the load-benchmark harness; report in bench/out/ (BENCH_FLAGS="--duration 10s --scenarios render-card")
 	$(GO) run ./bench/cmd/pictor-bench --pictor ./$(BIN) --out bench/out $(BENCH_FLAGS)
+
+apidocs: ## refetch the /docs page's Redoc bundle from npm at the version pinned in origin/contract/apidocs/apidocs.go; commit what changes
+	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
+	./origin/contract/apidocs/fetch-redoc.sh
 
 clean: ## remove build outputs
 	rm -rf bin

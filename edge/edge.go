@@ -403,6 +403,11 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		e.scrape(ctx)
 		closeIfUnread(ctx)
 		return
+	case bytes.HasPrefix(path, pathDocs) || bytes.HasPrefix(path, pathOpenAPI):
+		if docFiles.serve(ctx, path) {
+			closeIfUnread(ctx)
+			return
+		}
 	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(ctx.URI().PathOriginal(), ogPrefix)):
 		e.serveOG(ctx, rid)
 		closeIfUnread(ctx)
