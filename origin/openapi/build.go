@@ -166,7 +166,33 @@ func (s *spec) add(doc *openapi3.T, r api.Route, op operation) error {
 		return fmt.Errorf("%w: method %s", ErrInvalid, r.Method)
 	}
 	item.SetOperation(r.Method, o)
+	if r.Method == http.MethodGet && r.Public {
+		item.SetOperation(http.MethodHead, headOf(o))
+	}
 	return nil
+}
+
+// headOf documents HEAD of a public GET route (the router serves HEAD
+// with every GET): the same answers without their bodies. Only public
+// routes get one: their answers are images that caches and crawlers ask
+// about.
+func headOf(get *openapi3.Operation) *openapi3.Operation {
+	h := *get
+	if rest, ok := strings.CutPrefix(get.OperationID, "get"); ok {
+		h.OperationID = "head" + rest
+	} else {
+		h.OperationID = get.OperationID + "Head"
+	}
+	h.Summary = get.Summary + " (headers only)"
+	h.Description = "GET without the body: the same status and headers. " + get.Description
+	h.Responses = openapi3.NewResponses()
+	h.Responses.Delete("default")
+	for status, resp := range get.Responses.Map() {
+		c := *resp.Value
+		c.Content = nil
+		h.Responses.Set(status, &openapi3.ResponseRef{Value: &c})
+	}
+	return &h
 }
 
 // samePath checks that the OpenAPI path has the route pattern's literal

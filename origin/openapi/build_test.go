@@ -142,6 +142,12 @@ func TestRouteImplies(t *testing.T) {
 	if get.Security == nil || len(*get.Security) != 0 {
 		t.Errorf("a public route has security %v, want []", get.Security)
 	}
+	if head := doc.Paths.Value("/v1/image/{id}").Head; head == nil || head.OperationID != "headImage" || head.Responses.Status(200).Value.Content != nil {
+		t.Errorf("HEAD of a public GET: %+v", head)
+	}
+	if doc.Paths.Value("/v1/usage").Head != nil {
+		t.Error("HEAD documented for an authenticated GET")
+	}
 	if get.Responses.Status(401) != nil {
 		t.Error("a public route answers 401")
 	}

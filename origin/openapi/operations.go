@@ -380,7 +380,7 @@ func (s *spec) operations() map[string]operation {
 			path: "/v1/og/{domain_id}/{path}",
 			id:   "getOGImage", tag: tagOG, summary: "Get the social-card image of a page",
 			description: "Public. The social-card image of the page at the same path of the configuration's base_url, sized for the crawler that asks (by User-Agent). " +
-				"The query string is ignored. The page's metadata is reused until its refresh interval ends; then the current image is served at once and the page read again in the background.",
+				"The home page is /v1/og/{domain_id} (or with a final /). The query string is ignored. The page's metadata is reused until its refresh interval ends; then the current image is served at once and the page read again in the background.",
 			params: params(ogDomainParam(), &openapi3.Parameter{Name: "path", In: openapi3.ParameterInPath, Required: true,
 				Description: "The page's path on the site, which may hold further / (sent as they are, not percent-encoded).",
 				Schema:      openapi3.NewSchemaRef("", str("")), AllowReserved: false}),
