@@ -51,10 +51,6 @@ func enum(description string, values ...string) *jsonschema.Schema {
 	return s
 }
 
-func object(description string, example any) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Description: description, Examples: examples(example)}
-}
-
 func stringArray(description string, example any) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "array", Description: description, Items: &jsonschema.Schema{Type: "string"},
 		Examples: examples(example)}
