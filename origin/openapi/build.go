@@ -283,6 +283,17 @@ func (s *spec) responses(r api.Route, op operation) (*openapi3.Responses, error)
 			}
 		}
 	}
+	// Every operation can fail at the origin or on the way through the edge.
+	if op.body != nil {
+		implied(http.StatusRequestTimeout, "The body did not arrive in time (from 15 seconds on, 4 KiB a second); the connection is closed.")
+	}
+	implied(http.StatusInternalServerError, "An internal error: the message holds no detail; quote the X-Request-Id header.")
+	implied(http.StatusBadGateway, "From the edge: the origin is unavailable.")
+	implied(http.StatusServiceUnavailable, "The server is shutting down, or at its connection limit: try again (after Retry-After when present).")
+	if h := byStatus[http.StatusServiceUnavailable].Headers; h[hdrRetryAfter] == nil {
+		h[hdrRetryAfter] = s.headerRef(hdrRetryAfter)
+	}
+	implied(http.StatusGatewayTimeout, "A deadline passed: the origin did not answer the edge in time, or the request ran out of time.")
 	out := openapi3.NewResponses()
 	out.Delete("default")
 	for status, resp := range byStatus {
@@ -291,7 +302,5 @@ func (s *spec) responses(r api.Route, op operation) (*openapi3.Responses, error)
 		}
 		out.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: resp})
 	}
-	def := s.errorResponse("Any other failure, in the standard error body: 405 (another method), 408 (a body too slow), 500, 503 while the server shuts down (with Retry-After), 502 or 504 from the edge when the origin cannot answer.")
-	out.Set("default", &openapi3.ResponseRef{Value: def})
 	return out, nil
 }

@@ -166,8 +166,16 @@ func TestRouteImplies(t *testing.T) {
 	if usage.Responses.Status(401).Value.Headers[hdrWWWAuthenticate] == nil {
 		t.Error("401 without WWW-Authenticate")
 	}
-	if usage.Responses.Default() == nil || usage.Responses.Status(429) != nil {
-		t.Error("an unlimited route: no default, or a 429")
+	if usage.Responses.Default() != nil || usage.Responses.Status(429) != nil {
+		t.Error("an unlimited route: a default, or a 429")
+	}
+	for _, status := range []int{500, 502, 503, 504} {
+		if usage.Responses.Status(status) == nil {
+			t.Errorf("GET /v1/usage does not document %d", status)
+		}
+	}
+	if usage.Responses.Status(408) != nil {
+		t.Error("a route without a body documents 408")
 	}
 	list := doc.Paths.Value("/v1/proxies").Get
 	if list.Extensions["x-pictor-rate-limit-group"] != string(ratelimit.ProxyRead) {
@@ -195,7 +203,7 @@ func TestRouteImplies(t *testing.T) {
 			t.Errorf("POST /v1/image %d without x-renders-*", status)
 		}
 	}
-	for _, status := range []int{413, 415} {
+	for _, status := range []int{408, 413, 415} {
 		if create.Responses.Status(status) == nil {
 			t.Errorf("a route with a body does not document %d", status)
 		}
