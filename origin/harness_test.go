@@ -22,6 +22,9 @@ var logs = &apitest.Buffer{}
 
 func TestMain(m *testing.M) {
 	slog.SetDefault(logging.New(logs, slog.LevelDebug))
+	// Every request of these tests and its answer must agree with the
+	// API description.
+	apitest.Validator = (&openAPICheck{}).validate
 	os.Exit(m.Run())
 }
 
