@@ -1,121 +1,264 @@
 package blob
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"os"
+	"io"
+	"log/slog"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ErrNotFound is returned for a file that does not exist.
-var ErrNotFound = errors.New("blob not found")
-
-// Store is a directory of per-image folders.
-type Store struct{ dir string }
-
-// Open returns the store rooted at dir, creating it.
-func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("blob store %s: %w", dir, err)
-	}
-	return &Store{dir: dir}, nil
+// Blobs keeps the files of images, each named by its image's id and a file
+// name (ids and names are single path segments: no slash, no leading
+// dot). Implementations are safe for concurrent use: the files store
+// (Store) and the S3 store (New with an s3:// URL).
+type Blobs interface {
+	// Put writes data as id/name, replacing what was there, atomically: a
+	// reader sees the old content or the new one, never a mix.
+	Put(ctx context.Context, id, name string, data []byte) error
+	// Open opens id/name for streaming reads; ctx bounds the reads of the
+	// Object too. A missing file is ErrNotFound.
+	Open(ctx context.Context, id, name string) (Object, error)
+	// Read returns the whole content of id/name, verified against its
+	// checksum where the store records one. A missing file is ErrNotFound.
+	Read(ctx context.Context, id, name string) ([]byte, error)
+	// Remove deletes every file of the image; a missing image is not an
+	// error.
+	Remove(ctx context.Context, id string) error
+	// Close releases the store's connections; no method may be called
+	// after it.
+	Close() error
 }
 
-// valid accepts ids and names that cannot leave their directory.
-func valid(s string) bool {
-	return s != "" && len(s) <= 128 && !strings.ContainsAny(s, `/\`) && s != "." && s != ".." && !strings.HasPrefix(s, ".")
+// Object is an open file. Seek(0, io.SeekEnd) gives its size without
+// reading it; http.ServeContent serves it with Range support. An Object is
+// for one goroutine at a time, as an *os.File read with Seek is.
+//
+// A store that records checksums verifies them when a read reaches the
+// end of a file whose every byte was read in order from the start: the
+// Read that would deliver the last bytes returns ErrCorrupt instead, so a
+// reader (or an HTTP client, whose answer then ends short of its
+// Content-Length) never gets the whole of a corrupt file. A read of a part
+// (a Range) cannot be verified: it is served unchecked.
+//
+// The S3 store's Object holds one GET's body: Open sends a GET of the
+// whole object, a Read at another offset than that body's (after a Seek)
+// drops it (and its connection) for a ranged GET of the same version from
+// there to the end. When that version is gone (the object was replaced or
+// removed since Open), such a Read fails with ErrChanged.
+type Object interface {
+	io.Reader
+	io.Seeker
+	io.Closer
 }
 
-func (s *Store) folder(id string) string {
-	shard := id
-	if len(shard) > 2 {
-		shard = id[len(id)-2:] // the random tail of a UUIDv7 spreads evenly
-	}
-	return filepath.Join(s.dir, shard, id)
+// Config selects and configures a store.
+type Config struct {
+	// URL selects the store (--blobs):
+	//   - "" or "file:": the files store in DataDir/images;
+	//   - "file:///path": the files store in /path;
+	//   - "s3://bucket/prefix?endpoint=URL&region=R&path_style=true": an S3
+	//     store. Every parameter is optional: without endpoint it is AWS
+	//     S3 (the region then comes from the SDK's configuration when not
+	//     given), with one the region defaults to us-east-1. Credentials
+	//     come from the SDK's default chain (AWS_ACCESS_KEY_ID and
+	//     AWS_SECRET_ACCESS_KEY, AWS_PROFILE and the shared files, a
+	//     container or instance role), never from the URL.
+	URL string
+	// DataDir is the origin's data directory (--data-dir).
+	DataDir string
+
+	// Timeout bounds the S3 store's waits: a Put, Read or Remove whole
+	// (every attempt included, so a Put must send its object within it),
+	// each attempt of an Open's GET until its answer, and each read of an
+	// open Object that waits for data (a slow but moving transfer goes
+	// on; a silent server fails it).
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of each S3 request (the first
+	// included): the SDK's standard retryer retries 5xx, throttling and
+	// broken connections with jittered exponential backoff.
+	MaxAttempts int
+	// MaxBackoff caps the wait between two attempts.
+	MaxBackoff time.Duration
+	// Credentials, when set, replaces the SDK's default chain (tests).
+	Credentials aws.CredentialsProvider
+	// Registerer receives the S3 store's metrics; nil skips them.
+	Registerer prometheus.Registerer
+	// Logger receives checksum failures and the SDK's retries; nil is
+	// slog.Default().
+	Logger *slog.Logger
 }
 
-// Path returns where a file lives (it may not exist).
-func (s *Store) Path(id, name string) (string, error) {
-	if !valid(id) || !valid(name) {
-		return "", fmt.Errorf("blob: invalid key %q/%q", id, name)
+// DefaultConfig returns the defaults: the files store.
+func DefaultConfig() Config {
+	return Config{
+		Timeout:     60 * time.Second,
+		MaxAttempts: 3,
+		MaxBackoff:  2 * time.Second,
 	}
-	return filepath.Join(s.folder(id), name), nil
 }
 
-// Put writes data as id/name atomically and durably.
-func (s *Store) Put(id, name string, data []byte) error {
-	path, err := s.Path(id, name)
-	if err != nil {
-		return err
+// Validate reports the first invalid setting, naming its flag.
+func (c *Config) Validate() error {
+	switch {
+	case c.Timeout <= 0:
+		return fmt.Errorf("blob store timeout (--blobs-timeout) %v: must be positive", c.Timeout)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("blob store max attempts (--blobs-max-attempts) %d: must be at least 1", c.MaxAttempts)
+	case c.MaxBackoff <= 0:
+		return fmt.Errorf("blob store max backoff (--blobs-max-backoff) %v: must be positive", c.MaxBackoff)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("blob put %s/%s: %w", id, name, err)
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("blob put %s/%s: %w", id, name, err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("blob put %s/%s: %w", id, name, err)
-	}
-	return syncDir(dir)
+	_, err := parseURL(c.URL, c.DataDir)
+	return err
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// New validates cfg and opens the store its URL names.
+func New(ctx context.Context, cfg Config) (Blobs, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// Open opens id/name for reading.
-func (s *Store) Open(id, name string) (*os.File, error) {
-	path, err := s.Path(id, name)
+	loc, err := parseURL(cfg.URL, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNotFound
+	if loc.dir != "" {
+		st, err := Open(loc.dir)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
-	return f, err
-}
-
-// Read returns the whole content of id/name.
-func (s *Store) Read(id, name string) ([]byte, error) {
-	path, err := s.Path(id, name)
+	st, err := newS3(ctx, cfg, loc.s3)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNotFound
-	}
-	return data, err
+	return st, nil
 }
 
-// Remove deletes every file of an image.
-func (s *Store) Remove(id string) error {
-	if !valid(id) {
-		return fmt.Errorf("blob: invalid id %q", id)
+// OpenURL opens the store u names (see Config.URL) with the default
+// settings.
+func OpenURL(ctx context.Context, u, dataDir string) (Blobs, error) {
+	cfg := DefaultConfig()
+	cfg.URL, cfg.DataDir = u, dataDir
+	return New(ctx, cfg)
+}
+
+// location is a parsed Config.URL: a directory or an S3 bucket.
+type location struct {
+	dir string
+	s3  s3Location
+}
+
+type s3Location struct {
+	bucket    string
+	prefix    string // without leading or trailing slash
+	endpoint  string // "" for AWS S3
+	region    string // "" for the SDK's configuration
+	pathStyle bool
+}
+
+// parseURL reads a Config.URL; its errors name --blobs.
+func parseURL(raw, dataDir string) (location, error) {
+	bad := func(format string, args ...any) (location, error) {
+		return location{}, fmt.Errorf("blob store URL (--blobs) %q: %s", raw, fmt.Sprintf(format, args...))
 	}
-	if err := os.RemoveAll(s.folder(id)); err != nil {
-		return fmt.Errorf("blob remove %s: %w", id, err)
+	if raw == "" || raw == "file:" {
+		if dataDir == "" {
+			return bad("the files store needs a data directory (--data-dir)")
+		}
+		return location{dir: filepath.Join(dataDir, "images")}, nil
 	}
-	return nil
+	u, err := url.Parse(raw)
+	if err != nil {
+		return bad("not a URL")
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" || u.Path == "" || !filepath.IsAbs(u.Path) || u.RawQuery != "" {
+			return bad("must be file: or file:///absolute/path")
+		}
+		return location{dir: filepath.Clean(u.Path)}, nil
+	case "s3":
+	default:
+		return bad("must be file: or s3://bucket/prefix")
+	}
+	loc := s3Location{bucket: u.Host, prefix: strings.Trim(u.Path, "/")}
+	switch {
+	case u.User != nil:
+		return bad("credentials do not go in the URL: the SDK's default chain provides them (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)")
+	case !bucketShape(loc.bucket):
+		return bad("bucket %q: must be 3 to 255 letters, digits, dots, hyphens and underscores", loc.bucket)
+	case strings.Contains(loc.prefix, "//") || strings.Contains("/"+loc.prefix+"/", "/../") || strings.Contains("/"+loc.prefix+"/", "/./"):
+		return bad("prefix %q: must have no empty, . or .. segment", loc.prefix)
+	case len(loc.prefix) > 512:
+		return bad("prefix: longer than 512 bytes")
+	case u.Fragment != "":
+		return bad("no fragment allowed")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return bad("query: %v", err)
+	}
+	for k, vs := range q {
+		if len(vs) != 1 {
+			return bad("%s: given %d times", k, len(vs))
+		}
+		v := vs[0]
+		switch k {
+		case "endpoint":
+			e, err := url.Parse(v)
+			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || e.User != nil || e.RawQuery != "" {
+				return bad("endpoint %q: must be an absolute http(s) URL", v)
+			}
+			loc.endpoint = strings.TrimRight(v, "/")
+		case "region":
+			if !regionShape(v) {
+				return bad("region %q: must be a region name such as us-east-1", v)
+			}
+			loc.region = v
+		case "path_style":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return bad("path_style %q: must be true or false", v)
+			}
+			loc.pathStyle = b
+		default:
+			return bad("unknown parameter %q (endpoint, region and path_style are known)", k)
+		}
+	}
+	if loc.endpoint != "" && loc.region == "" {
+		loc.region = "us-east-1"
+	}
+	return location{s3: loc}, nil
+}
+
+func bucketShape(b string) bool {
+	if len(b) < 3 || len(b) > 255 {
+		return false
+	}
+	for _, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func regionShape(r string) bool {
+	if r == "" || len(r) > 64 {
+		return false
+	}
+	for _, c := range r {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

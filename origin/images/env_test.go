@@ -145,7 +145,7 @@ func (e *env) ready(id string, data []byte) *Image {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	img, err := e.svc.keep(id, imageparams.FormatPNG, data, func(img *Image) {
+	img, err := e.svc.keep(context.Background(), id, imageparams.FormatPNG, data, func(img *Image) {
 		img.State, img.Width, img.Height = StateReady, cfg.Width, cfg.Height
 	})
 	if err != nil {

@@ -76,7 +76,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	}
 	// ServeContent answers Range (PDF), If-None-Match, If-Modified-Since
 	// and HEAD; contentWriter gives its errors the standard body.
-	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f)
+	// f.Object, not f: the files store's *os.File itself, for sendfile.
+	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f.Object)
 }
 
 func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*File, error) {

@@ -2,6 +2,7 @@ package images
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestServe(t *testing.T) {
 	master := testPNG(t, 64, 48, 5)
 	etag := e.ready(img.ID, master).Renditions["png"].ETag
 	pdf := []byte("%PDF-1.4\n% not a real document, bytes to serve\n%%EOF\n")
-	if _, err := e.svc.keep(img.ID, imageparams.FormatPDF, pdf, nil); err != nil {
+	if _, err := e.svc.keep(context.Background(), img.ID, imageparams.FormatPDF, pdf, nil); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/image/" + img.ID

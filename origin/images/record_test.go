@@ -71,7 +71,7 @@ func TestKeyLayout(t *testing.T) {
 					t.Fatalf("after delete: %v", sortedKeys(left))
 				}
 			}
-			if _, err := e.blobs.Read(img.ID, fileNames[imageparams.FormatPNG]); err == nil {
+			if _, err := e.blobs.Read(context.Background(), img.ID, fileNames[imageparams.FormatPNG]); err == nil {
 				t.Fatal("the master outlived its image")
 			}
 		})

@@ -42,7 +42,7 @@ var fileNames = map[imageparams.Format]string{
 // Config wires the service.
 type Config struct {
 	Store  kv.Store
-	Blobs  *blob.Store
+	Blobs  blob.Blobs
 	Engine *render.Engine
 	Now    func() time.Time
 	// OnDelete runs after images are deleted, before the delete is answered:

@@ -59,7 +59,7 @@ func (s *Service) compactOne(id string) error {
 	if !ok {
 		return nil
 	}
-	data, err := s.cfg.Blobs.Read(id, fileNames[imageparams.FormatPNG])
+	data, err := s.cfg.Blobs.Read(s.ctx, id, fileNames[imageparams.FormatPNG])
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Service) compactOne(id string) error {
 	if img.SortKey != before.SortKey || img.Renditions[string(imageparams.FormatPNG)] != rend {
 		return nil
 	}
-	if err := s.cfg.Blobs.Put(id, fileNames[imageparams.FormatPNG], small); err != nil {
+	if err := s.cfg.Blobs.Put(s.ctx, id, fileNames[imageparams.FormatPNG], small); err != nil {
 		return err
 	}
 	rend.Size = int64(len(small)) // the ETag stays: it names the pixels

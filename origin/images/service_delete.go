@@ -16,7 +16,7 @@ func (s *Service) Delete(ctx context.Context, orgID string, ids []string) (int, 
 	var err error
 	for _, id := range ids {
 		var ok bool
-		ok, err = s.deleteOne(orgID, id)
+		ok, err = s.deleteOne(ctx, orgID, id)
 		if ok {
 			gone = append(gone, id)
 		}
@@ -34,7 +34,7 @@ func (s *Service) Delete(ctx context.Context, orgID string, ids []string) (int, 
 
 // deleteOne deletes the image if it is the organization's, and reports
 // whether its record is gone, also when removing its files then failed.
-func (s *Service) deleteOne(orgID, id string) (bool, error) {
+func (s *Service) deleteOne(ctx context.Context, orgID, id string) (bool, error) {
 	unlock := s.lock(id)
 	defer unlock()
 	img, err := s.records.get(id)
@@ -62,7 +62,8 @@ func (s *Service) deleteOne(orgID, id string) (bool, error) {
 	if err := b.Commit(); err != nil {
 		return false, fmt.Errorf("delete image %s: %w", id, err)
 	}
-	if err := s.cfg.Blobs.Remove(id); err != nil {
+	// The record is gone: the files go too, even if the caller leaves.
+	if err := s.cfg.Blobs.Remove(context.WithoutCancel(ctx), id); err != nil {
 		return true, err
 	}
 	return true, nil

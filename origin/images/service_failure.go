@@ -43,7 +43,7 @@ func (s *Service) failMaster(id string, f *Failure, refund bool) error {
 	defer unlock()
 	img, err := s.records.get(id)
 	if errors.Is(err, ErrNotFound) {
-		if rerr := s.cfg.Blobs.Remove(id); rerr != nil {
+		if rerr := s.cfg.Blobs.Remove(s.ctx, id); rerr != nil {
 			return rerr
 		}
 	}

@@ -176,10 +176,10 @@ func TestFileOfDeletedImageIsRemoved(t *testing.T) {
 	if n, err := e.svc.Delete(context.Background(), o.ID, []string{img.ID}); n != 1 || err != nil {
 		t.Fatalf("delete: %d, %v", n, err)
 	}
-	if _, err := e.svc.keep(img.ID, imageparams.FormatPNG, testPNG(t, 4, 4, 0), nil); !errors.Is(err, ErrNotFound) {
+	if _, err := e.svc.keep(context.Background(), img.ID, imageparams.FormatPNG, testPNG(t, 4, 4, 0), nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("keep after delete: %v", err)
 	}
-	if _, err := e.blobs.Read(img.ID, fileNames[imageparams.FormatPNG]); err == nil {
+	if _, err := e.blobs.Read(context.Background(), img.ID, fileNames[imageparams.FormatPNG]); err == nil {
 		t.Fatal("the file of a deleted image was left")
 	}
 	if err := e.svc.failMaster(img.ID, &Failure{Status: 502, Message: "x"}, true); !errors.Is(err, ErrNotFound) {

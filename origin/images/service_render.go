@@ -6,21 +6,27 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/codec"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/render"
 )
 
-// File is an open rendition ready to be served.
+// File is an open rendition ready to be served. Its Object streams from
+// the blob store and is read with the context given to Open.
 type File struct {
-	*os.File
+	blob.Object
 	Image     *Image
 	Rendition Rendition
 	Format    imageparams.Format
 }
+
+// WriteTo copies the rest of the file to w (with sendfile where the
+// Object is a file and w a connection).
+func (f *File) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, f.Object) }
 
 // Open returns the file of the image in the format, rendering or converting
 // it first when needed. A recorded failure is returned as an *apierr.Error.
@@ -55,11 +61,11 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 	if !ok {
 		return nil, fmt.Errorf("image %s: rendition %s vanished", id, format)
 	}
-	f, err := s.cfg.Blobs.Open(id, fileNames[format])
+	f, err := s.cfg.Blobs.Open(ctx, id, fileNames[format])
 	if err != nil {
 		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
 	}
-	return &File{File: f, Image: img, Rendition: rend, Format: format}, nil
+	return &File{Object: f, Image: img, Rendition: rend, Format: format}, nil
 }
 
 // await runs fn once per key however many callers ask, and lets each caller
@@ -107,7 +113,7 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		if err != nil {
 			return nil, s.fail(img, err, false)
 		}
-		img, err = s.keep(id, imageparams.FormatPNG, res.Data, func(img *Image) {
+		img, err = s.keep(ctx, id, imageparams.FormatPNG, res.Data, func(img *Image) {
 			img.State, img.Width, img.Height = StateReady, res.Width, res.Height
 		})
 		if err != nil {
@@ -134,7 +140,7 @@ func (s *Service) convert(ctx context.Context, id string, format imageparams.For
 		if _, ok := img.Renditions[string(format)]; ok {
 			return img, nil
 		}
-		master, err := s.cfg.Blobs.Read(id, fileNames[imageparams.FormatPNG])
+		master, err := s.cfg.Blobs.Read(ctx, id, fileNames[imageparams.FormatPNG])
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +153,7 @@ func (s *Service) convert(ctx context.Context, id string, format imageparams.For
 		if err != nil {
 			return nil, err
 		}
-		return s.keep(id, format, data, nil)
+		return s.keep(ctx, id, format, data, nil)
 	})
 }
 
@@ -172,15 +178,15 @@ func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 		if err != nil {
 			return nil, s.fail(img, err, true)
 		}
-		return s.keep(id, imageparams.FormatPDF, res.Data, nil)
+		return s.keep(ctx, id, imageparams.FormatPDF, res.Data, nil)
 	})
 }
 
 // keep stores a file made for the image (a render's or a conversion's) and
 // records it as the image's rendition in its format; change, when set,
 // edits the same record update.
-func (s *Service) keep(id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
-	if err := s.cfg.Blobs.Put(id, fileNames[format], data); err != nil {
+func (s *Service) keep(ctx context.Context, id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
+	if err := s.cfg.Blobs.Put(ctx, id, fileNames[format], data); err != nil {
 		return nil, err
 	}
 	return s.update(id, func(img *Image) {
@@ -198,7 +204,7 @@ func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 	defer unlock()
 	img, err := s.records.get(id)
 	if errors.Is(err, ErrNotFound) {
-		if rerr := s.cfg.Blobs.Remove(id); rerr != nil {
+		if rerr := s.cfg.Blobs.Remove(s.ctx, id); rerr != nil {
 			return nil, rerr
 		}
 	}

@@ -95,7 +95,7 @@ func open(t *testing.T, e *env, id string, format imageparams.Format) opened {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	info, err := f.Object.(*os.File).Stat() // the files store's
 	if err != nil {
 		t.Fatal(err)
 	}

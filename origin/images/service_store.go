@@ -261,7 +261,7 @@ func (s *Service) Drop(id string) error {
 	if !img.StorageOnly {
 		return nil
 	}
-	if err := s.cfg.Blobs.Remove(id); err != nil {
+	if err := s.cfg.Blobs.Remove(s.ctx, id); err != nil {
 		return fmt.Errorf("drop files of image %s: %w", id, err)
 	}
 	if img.State == StateReady {

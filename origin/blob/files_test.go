@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,18 +9,19 @@ import (
 )
 
 func TestPutOpenRemove(t *testing.T) {
+	ctx := context.Background()
 	s, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := "01a200a2-2585-7706-ab1e-4006e28d9bff"
-	if err := s.Put(id, "master.png", []byte("one")); err != nil {
+	if err := s.Put(ctx, id, "master.png", []byte("one")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(id, "master.png", []byte("two")); err != nil {
+	if err := s.Put(ctx, id, "master.png", []byte("two")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Read(id, "master.png")
+	got, err := s.Read(ctx, id, "master.png")
 	if err != nil || string(got) != "two" {
 		t.Fatalf("read = %q, %v", got, err)
 	}
@@ -27,10 +29,10 @@ func TestPutOpenRemove(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("temporary files left: %v", entries)
 	}
-	if err := s.Remove(id); err != nil {
+	if err := s.Remove(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Open(id, "master.png"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Open(ctx, id, "master.png"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after remove: %v", err)
 	}
 }
@@ -38,7 +40,7 @@ func TestPutOpenRemove(t *testing.T) {
 func TestRejectsEscapes(t *testing.T) {
 	s, _ := Open(t.TempDir())
 	for _, k := range [][2]string{{"..", "x"}, {"a/b", "x"}, {"id", "../x"}, {"id", ".hidden"}, {"", "x"}, {"id", ""}} {
-		if err := s.Put(k[0], k[1], nil); err == nil {
+		if err := s.Put(context.Background(), k[0], k[1], nil); err == nil {
 			t.Errorf("Put(%q, %q) accepted", k[0], k[1])
 		}
 	}
