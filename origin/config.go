@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/storage"
@@ -58,6 +59,10 @@ type Config struct {
 	// part size, retries, the STS endpoint and region aws_s3 roles are
 	// assumed through). AllowPrivate and Registerer are the origin's.
 	Storage storage.Config
+	// Blobs selects and configures where masters and renditions live
+	// (--blobs: files in the data directory by default, or S3). DataDir,
+	// Registerer and Logger are the origin's.
+	Blobs blob.Config
 	// OGRechecked and StorageWritten, when set, are told of each
 	// background recheck of an OG page and each background write to a
 	// storage destination once it ended: observers, for tests.
@@ -131,6 +136,7 @@ func DefaultConfig() Config {
 		RenderQueue:      rc.Queue,
 		FontsURL:         rc.FontsURL,
 		Storage:          storage.DefaultConfig(),
+		Blobs:            blob.DefaultConfig(),
 		HeaderTimeout:    DefaultHeaderTimeout,
 		BodyGrace:        DefaultBodyGrace,
 		BodyMinRate:      DefaultBodyMinRate,
@@ -141,6 +147,12 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if bc := c.Blobs; bc.Timeout != 0 { // zero: a Config made without DefaultConfig takes the defaults
+		bc.DataDir = c.DataDir
+		if err := bc.Validate(); err != nil {
+			return err
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("--addr %q: %w", c.Addr, err)

@@ -60,6 +60,7 @@ type Origin struct {
 	registry  *prometheus.Registry
 	router    *api.Router
 	table     []api.Route // the route table the router serves
+	blobs     blob.Blobs
 	engine    *render.Engine
 	images    *images.Service
 	hub       *edgehub.Hub
@@ -147,10 +148,16 @@ func (o *Origin) open() error {
 	if o.engine, err = render.New(rc); err != nil {
 		return err
 	}
-	blobs, err := blob.Open(filepath.Join(o.cfg.DataDir, "images"))
+	bc := o.cfg.Blobs
+	if bc.Timeout == 0 { // a Config made without DefaultConfig
+		bc.Timeout, bc.MaxAttempts, bc.MaxBackoff = blob.DefaultConfig().Timeout, blob.DefaultConfig().MaxAttempts, blob.DefaultConfig().MaxBackoff
+	}
+	bc.DataDir, bc.Registerer, bc.Logger = o.cfg.DataDir, o.registry, slog.Default()
+	blobs, err := blob.New(context.Background(), bc)
 	if err != nil {
 		return err
 	}
+	o.blobs = blobs
 	token, err := loadEdgeToken(o.cfg.EdgeToken, o.cfg.DataDir)
 	if err != nil {
 		return err
@@ -463,12 +470,16 @@ func (o *Origin) forceStop() int {
 const answerWait = time.Second
 
 func (o *Origin) closeStore() error {
-	if o.store == nil {
-		return nil
+	var errs []error
+	if o.blobs != nil {
+		errs = append(errs, o.blobs.Close())
+		o.blobs = nil
 	}
-	err := o.store.Close()
-	o.store = nil
-	return err
+	if o.store != nil {
+		errs = append(errs, o.store.Close())
+		o.store = nil
+	}
+	return errors.Join(errs...)
 }
 
 func (o *Origin) healthz(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pictorhq/pictor/edge"
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/storage"
 )
 
@@ -95,4 +96,13 @@ func registerStorage(fs *flagSet, cfg *storage.Config) {
 	fs.DurationVar(&cfg.MaxBackoff, "storage-max-backoff", def.MaxBackoff, "longest wait between two attempts")
 	fs.StringVar(&cfg.STSEndpoint, "storage-sts-endpoint", def.STSEndpoint, "STS endpoint aws_s3 destinations' roles are assumed through (default: AWS's, in --storage-sts-region)")
 	fs.StringVar(&cfg.STSRegion, "storage-sts-region", def.STSRegion, "region of the STS endpoint aws_s3 roles are assumed through")
+}
+
+// registerBlobs registers where masters and renditions live.
+func registerBlobs(fs *flagSet, cfg *blob.Config) {
+	def := blob.DefaultConfig()
+	fs.StringVar(&cfg.URL, "blobs", def.URL, "where masters and renditions live: files in <data-dir>/images (default), file:///path, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (credentials from the AWS SDK's usual chain)")
+	fs.DurationVar(&cfg.Timeout, "blobs-timeout", def.Timeout, "bound of an S3 blob read, write or removal (and of each wait of a streamed read)")
+	fs.IntVar(&cfg.MaxAttempts, "blobs-max-attempts", def.MaxAttempts, "attempts of each S3 blob request, the first included")
+	fs.DurationVar(&cfg.MaxBackoff, "blobs-max-backoff", def.MaxBackoff, "longest wait between two attempts of an S3 blob request")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/og"
 	"github.com/pictorhq/pictor/origin/storage"
@@ -46,6 +47,7 @@ type renderFlags struct {
 	fontsURL, browser, browserUser, wasmCache string
 	noSandbox, siteIsolation                  bool
 	storage                                   storage.Config
+	blobs                                     blob.Config
 }
 
 func (r *renderFlags) register(fs *flagSet) {
@@ -61,6 +63,8 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.IntVar(&r.ogBudget, "og-render-budget", og.DefaultBudget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
 	r.storage = storage.DefaultConfig()
 	registerStorage(fs, &r.storage)
+	r.blobs = blob.DefaultConfig()
+	registerBlobs(fs, &r.blobs)
 }
 
 func (t *tierFlags) originConfig(e env) origin.Config {
@@ -81,6 +85,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.OGRenderBudget = t.render.ogBudget
 	cfg.Storage = t.render.storage
+	cfg.Blobs = t.render.blobs
 	cfg.EdgeToken = t.edgeToken
 	return cfg
 }

@@ -16,8 +16,15 @@ var (
 	// refused or broken connection, a timeout, HTTP 5xx or throttling
 	// through every attempt). Another try later may work: the origin
 	// answers 503, not 500.
-	ErrUnavailable = errors.New("blob store unavailable")
+	ErrUnavailable error = unavailableError("blob store unavailable")
 	// ErrChanged: the file was replaced while an open Object was being
 	// read in pieces; its remaining bytes are gone with the old version.
 	ErrChanged = errors.New("blob changed while read")
 )
+
+// unavailable is an error that says so (apierr.Unavailable): the origin
+// answers it 503.
+type unavailableError string
+
+func (e unavailableError) Error() string     { return string(e) }
+func (e unavailableError) Unavailable() bool { return true }

@@ -149,8 +149,25 @@ func From(err error) *Error {
 		return &Error{Status: 499, Title: "Client Closed Request", Message: "Request canceled", Cause: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: http.StatusGatewayTimeout, Message: "Timed out", Cause: err}
+	case isUnavailable(err):
+		e := &Error{Status: http.StatusServiceUnavailable, Message: "A storage service is unavailable; try again shortly", Cause: err}
+		return e.WithHeader("Retry-After", "2")
 	}
 	return Internal(err)
+}
+
+// Unavailable is the mark of an error that says a backing service (the
+// record store, the blob store) could not be reached: another try later
+// may work, so it is a 503, not a 500. Packages below the HTTP boundary
+// (kv, blob) mark their sentinels with it without importing this one.
+type Unavailable interface {
+	error
+	Unavailable() bool
+}
+
+func isUnavailable(err error) bool {
+	var u Unavailable
+	return errors.As(err, &u) && u.Unavailable()
 }
 
 // Encode renders err as the standard body and its extra headers.
