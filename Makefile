@@ -20,8 +20,9 @@ OAPICODEGEN_BIN := $(TOOLS)/oapi-codegen-v2.8.2/oapi-codegen
 # clang and wasm-ld for the template sandbox's evaluator (wasm/evaluator).
 RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates clang-14 lld-14
-# tinyproxy: the forward proxy the proxy tests route renders through.
-TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy
+# tinyproxy: the forward proxy the proxy tests route renders through;
+# postgresql: the server kv/pgkv/pgtest runs privately for kv/pgkv.
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql
 TSCLIENT      := origin/testdata/tsclient
 MCPCLIENT     := origin/testdata/mcpclient
 HBSJS         := wasm/testdata/handlebarsjs
