@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -34,6 +36,11 @@ type Options struct {
 type Store struct {
 	db   *pebble.DB
 	lock *os.File
+	// closed guards every call: pebble panics when used after Close.
+	// Callers must not race Close with other calls.
+	closed atomic.Bool
+	mu     sync.Mutex
+	snaps  map[*snapshot]struct{}
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -71,7 +78,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Store{db: db, lock: lock}, nil
+	return &Store{db: db, lock: lock, snaps: map[*snapshot]struct{}{}}, nil
 }
 
 func acquireLock(dir string) (*os.File, error) {
@@ -90,27 +97,72 @@ func acquireLock(dir string) (*os.File, error) {
 }
 
 // Get implements kv.Reader.
-func (s *Store) Get(key []byte) ([]byte, error) { return get(s.db, key) }
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, kv.ErrClosed
+	}
+	return get(s.db, key)
+}
 
 // Iterate implements kv.Reader.
 func (s *Store) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+	if s.closed.Load() {
+		return &iter{err: kv.ErrClosed}
+	}
 	return newIter(s.db, prefix, opts)
 }
 
 // Put implements kv.Writer; it returns once the write is synced.
-func (s *Store) Put(key, value []byte) error { return s.db.Set(key, value, pebble.Sync) }
+func (s *Store) Put(key, value []byte) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	return s.db.Set(key, value, pebble.Sync)
+}
 
 // Delete implements kv.Writer; it returns once the delete is synced.
-func (s *Store) Delete(key []byte) error { return s.db.Delete(key, pebble.Sync) }
+func (s *Store) Delete(key []byte) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	return s.db.Delete(key, pebble.Sync)
+}
 
 // NewBatch implements kv.Store.
-func (s *Store) NewBatch() kv.Batch { return &batch{b: s.db.NewBatch()} }
+func (s *Store) NewBatch() kv.Batch {
+	if s.closed.Load() {
+		return &batch{s: s}
+	}
+	return &batch{s: s, b: s.db.NewBatch()}
+}
 
 // Snapshot implements kv.Store.
-func (s *Store) Snapshot() kv.Snapshot { return &snapshot{s: s.db.NewSnapshot()} }
+func (s *Store) Snapshot() kv.Snapshot {
+	if s.closed.Load() {
+		return &snapshot{st: s}
+	}
+	sn := &snapshot{st: s, s: s.db.NewSnapshot()}
+	s.mu.Lock()
+	if s.snaps != nil {
+		s.snaps[sn] = struct{}{}
+	}
+	s.mu.Unlock()
+	return sn
+}
 
-// Close flushes and closes the database, then releases the process lock.
+// Close closes open snapshots, flushes and closes the database, then
+// releases the process lock. Closing again does nothing.
 func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	snaps := s.snaps
+	s.snaps = nil
+	s.mu.Unlock()
+	for sn := range snaps {
+		sn.release()
+	}
 	err := s.db.Close()
 	if s.lock != nil {
 		if cerr := s.lock.Close(); err == nil {
@@ -137,20 +189,86 @@ func get(g getter, key []byte) ([]byte, error) {
 	return out, nil
 }
 
-type batch struct{ b *pebble.Batch }
+// batch is a pebble batch, or nil when made after Close.
+type batch struct {
+	s *Store
+	b *pebble.Batch
+}
 
-func (b *batch) Put(key, value []byte) error { return b.b.Set(key, value, nil) }
-func (b *batch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
-func (b *batch) Commit() error               { return b.b.Commit(pebble.Sync) }
-func (b *batch) Close() error                { return b.b.Close() }
+func (b *batch) Put(key, value []byte) error {
+	if b.b == nil {
+		return kv.ErrClosed
+	}
+	return b.b.Set(key, value, nil)
+}
 
-type snapshot struct{ s *pebble.Snapshot }
+func (b *batch) Delete(key []byte) error {
+	if b.b == nil {
+		return kv.ErrClosed
+	}
+	return b.b.Delete(key, nil)
+}
 
-func (s *snapshot) Get(key []byte) ([]byte, error) { return get(s.s, key) }
+func (b *batch) Commit() error {
+	if b.b == nil || b.s.closed.Load() {
+		return kv.ErrClosed
+	}
+	return b.b.Commit(pebble.Sync)
+}
+
+func (b *batch) Close() error {
+	if b.b == nil {
+		return nil
+	}
+	err := b.b.Close()
+	b.b = nil
+	return err
+}
+
+// snapshot is a pebble snapshot; s is nil once the snapshot or the store
+// is closed.
+type snapshot struct {
+	st *Store
+	mu sync.RWMutex
+	s  *pebble.Snapshot
+}
+
+func (s *snapshot) Get(key []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.s == nil {
+		return nil, kv.ErrClosed
+	}
+	return get(s.s, key)
+}
+
 func (s *snapshot) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.s == nil {
+		return &iter{err: kv.ErrClosed}
+	}
 	return newIter(s.s, prefix, opts)
 }
-func (s *snapshot) Close() error { return s.s.Close() }
+
+func (s *snapshot) Close() error {
+	err := s.release()
+	s.st.mu.Lock()
+	delete(s.st.snaps, s)
+	s.st.mu.Unlock()
+	return err
+}
+
+func (s *snapshot) release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s == nil {
+		return nil
+	}
+	err := s.s.Close()
+	s.s = nil
+	return err
+}
 
 type iterSource interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
@@ -164,7 +282,16 @@ type iter struct {
 }
 
 func newIter(src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {
-	bounds := &pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)}
+	bounds := &pebble.IterOptions{UpperBound: kv.PrefixEnd(prefix)}
+	if len(prefix) > 0 {
+		// pebble (with invariants, as under -race) indexes the first
+		// byte of a non-nil bound.
+		bounds.LowerBound = prefix
+	}
+	if opts.Reverse && opts.After != nil && len(opts.After) == 0 {
+		// Strictly before the empty key: nothing.
+		return &iter{}
+	}
 	if opts.After != nil {
 		if opts.Reverse {
 			if bounds.UpperBound == nil || bytes.Compare(opts.After, bounds.UpperBound) < 0 {
@@ -200,7 +327,7 @@ func (i *iter) Key() []byte   { return i.it.Key() }
 func (i *iter) Value() []byte { return i.it.Value() }
 
 func (i *iter) Err() error {
-	if i.err != nil {
+	if i.err != nil || i.it == nil {
 		return i.err
 	}
 	return i.it.Error()

@@ -41,10 +41,7 @@ func collect(t *testing.T, r kv.Reader, prefix string, opts kv.IterOptions) []st
 // TestConformance runs the suite every kv.Store passes, on an in-memory
 // file system.
 func TestConformance(t *testing.T) {
-	kvtest.Run(t, func(t *testing.T) kv.Store { return openMem(t, vfs.NewMem()) },
-		kvtest.Skip("Closed", "pebblekv panics (pebble: closed) instead of returning kv.ErrClosed after Close"),
-		kvtest.Skip("EmptyPrefixAndAfter", "pebble v2.1.7 with invariants (-race) panics on an empty, non-nil bound; pebblekv must pass nil"),
-	)
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openMem(t, vfs.NewMem()) })
 }
 
 // TestAcknowledgedWritesSurviveCrash drops everything that was not synced

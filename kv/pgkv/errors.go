@@ -1,6 +1,10 @@
 package pgkv
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pictorhq/pictor/kv"
+)
 
 // Sentinel errors of the PostgreSQL store, besides kv.ErrNotFound and
 // kv.ErrClosed.
@@ -10,7 +14,7 @@ var (
 	// timeout. The store recovers by itself once the server is back; the
 	// caller may retry. A write that fails with it may or may not have been
 	// applied.
-	ErrUnavailable = errors.New("pgkv: database unavailable")
+	ErrUnavailable = kv.ErrUnavailable
 	// ErrSchemaTooNew is returned by Open when the database was migrated by
 	// a newer Pictor than this one.
 	ErrSchemaTooNew = errors.New("pgkv: database schema is newer than this binary")
