@@ -99,7 +99,7 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 	if info.Mode().Perm() != 0o600 {
 		t.Fatalf("master key mode %v, want 0600", info.Mode().Perm())
 	}
-	store, err := origin.OpenStore(o.DataDir)
+	store, err := origin.OpenStore(o.DataDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

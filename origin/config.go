@@ -21,6 +21,10 @@ import (
 type Config struct {
 	// DataDir holds the store, the master key and the admin endpoint file.
 	DataDir string
+	// Store, when set, is the PostgreSQL database of the records
+	// (--store postgres://...) that several origins share; empty keeps
+	// them in the embedded store in DataDir.
+	Store string
 	// Addr is the listen address of the API.
 	Addr string
 	// PublicURL is the base of every URL the API returns, the OAuth
@@ -147,6 +151,11 @@ func DefaultConfig() Config {
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.Store != "" {
+		if err := validStoreURL(c.Store); err != nil {
+			return err
+		}
 	}
 	if bc := c.Blobs; bc.Timeout != 0 { // zero: a Config made without DefaultConfig takes the defaults
 		bc.DataDir = c.DataDir

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
@@ -25,7 +26,9 @@ func TestMain(m *testing.M) {
 	// Every request of these tests and its answer must agree with the
 	// API description.
 	apitest.Validator = (&openAPICheck{}).validate
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }
 
 // testOrigin is a real origin on a loopback port over a temp data dir.
@@ -91,7 +94,7 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 			to.Owner.APIKey = f[1]
 		}
 	}
-	if to.Owner.APIKey == "" {
+	if to.Owner.APIKey == "" && cfg.CreateDefaultOrg {
 		t.Fatalf("no default credentials announced:\n%s", announce.String())
 	}
 	return to

@@ -233,7 +233,7 @@ func TestMetadataStoredWithImage(t *testing.T) {
 	if err := o.origin.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	store, err := origin.OpenStore(o.DataDir)
+	store, err := origin.OpenStore(o.DataDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/pgkv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
@@ -102,7 +103,7 @@ func New(cfg Config) (*Origin, error) {
 }
 
 func (o *Origin) open() error {
-	store, err := OpenStore(o.cfg.DataDir)
+	store, err := OpenStore(o.cfg.DataDir, o.cfg.Store)
 	if err != nil {
 		return err
 	}
@@ -245,13 +246,41 @@ func sandboxCollectors(e *wasm.Engine) []prometheus.Collector {
 	}
 }
 
-// OpenStore opens the store of a data directory.
-func OpenStore(dataDir string) (kv.Store, error) {
-	s, err := pebblekv.Open(filepath.Join(dataDir, StoreDir), pebblekv.Options{Logger: slog.Default()})
-	if err != nil {
+// storeOpenTimeout bounds connecting to a PostgreSQL store and migrating
+// its schema at start.
+const storeOpenTimeout = time.Minute
+
+// OpenStore opens the record store: the embedded pebble store in the data
+// directory when storeURL is empty, or the PostgreSQL database a
+// postgres:// (postgresql://) URL names (--store), whose schema it
+// migrates.
+func OpenStore(dataDir, storeURL string) (kv.Store, error) {
+	if storeURL == "" {
+		s, err := pebblekv.Open(filepath.Join(dataDir, StoreDir), pebblekv.Options{Logger: slog.Default()})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if err := validStoreURL(storeURL); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+	defer cancel()
+	s, err := pgkv.Open(ctx, storeURL, pgkv.Options{Logger: slog.Default()})
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
 	return s, nil
+}
+
+// validStoreURL accepts the --store values: a PostgreSQL URL. The message
+// never repeats the URL, which may hold a password.
+func validStoreURL(u string) error {
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return errors.New("--store: want a postgres://user:password@host:port/database URL, or nothing for the embedded store in --data-dir")
+	}
+	return nil
 }
 
 // AdminService returns the operator commands over an open store.

@@ -26,8 +26,9 @@ func runAdmin(ctx context.Context, args []string, e env) error {
 	}
 	action := args[1]
 	fs := newFlagSet("admin org "+action, e.stderr, e.getenv)
-	var dataDir, name, plan, orgID string
-	fs.StringVar(&dataDir, "data-dir", "", "data directory of the store (required)")
+	var dataDir, store, name, plan, orgID string
+	fs.StringVar(&dataDir, "data-dir", "", "data directory of the store (required without --store)")
+	fs.StringVar(&store, "store", "", "PostgreSQL database of the records (postgres://...), as the origins' --store; the master key then comes from PICTOR_MASTER_KEY or --data-dir")
 	switch action {
 	case "create":
 		fs.StringVar(&name, "name", "", "organization name (required)")
@@ -40,17 +41,23 @@ func runAdmin(ctx context.Context, args []string, e env) error {
 	if err := fs.parse(args[2:]); err != nil {
 		return err
 	}
-	required := []string{"data-dir", "name", "plan"}
+	required := []string{"name", "plan"}
 	if action != "create" {
-		required = []string{"data-dir", "org"}
+		required = []string{"org"}
+	}
+	if store == "" {
+		required = append([]string{"data-dir"}, required...)
 	}
 	if err := fs.require(required...); err != nil {
 		return err
 	}
+	if store != "" && dataDir == "" && e.getenv("PICTOR_MASTER_KEY") == "" {
+		return errors.New("--store needs the origins' master key: set PICTOR_MASTER_KEY, or --data-dir holding master.key")
+	}
 	slog.SetDefault(newLogger(e.stderr, slog.LevelWarn))
 
 	var out any
-	err := withCommands(dataDir, e, func(c commands) error {
+	err := withCommands(dataDir, store, e, func(c commands) error {
 		var err error
 		switch action {
 		case "create":
@@ -70,9 +77,9 @@ func runAdmin(ctx context.Context, args []string, e env) error {
 }
 
 // withCommands runs fn on the store directly, or through the running
-// server's admin endpoint when a server holds the store.
-func withCommands(dataDir string, e env, fn func(commands) error) error {
-	store, err := origin.OpenStore(dataDir)
+// server's admin endpoint when a server holds the embedded store.
+func withCommands(dataDir, storeURL string, e env, fn func(commands) error) error {
+	store, err := origin.OpenStore(dataDir, storeURL)
 	if errors.Is(err, kv.ErrLocked) {
 		client, derr := admin.Dial(dataDir)
 		if derr != nil {

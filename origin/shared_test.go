@@ -1,0 +1,49 @@
+package origin_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
+	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/storage/s3test"
+)
+
+// TestTwoOriginsShareStoreAndBlobs runs two origins on one PostgreSQL
+// database (--store) and one S3 bucket (--blobs), as a deployment beyond
+// one machine does: the first creates the default organization, the
+// second sees it and its key; an image created and rendered on one is
+// listed and served, byte for byte, by the other; a delete on the second
+// makes the first answer 404.
+func TestTwoOriginsShareStoreAndBlobs(t *testing.T) {
+	db := pgtest.Shared(t).Database(t)
+	s3 := s3test.New(t)
+	const masterKey = "5f1d0c0a8f4e2b7d6c3a9e8f1b2d4c6a7e9f0b1c2d3e4f5a6b7c8d9e0f1a2b3c"
+	shared := func(c *origin.Config) {
+		c.Store = db
+		c.MasterKey = masterKey
+		c.CompactIdle = -1
+		c.Blobs.URL = "s3://" + s3.Bucket + "/masters?endpoint=" + s3.URL + "&region=us-east-1&path_style=true"
+		c.Blobs.Credentials = credentials.NewStaticCredentialsProvider(s3test.AccessKeyID, s3test.SecretAccessKey, "")
+	}
+	a := startOrigin(t, shared)
+	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg = false })
+	b.Owner, b.OrgID = a.Owner, a.OrgID
+
+	id, u := a.create(t, a.Owner, map[string]any{"html": redBox, "device_scale": 1})
+	fromA := a.get(t, u)
+	apitest.WantSize(t, apitest.DecodeImage(t, fromA), 400, 200)
+	fromB := b.get(t, "/v1/image/"+id)
+	apitest.WantStatus(t, fromB, 200)
+	if !bytes.Equal(fromA.Body, fromB.Body) {
+		t.Fatal("the second origin serves other bytes than the first rendered")
+	}
+	if ids := b.listIDs(t, a.Owner); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("the second origin lists %v, want [%s]", ids, id)
+	}
+	apitest.WantStatus(t, b.do(t, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &a.Owner}), 202)
+	apitest.WantError(t, a.get(t, u), 404)
+}
