@@ -14,6 +14,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/mcpserver"
 	"github.com/pictorhq/pictor/origin/oauth"
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // OAuthKeyFile is the OAuth signing key's file inside the data directory.
@@ -29,7 +30,7 @@ const sweepEvery = 10 * time.Minute
 // openOAuth starts the authorization server of the MCP endpoint. Its
 // issuer is the public URL, which must have no path: behind a path prefix
 // the /.well-known documents cannot be at the host's root, and MCP is off.
-func (o *Origin) openOAuth() error {
+func (o *Origin) openOAuth(box *seal.Box) error {
 	pub := o.PublicURL()
 	if u, err := url.Parse(pub); err != nil || (u.Path != "" && u.Path != "/") {
 		slog.Warn("MCP endpoint off: OAuth needs a public URL without a path", "public_url", pub)
@@ -38,6 +39,12 @@ func (o *Origin) openOAuth() error {
 	cfg := oauth.DefaultConfig()
 	cfg.Store, cfg.Keys, cfg.Now = o.store, o.keys, o.cfg.Now
 	cfg.KeyFile = filepath.Join(o.cfg.DataDir, OAuthKeyFile)
+	if o.cfg.Store != "" {
+		// Origins sharing a store share the master key, not a data
+		// directory: each derives the same signing key from it, so any
+		// origin accepts the tokens and consent forms of the others.
+		cfg.Seed = box.MACKey("oauth-signing-key")
+	}
 	cfg.Issuer, cfg.Resource = pub, pub+MCPPath
 	var err error
 	o.oauth, err = oauth.New(cfg)

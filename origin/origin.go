@@ -114,7 +114,7 @@ func (o *Origin) open() error {
 	}
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
-	if err := o.openOAuth(); err != nil {
+	if err := o.openOAuth(box); err != nil {
 		return err
 	}
 	o.ogcs = ogconfig.NewStore(store, o.cfg.Now)

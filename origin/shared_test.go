@@ -17,7 +17,7 @@ import (
 // one machine does: the first creates the default organization, the
 // second sees it and its key; an image created and rendered on one is
 // listed and served, byte for byte, by the other; a delete on the second
-// makes the first answer 404.
+// makes the first answer 404; an MCP token of one is good on the other.
 func TestTwoOriginsShareStoreAndBlobs(t *testing.T) {
 	db := pgtest.Shared(t).Database(t)
 	s3 := s3test.New(t)
@@ -30,7 +30,8 @@ func TestTwoOriginsShareStoreAndBlobs(t *testing.T) {
 		c.Blobs.Credentials = credentials.NewStaticCredentialsProvider(s3test.AccessKeyID, s3test.SecretAccessKey, "")
 	}
 	a := startOrigin(t, shared)
-	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg = false })
+	// Behind the same edges both have the same public URL: here, a's.
+	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg, c.PublicURL = false, a.URL })
 	b.Owner, b.OrgID = a.Owner, a.OrgID
 
 	id, u := a.create(t, a.Owner, map[string]any{"html": redBox, "device_scale": 1})
@@ -43,6 +44,12 @@ func TestTwoOriginsShareStoreAndBlobs(t *testing.T) {
 	}
 	if ids := b.listIDs(t, a.Owner); len(ids) != 1 || ids[0] != id {
 		t.Fatalf("the second origin lists %v, want [%s]", ids, id)
+	}
+	// An MCP connection approved on one origin works on the other: the
+	// signing key comes from the shared master key.
+	g := mcpConnect(t, a, a.Owner, []string{"usage:read"})
+	if r := mcpPost(t, b.URL+"/mcp", g.Access, mcpToolsList); r.Status != 200 {
+		t.Fatalf("a token of the first origin on the second: %d %s", r.Status, r.Body)
 	}
 	apitest.WantStatus(t, b.do(t, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &a.Owner}), 202)
 	apitest.WantError(t, a.get(t, u), 404)

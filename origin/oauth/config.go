@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,10 @@ type Config struct {
 	// KeyFile is the Ed25519 signing key (PKCS#8 PEM), generated with mode
 	// 0600 on first start.
 	KeyFile string
+	// Seed, when set, is the 32-byte seed of the signing key instead of
+	// KeyFile: several processes that share a store derive it from their
+	// shared secret so that each accepts the others' tokens and forms.
+	Seed []byte
 	// Issuer is the service's public base URL, e.g. "http://127.0.0.1:8080";
 	// the endpoints hang under it. It has no path.
 	Issuer string
@@ -99,8 +104,11 @@ func (c Config) Validate() error {
 	if c.Store == nil {
 		return errors.New("oauth: Store is required")
 	}
-	if c.KeyFile == "" {
-		return errors.New("oauth: KeyFile is required")
+	switch {
+	case c.Seed != nil && len(c.Seed) != ed25519.SeedSize:
+		return fmt.Errorf("oauth: Seed has %d bytes, want %d", len(c.Seed), ed25519.SeedSize)
+	case c.Seed == nil && c.KeyFile == "":
+		return errors.New("oauth: KeyFile or Seed is required")
 	}
 	if c.Keys == nil {
 		return errors.New("oauth: Keys is required")

@@ -59,9 +59,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	key, err := loadKey(cfg.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: %w", err)
+	var key ed25519.PrivateKey
+	if cfg.Seed != nil {
+		key = ed25519.NewKeyFromSeed(cfg.Seed)
+	} else {
+		var err error
+		if key, err = loadKey(cfg.KeyFile); err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
 	}
 	// The consent page's keys come from the signing key, so every process
 	// sharing the key file accepts the others' forms, across restarts too.
