@@ -6,14 +6,29 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	"github.com/pictorhq/pictor/edge/origins"
 )
 
 // Config configures the edge tier.
 type Config struct {
 	// Addr is the public listen address.
 	Addr string
-	// OriginURL is the base URL of the origin tier.
+	// OriginURLs are the base URLs of the origins (--origin-url, repeated
+	// or comma-separated). The edge health-checks them and sends each miss
+	// and relayed request to a healthy one, failing over to the next.
+	OriginURLs []string
+	// OriginURL is the one origin's base URL, used when OriginURLs is
+	// empty: a shorthand for callers with a single origin.
 	OriginURL string
+	// OriginCheckInterval is the time between two health checks (GET
+	// /healthz) of each origin, when there are several; OriginCheckTimeout
+	// bounds one. An origin is down after two failed checks in a row, or at
+	// once when a request cannot connect to it or its connection is reset;
+	// it is up again after one check that passes, or an answer to a request
+	// sent after it went down (see package origins).
+	OriginCheckInterval time.Duration
+	OriginCheckTimeout  time.Duration
 	// PublicURL is the base of image URLs served here.
 	PublicURL string
 	// CacheDir holds the disk cache.
@@ -60,15 +75,17 @@ type Config struct {
 // DefaultConfig returns the defaults of the operator contract.
 func DefaultConfig() Config {
 	return Config{
-		Addr:          "127.0.0.1:8080",
-		OriginURL:     "http://127.0.0.1:8081",
-		CacheDir:      "./data/edge-cache",
-		CacheMem:      256 << 20,
-		CacheDisk:     8 << 30,
-		MaxConns:      4_096,
-		MaxConnsPerIP: 1_000,
-		HeaderTimeout: 10 * time.Second,
-		BodyGrace:     10 * time.Second,
+		Addr:                "127.0.0.1:8080",
+		OriginURL:           "http://127.0.0.1:8081",
+		OriginCheckInterval: origins.DefaultInterval,
+		OriginCheckTimeout:  origins.DefaultTimeout,
+		CacheDir:            "./data/edge-cache",
+		CacheMem:            256 << 20,
+		CacheDisk:           8 << 30,
+		MaxConns:            4_096,
+		MaxConnsPerIP:       1_000,
+		HeaderTimeout:       10 * time.Second,
+		BodyGrace:           10 * time.Second,
 		// 4 KiB/s (32 kbit/s) is below any mobile uplink still in service:
 		// a 7 MiB body (the largest the origin takes) at that rate takes
 		// 30 minutes, and a 2G/EDGE upload (≥ 50 kbit/s) passes. A client
@@ -78,14 +95,34 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting, naming its flag.
+// Origins returns the origins' base URLs: OriginURLs, or OriginURL alone.
+func (c *Config) Origins() []string {
+	if len(c.OriginURLs) > 0 {
+		return c.OriginURLs
+	}
+	if c.OriginURL != "" {
+		return []string{c.OriginURL}
+	}
+	return nil
+}
+
+// Validate reports the first invalid setting, naming its flag; of the
+// origin URLs, it names every one that is not valid.
 func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("--addr %q: %w", c.Addr, err)
 	}
-	u, err := url.Parse(c.OriginURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--origin-url %q: want an absolute http(s) URL", c.OriginURL)
+	switch err := origins.CheckURLs(c.Origins()); {
+	case errors.Is(err, origins.ErrNoOrigin):
+		return errors.New("--origin-url is required")
+	case err != nil:
+		return fmt.Errorf("--origin-url %w", err)
+	}
+	if c.OriginCheckInterval <= 0 {
+		return fmt.Errorf("--origin-check-interval %v: want a positive duration", c.OriginCheckInterval)
+	}
+	if c.OriginCheckTimeout <= 0 {
+		return fmt.Errorf("--origin-check-timeout %v: want a positive duration", c.OriginCheckTimeout)
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/purgelog"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
@@ -33,6 +34,7 @@ import (
 // Edge is a running edge tier.
 type Edge struct {
 	cfg      Config
+	origins  *origins.Pool
 	fwd      *forward.Forwarder
 	cache    *cache.Cache
 	maxEntry int64
@@ -80,11 +82,16 @@ func New(cfg Config) (*Edge, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	fwd, err := forward.New(forward.Config{Origin: cfg.OriginURL, BodyGrace: cfg.BodyGrace, BodyMinRate: cfg.BodyMinRate})
-	if err != nil {
+	e := &Edge{cfg: cfg, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-")}
+	pc := origins.DefaultConfig()
+	pc.URLs, pc.Interval, pc.Timeout, pc.Registerer = cfg.Origins(), cfg.OriginCheckInterval, cfg.OriginCheckTimeout, e.registry
+	var err error
+	if e.origins, err = origins.New(pc); err != nil {
 		return nil, err
 	}
-	e := &Edge{cfg: cfg, fwd: fwd, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-")}
+	if e.fwd, err = forward.New(forward.Config{Origins: e.origins, BodyGrace: cfg.BodyGrace, BodyMinRate: cfg.BodyMinRate}); err != nil {
+		return nil, err
+	}
 	e.base, e.cancel = context.WithCancel(context.Background())
 	e.transforms = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	e.prefetchTimeout = cfg.BodyGrace + time.Duration(float64(prefetchBytes)/float64(cfg.BodyMinRate)*float64(time.Second))
@@ -96,7 +103,7 @@ func New(cfg Config) (*Edge, error) {
 	}
 	e.maxEntry = cc.MaxEntryBytes
 	if cfg.EdgeToken != "" {
-		e.sub, err = purgelog.New(purgelog.Config{OriginURL: cfg.OriginURL, Token: cfg.EdgeToken, Name: cfg.Name,
+		e.sub, err = purgelog.New(purgelog.Config{Origins: e.origins, Token: cfg.EdgeToken, Name: cfg.Name,
 			StateFile: filepath.Join(cfg.CacheDir, "purge.position"), Purger: e})
 		if err != nil {
 			e.cache.Close()
@@ -217,7 +224,8 @@ const syncWait = 10 * time.Second
 // connections to the origin when it compares the limit with MaxConns.
 const fdHeadroom = 256
 
-// Start catches up with the origin's purge log, then begins serving.
+// Start begins the origins' health checks, catches up with their purge
+// log, then begins serving.
 func (e *Edge) Start(ctx context.Context) error {
 	if soft, hard, err := raiseOpenFileLimit(); err != nil {
 		slog.WarnContext(ctx, "edge cannot raise its open-file limit", "error", err)
@@ -228,6 +236,7 @@ func (e *Edge) Start(ctx context.Context) error {
 				"limit", soft, "max_conns", e.cfg.MaxConns)
 		}
 	}
+	e.origins.Start()
 	if e.sub != nil {
 		subCtx, cancel := context.WithCancel(context.Background())
 		e.stopSub, e.subDone = cancel, make(chan struct{})
@@ -271,7 +280,7 @@ func (e *Edge) Start(ctx context.Context) error {
 		return fmt.Errorf("edge serve: %w", err)
 	}
 	e.ready.Store(true)
-	slog.InfoContext(ctx, "edge listening", "addr", e.Addr(), "origin", e.cfg.OriginURL)
+	slog.InfoContext(ctx, "edge listening", "addr", e.Addr(), "origins", e.originLabels())
 	return nil
 }
 
@@ -341,6 +350,7 @@ func (e *Edge) Stop(ctx context.Context) error {
 			handlersDone = false
 		}
 	}
+	e.origins.Stop()
 	e.fwd.Close()
 	if e.cache != nil && handlersDone {
 		if err := e.cache.Close(); err != nil && !errors.Is(err, cache.ErrClosed) {
@@ -348,6 +358,15 @@ func (e *Edge) Stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// originLabels lists the origins, without credentials, for the logs.
+func (e *Edge) originLabels() []string {
+	var labels []string
+	for _, o := range e.origins.Origins() {
+		labels = append(labels, o.String())
+	}
+	return labels
 }
 
 // force ends what the drain left: it cancels relays and fills, closes the

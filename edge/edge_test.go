@@ -29,7 +29,8 @@ type fakeOrigin struct {
 	png  []byte
 }
 
-func newFakeOrigin(t testing.TB) *fakeOrigin {
+// redPNG is the test image: 400×200, red.
+func redPNG() []byte {
 	img := image.NewNRGBA(image.Rect(0, 0, 400, 200))
 	for y := range 200 {
 		for x := range 400 {
@@ -38,7 +39,11 @@ func newFakeOrigin(t testing.TB) *fakeOrigin {
 	}
 	var b bytes.Buffer
 	png.Encode(&b, img)
-	f := &fakeOrigin{png: b.Bytes()}
+	return b.Bytes()
+}
+
+func newFakeOrigin(t testing.TB) *fakeOrigin {
+	f := &fakeOrigin{png: redPNG()}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.gets.Add(1)
 		if r.URL.Path != "/v1/image/"+testID+".png" {

@@ -18,9 +18,11 @@ import (
 
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 var (
@@ -395,15 +397,18 @@ func etagOf(b []byte) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
-// fetch GETs path from the origin and turns a 200 into an entry.
+// fetch GETs path from an origin and turns a 200 into an entry. A GET
+// that got no answer goes to the next origin (origins.Idempotent).
 func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 	e.metrics.fetches.Inc()
-	req, err := http.NewRequestWithContext(e.base, http.MethodGet, e.cfg.OriginURL+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set(contract.HeaderRequestID, rid)
-	resp, err := e.fwd.Client().Do(req)
+	resp, err := e.origins.Do(logging.WithRequestID(e.base, rid), func(o *origins.Origin) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(e.base, http.MethodGet, o.URL()+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(contract.HeaderRequestID, rid)
+		return e.fwd.Client().Do(req)
+	}, origins.Idempotent)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,11 @@ import (
 
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/contract/ogplatform"
 )
 
@@ -372,22 +374,25 @@ type ogAnswer struct {
 	cacheable bool // the entry can be cached and purged
 }
 
-// fetchOG asks the origin for k's image; with validator, conditionally.
+// fetchOG asks an origin for k's image; with validator, conditionally;
+// a GET that got no answer goes to the next origin (origins.Idempotent).
 // Any answer but 200 and 304 is an *upstreamError.
 func (e *Edge) fetchOG(k ogKey, rid, validator string) (ogAnswer, error) {
 	e.metrics.fetches.Inc()
 	ctx, cancel := context.WithTimeout(e.base, ogFetchTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cfg.OriginURL+contract.OGPrefix+k.domain+k.path, nil)
-	if err != nil {
-		return ogAnswer{}, err
-	}
-	req.Header.Set(contract.HeaderRequestID, rid)
-	req.Header.Set(contract.HeaderOGPlatform, k.platform.Name)
-	if validator != "" {
-		req.Header.Set("If-None-Match", validator)
-	}
-	resp, err := e.fwd.Client().Do(req)
+	resp, err := e.origins.Do(logging.WithRequestID(ctx, rid), func(o *origins.Origin) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.URL()+contract.OGPrefix+k.domain+k.path, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(contract.HeaderRequestID, rid)
+		req.Header.Set(contract.HeaderOGPlatform, k.platform.Name)
+		if validator != "" {
+			req.Header.Set("If-None-Match", validator)
+		}
+		return e.fwd.Client().Do(req)
+	}, origins.Idempotent)
 	if err != nil {
 		return ogAnswer{}, err
 	}

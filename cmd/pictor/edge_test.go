@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	be "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image/color"
 	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -448,5 +454,119 @@ func TestEdgeWithoutToken(t *testing.T) {
 		for _, q := range []string{"", "?width=300"} {
 			apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: path + q}), 404)
 		}
+	}
+}
+
+// TestEdgeOriginURLs: --origin-url may be repeated and hold several URLs
+// separated by commas, as PICTOR_ORIGIN_URL does; the edge then checks and
+// uses every origin named. A bad URL is refused before the edge starts,
+// naming the flag and each bad URL; so is an origin given twice.
+func TestEdgeOriginURLs(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        []string
+		err         bool
+	}{
+		{"one", "http://a:1", []string{"http://a:1"}, false},
+		{"several", "http://a:1,https://b/base/", []string{"http://a:1", "https://b/base/"}, false},
+		{"spaces around", " http://a:1 , http://b:2 ", []string{"http://a:1", "http://b:2"}, false},
+		{"empty item", "http://a:1,,http://b:2", nil, true},
+		{"trailing comma", "http://a:1,", nil, true},
+	} {
+		t.Run("value/"+tc.name, func(t *testing.T) {
+			var l urlList
+			err := l.Set(tc.value)
+			if (err != nil) != tc.err || (!tc.err && !slices.Equal(l, tc.want)) {
+				t.Fatalf("Set(%q) = %q, %v", tc.value, l, err)
+			}
+		})
+	}
+	var l urlList
+	l.Set("http://a:1,http://b:2")
+	l.Set("http://c:3")
+	if l.String() != "http://a:1,http://b:2,http://c:3" {
+		t.Fatalf("repeated: %q", l.String())
+	}
+
+	for _, tc := range []struct {
+		name    string
+		environ map[string]string
+		args    []string
+		want    []string
+		notWant string
+	}{
+		{"bad URLs named", nil, []string{"--origin-url", "ftp://x,http://127.0.0.1:1", "--origin-url", "localhost:8081"},
+			[]string{"--origin-url", `"ftp://x"`, `"localhost:8081"`}, `"http://127.0.0.1:1"`},
+		{"an origin twice", nil, []string{"--origin-url", "http://127.0.0.1:1", "--origin-url", "http://127.0.0.1:1/"},
+			[]string{"--origin-url", "twice"}, ""},
+		{"bad URL from the environment", map[string]string{"PICTOR_ORIGIN_URL": "http://127.0.0.1:1,nope"}, nil,
+			[]string{"--origin-url", `"nope"`}, ""},
+		{"empty item in the environment", map[string]string{"PICTOR_ORIGIN_URL": "http://127.0.0.1:1,,http://127.0.0.1:2"}, nil,
+			[]string{"PICTOR_ORIGIN_URL"}, ""},
+		{"none", nil, nil, []string{"--origin-url is required"}, ""},
+	} {
+		t.Run("refused/"+tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, logs apitest.Buffer
+			args := append([]string{"edge", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir()}, tc.args...)
+			err := run(ctx, args, env{stdout: &out, stderr: &logs, getenv: func(k string) string { return tc.environ[k] }})
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Fatalf("err = %v, want it to name %s", err, w)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Fatalf("err = %v names the valid %s", err, tc.notWant)
+			}
+		})
+	}
+
+	// Three origins, from repeated flags with commas, and from the
+	// environment: the edge reports each one's health.
+	var origins []string
+	for range 3 {
+		o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"status":"ok"}`)) }))
+		t.Cleanup(o.Close)
+		origins = append(origins, o.URL)
+	}
+	for _, tc := range []struct {
+		name    string
+		environ map[string]string
+		args    []string
+	}{
+		{"flags", nil, []string{"--origin-url", origins[0] + "," + origins[1], "--origin-url", origins[2]}},
+		{"environment", map[string]string{"PICTOR_ORIGIN_URL": strings.Join(origins, ",")}, nil},
+	} {
+		t.Run("started/"+tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			var logs apitest.Buffer
+			args := append([]string{"edge", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--origin-check-interval", "10ms"}, tc.args...)
+			go func() {
+				err := run(ctx, args, env{stdout: pw, stderr: &logs, getenv: func(k string) string { return tc.environ[k] }})
+				pw.Close()
+				done <- err
+			}()
+			defer func() {
+				apitest.Client.CloseIdleConnections()
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("edge stopped with error: %v", err)
+				}
+			}()
+			line, err := bufio.NewReader(pr).ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "Pictor edge is listening on ") {
+				t.Fatalf("announce %q (%v)\nlogs:\n%s", line, err, logs.String())
+			}
+			go io.Copy(io.Discard, pr)
+			base := strings.TrimSpace(strings.TrimPrefix(line, "Pictor edge is listening on "))
+			for _, o := range origins {
+				if up := apitest.Metric(t, base, `pictor_edge_origin_up{origin="`+o+`"}`); up != 1 {
+					t.Errorf("origin %s: up %v", o, up)
+				}
+			}
+		})
 	}
 }

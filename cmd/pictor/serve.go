@@ -231,7 +231,12 @@ func runEdge(ctx context.Context, args []string, e env) error {
 	def := edge.DefaultConfig()
 	cfg := def
 	var logLevel string
-	fs.StringVar(&cfg.OriginURL, "origin-url", "", "base URL of the origin (required)")
+	var originURLs urlList
+	fs.Var(&originURLs, "origin-url", "base `URL` of an origin (required); repeat the flag or separate URLs with commas for several origins over one store: "+
+		"the edge health-checks them (GET /healthz) and sends each miss and relayed request to a healthy one, failing over to the next")
+	fs.DurationVar(&cfg.OriginCheckInterval, "origin-check-interval", def.OriginCheckInterval,
+		"time between two health checks of each origin, when there are several; an origin is down after two failed checks, or at once when a request cannot connect")
+	fs.DurationVar(&cfg.OriginCheckTimeout, "origin-check-timeout", def.OriginCheckTimeout, "bound of one health check of an origin")
 	fs.StringVar(&cfg.EdgeToken, "edge-token", "", "the origin's purge channel token (its <data-dir>/edge.token); without it the edge caches nothing, relays masters and still makes transformed renditions")
 	fs.StringVar(&cfg.Name, "name", "", "name of this edge in the origin's logs")
 	fs.Int64Var(&cfg.CacheDisk, "cache-disk", def.CacheDisk, "disk cache size in bytes")
@@ -248,6 +253,11 @@ func runEdge(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if err := setupLogging(e, logLevel); err != nil {
+		return err
+	}
+	cfg.OriginURL, cfg.OriginURLs = "", originURLs
+	// A bad origin URL fails before the edge listens.
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -17,8 +17,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // hopByHop headers belong to one connection and are never relayed.
@@ -29,7 +31,10 @@ var hopByHop = map[string]bool{
 
 // Config configures a Forwarder.
 type Config struct {
-	// Origin is the origin's base URL.
+	// Origins are the origins requests are relayed to, one healthy origin
+	// per request, failing over to the next (see Forward).
+	Origins *origins.Pool
+	// Origin is the one origin's base URL when Origins is nil.
 	Origin string
 	// BodyGrace and BodyMinRate bound a request body's upload: after
 	// BodyGrace from the start of the relay, the body must have arrived at
@@ -45,9 +50,11 @@ func DefaultConfig() Config {
 
 // Validate reports the first invalid setting.
 func (c *Config) Validate() error {
-	u, err := url.Parse(c.Origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("origin URL %q: want an absolute http(s) URL", c.Origin)
+	if c.Origins == nil {
+		u, err := url.Parse(c.Origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("origin URL %q: want an absolute http(s) URL", c.Origin)
+		}
 	}
 	if c.BodyGrace < 0 {
 		return fmt.Errorf("body grace %v: want 0 or more", c.BodyGrace)
@@ -58,19 +65,27 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Forwarder relays requests to one origin.
+// Forwarder relays requests to the origins.
 type Forwarder struct {
 	cfg    Config
-	origin *url.URL
+	pool   *origins.Pool
 	client *http.Client
 }
 
-// New returns a Forwarder to the origin base URL.
+// New returns a Forwarder to the origins.
 func New(cfg Config) (*Forwarder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	u, _ := url.Parse(cfg.Origin)
+	pool := cfg.Origins
+	if pool == nil {
+		pc := origins.DefaultConfig()
+		pc.URLs = []string{cfg.Origin}
+		var err error
+		if pool, err = origins.New(pc); err != nil {
+			return nil, err
+		}
+	}
 	transport := &http.Transport{
 		Proxy:                 nil, // never relay through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -81,8 +96,8 @@ func New(cfg Config) (*Forwarder, error) {
 		ResponseHeaderTimeout: 0,    // renders may take long; the origin enforces its own deadlines
 	}
 	return &Forwarder{
-		cfg:    cfg,
-		origin: u,
+		cfg:  cfg,
+		pool: pool,
 		client: &http.Client{
 			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -90,17 +105,27 @@ func New(cfg Config) (*Forwarder, error) {
 	}, nil
 }
 
-// Client is the HTTP client that reaches the origin.
+// Client is the HTTP client that reaches the origins.
 func (f *Forwarder) Client() *http.Client { return f.client }
+
+// Origins is the pool of origins requests are relayed to.
+func (f *Forwarder) Origins() *origins.Pool { return f.pool }
 
 // Close releases idle connections.
 func (f *Forwarder) Close() { f.client.CloseIdleConnections() }
 
-// Forward relays rc's request to the origin and streams the response into
+// Forward relays rc's request to an origin and streams the response into
 // rc. requestID is sent as X-Request-Id. ctx bounds the relay: when it
 // ends, the origin request is abandoned (the edge's shutdown). done, if
 // not nil, runs once the relay is over: after the response body has been
 // streamed, which may be after Forward returns.
+//
+// The request goes to a healthy origin (origins.Pool.Order). It is sent to
+// the next one when the first got none of it (the connection failed), and,
+// for GET and HEAD, also when the connection broke before the answer
+// began, provided no byte of the request's body was read yet: a body is
+// streamed, never buffered, so one partly sent cannot be sent again. An
+// answer, whatever its status, is never sent again.
 //
 // A request body the client does not deliver whole (malformed chunks, a
 // connection closed early, slower than the minimum rate) is answered 400 or
@@ -114,13 +139,28 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 			up.finish()
 		}
 	}()
-	req, err := f.newRequest(ctx, rc, requestID, up)
+	out, err := f.newOutbound(rc, requestID, up)
 	if err != nil {
 		rc.SetConnectionClose() // the body, if any, was not read
 		WriteError(rc, apierr.BadRequest("Malformed request"))
 		return
 	}
-	resp, err := f.client.Do(req)
+	idempotent := rc.IsGet() || rc.IsHead()
+	resp, err := f.pool.Do(logging.WithRequestID(ctx, requestID), func(o *origins.Origin) (*http.Response, error) {
+		req, err := out.request(ctx, o, up)
+		if err != nil {
+			return nil, err
+		}
+		return f.client.Do(req)
+	}, func(fail origins.Failure) bool {
+		if up.failure() != nil {
+			return false // the client's failure, not the origin's
+		}
+		if !origins.Unsent(fail) && !(idempotent && origins.Idempotent(fail)) {
+			return false
+		}
+		return up.rewind()
+	})
 	if err != nil {
 		up.finish()
 	}
@@ -140,7 +180,7 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 		switch {
 		case ctx.Err() != nil:
 			WriteError(rc, apierr.New(http.StatusServiceUnavailable, "The edge is shutting down").WithHeader("Retry-After", "1"))
-		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.DeadlineExceeded) && origins.Classify(err) != origins.ConnectFailed:
 			slog.Warn("origin request failed", "request_id", requestID, "error", err)
 			WriteError(rc, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
 		default:
@@ -158,21 +198,29 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 	streaming = f.writeResponse(rc, resp, up)
 }
 
-func (f *Forwarder) newRequest(ctx context.Context, rc *fasthttp.RequestCtx, requestID string, up *upload) (*http.Request, error) {
-	target := *f.origin
-	target.Path = strings.TrimRight(f.origin.Path, "/") + string(rc.Path())
-	target.RawPath = ""
+// outbound is a relayed request but for its origin: each attempt makes an
+// http.Request of it for the origin it goes to.
+type outbound struct {
+	method        string
+	path, rawPath string // as the client sent them, without the origin's base path
+	query         string
+	header        http.Header
+	contentLength int64 // -1: chunked
+	hasBody       bool
+}
+
+func (f *Forwarder) newOutbound(rc *fasthttp.RequestCtx, requestID string, up *upload) (*outbound, error) {
+	out := &outbound{method: string(rc.Method()), path: string(rc.Path()), header: http.Header{}}
 	uri := rc.URI()
 	// Keep the path exactly as the client encoded it.
 	if raw := string(uri.PathOriginal()); raw != "" {
 		if i := strings.IndexByte(raw, '?'); i >= 0 {
 			raw = raw[:i]
 		}
-		target.RawPath = strings.TrimRight(f.origin.Path, "/") + raw
+		out.rawPath = raw
 	}
-	target.RawQuery = string(uri.QueryString())
+	out.query = string(uri.QueryString())
 
-	var body io.Reader
 	contentLength := int64(rc.Request.Header.ContentLength())
 	switch {
 	case contentLength > 0 || contentLength == -1: // -1: chunked
@@ -181,35 +229,65 @@ func (f *Forwarder) newRequest(ctx context.Context, rc *fasthttp.RequestCtx, req
 			up.src = bytes.NewReader(rc.Request.Body())
 		}
 		up.length = contentLength
-		body = up
+		out.hasBody = true
 	default:
 		contentLength = 0
 	}
-	req, err := http.NewRequestWithContext(ctx, string(rc.Method()), target.String(), body)
-	if err != nil {
-		return nil, err
-	}
-	req.ContentLength = contentLength
+	out.contentLength = contentLength
 	for key, value := range rc.Request.Header.All() {
 		k := string(key)
 		if hopByHop[http.CanonicalHeaderKey(k)] || strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") ||
 			strings.EqualFold(k, "Expect") { // the edge already answered 100-continue
 			continue
 		}
-		req.Header.Add(k, string(value))
+		out.header.Add(k, string(value))
 	}
-	req.Header.Set(contract.HeaderRequestID, requestID)
-	req.Header.Set("X-Forwarded-Host", string(rc.Host()))
+	out.header.Set(contract.HeaderRequestID, requestID)
+	out.header.Set("X-Forwarded-Host", string(rc.Host()))
 	clientIP := rc.RemoteIP().String()
-	if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
+	if prior := out.header.Get("X-Forwarded-For"); prior != "" {
 		clientIP = prior + ", " + clientIP
 	}
-	req.Header.Set("X-Forwarded-For", clientIP)
+	out.header.Set("X-Forwarded-For", clientIP)
 	proto := "http"
 	if rc.IsTLS() {
 		proto = "https"
 	}
-	req.Header.Set("X-Forwarded-Proto", proto)
+	out.header.Set("X-Forwarded-Proto", proto)
+	// Any origin's URL of the request parses as the first's does: only
+	// their scheme, host and base path differ.
+	if _, err := url.Parse(out.target(f.pool.Origins()[0])); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// target is the request's URL on origin o.
+func (out *outbound) target(o *origins.Origin) string {
+	target := o.Parsed()
+	basePath := strings.TrimRight(target.Path, "/")
+	target.Path = basePath + out.path
+	target.RawPath = ""
+	if out.rawPath != "" {
+		target.RawPath = basePath + out.rawPath
+	}
+	target.RawQuery = out.query
+	return target.String()
+}
+
+// request makes the attempt of the request for origin o, with the body of
+// the upload's current attempt.
+func (out *outbound) request(ctx context.Context, o *origins.Origin, up *upload) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, out.method, out.target(o), nil)
+	if err != nil {
+		return nil, err
+	}
+	if out.hasBody {
+		req.Body = up.attempt()
+	}
+	req.ContentLength = out.contentLength
+	// Shared by every attempt: neither net/http nor the relay changes it.
+	req.Header = out.header
 	return req, nil
 }
 
@@ -266,6 +344,10 @@ func WriteError(rc *fasthttp.RequestCtx, err error) {
 // what is left of grace + read/rate, and it records a read that failed on
 // the client's side (a malformed chunk, a connection closed early, that
 // deadline) for Forward to answer.
+//
+// Each attempt at an origin reads it through its own attemptBody; only
+// the current attempt may read. While no read began, rewind gives the body
+// to a new attempt: one whose connection failed never read any of it.
 type upload struct {
 	src    io.Reader
 	length int64 // the declared Content-Length, -1 for chunked
@@ -278,6 +360,9 @@ type upload struct {
 	reading  bool
 	closed   bool
 	eof      bool
+	started  bool          // a read began: the body cannot be sent again
+	current  uint64        // the attempt that may read
+	ended    bool          // the current attempt closed its body
 	read     int64         // bytes read
 	waited   time.Duration // time spent in reads
 	deadline time.Time
@@ -291,9 +376,52 @@ func newUpload(conn net.Conn, grace time.Duration, rate int64, done func()) *upl
 	return u
 }
 
-func (u *upload) Read(p []byte) (int, error) {
+// attempt returns the body of the current attempt.
+func (u *upload) attempt() *attemptBody {
 	u.mu.Lock()
-	if u.closed {
+	defer u.mu.Unlock()
+	return &attemptBody{u: u, id: u.current}
+}
+
+// rewind ends the current attempt's use of the body and reports whether a
+// new attempt may send it: none of it was read, and the client did not fail.
+func (u *upload) rewind() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started || u.closed || u.err != nil {
+		return false
+	}
+	u.current++
+	u.ended = false
+	return true
+}
+
+// attemptBody is the request body of one attempt.
+type attemptBody struct {
+	u  *upload
+	id uint64
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) { return b.u.readAttempt(b.id, p) }
+
+// Close is the transport's: this attempt has no more use for the body.
+// Once a read began the body is spent, and no read may follow.
+func (b *attemptBody) Close() error {
+	u := b.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if b.id == u.current {
+		u.ended = true
+		if u.started {
+			u.closed = true
+		}
+	}
+	return nil
+}
+
+func (u *upload) readAttempt(id uint64, p []byte) (int, error) {
+	u.mu.Lock()
+	if u.closed || id != u.current || u.ended {
 		u.mu.Unlock()
 		return 0, errUploadEnded
 	}
@@ -301,6 +429,7 @@ func (u *upload) Read(p []byte) (int, error) {
 		u.mu.Unlock()
 		return 0, u.err
 	}
+	u.started = true
 	u.reading = true
 	began := time.Now()
 	allowed := u.grace + time.Duration(float64(u.read)/float64(u.rate)*float64(time.Second))
@@ -344,14 +473,6 @@ func clientBodyError(err error, pastDeadline bool) *apierr.Error {
 	e := apierr.BadRequest("The request body is malformed or incomplete")
 	e.Cause = err
 	return e
-}
-
-// Close is the transport's: it has no more use for the body.
-func (u *upload) Close() error {
-	u.mu.Lock()
-	u.closed = true
-	u.mu.Unlock()
-	return nil
 }
 
 // complete reports whether the whole body was read (or there was none).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/origin/contract"
 )
 
@@ -31,14 +33,19 @@ type Purger interface {
 
 // Config configures a Subscriber.
 type Config struct {
+	// Origins are the origins whose purge log the subscriber follows, one
+	// at a time (they share one store, so they serve the same log).
+	Origins *origins.Pool
+	// OriginURL is the one origin's base URL when Origins is nil.
 	OriginURL string
 	Token     string
 	Name      string
 	// StateFile remembers the last applied event across restarts.
 	StateFile string
 	Purger    Purger
-	// Client talks to the origin; nil uses a client without proxy. The
-	// stream is long-lived: give it no overall timeout.
+	// Client talks to the origins; nil uses a client without proxy whose
+	// connections time out after a second. The stream is long-lived: give
+	// it no overall timeout.
 	Client *http.Client
 	// AnswerTimeout bounds the wait for the origin's answer (its header)
 	// to a stream's request; 0 means DefaultAnswerTimeout.
@@ -60,9 +67,10 @@ const (
 // errNoAnswer: the origin did not answer a stream's request in time.
 var errNoAnswer = errors.New("the origin did not answer the stream's request")
 
-// Subscriber follows the origin's purge log.
+// Subscriber follows the origins' purge log.
 type Subscriber struct {
 	cfg   Config
+	pool  *origins.Pool
 	last  atomic.Uint64
 	ready atomic.Bool
 	mu    sync.Mutex
@@ -73,16 +81,26 @@ type Subscriber struct {
 
 // New returns a subscriber positioned at the state file's last event.
 func New(cfg Config) (*Subscriber, error) {
-	if cfg.OriginURL == "" || cfg.Token == "" || cfg.Purger == nil || cfg.StateFile == "" {
+	if (cfg.Origins == nil && cfg.OriginURL == "") || cfg.Token == "" || cfg.Purger == nil || cfg.StateFile == "" {
 		return nil, fmt.Errorf("edge sync: origin URL, token, purger and state file are required")
 	}
+	pool := cfg.Origins
+	if pool == nil {
+		pc := origins.DefaultConfig()
+		pc.URLs = []string{cfg.OriginURL}
+		var err error
+		if pool, err = origins.New(pc); err != nil {
+			return nil, fmt.Errorf("edge sync: %w", err)
+		}
+	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: &http.Transport{Proxy: nil}}
+		cfg.Client = &http.Client{Transport: &http.Transport{Proxy: nil,
+			DialContext: (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext}}
 	}
 	if cfg.AnswerTimeout <= 0 {
 		cfg.AnswerTimeout = DefaultAnswerTimeout
 	}
-	s := &Subscriber{cfg: cfg, wake: make(chan struct{}), after: time.After}
+	s := &Subscriber{cfg: cfg, pool: pool, wake: make(chan struct{}), after: time.After}
 	if raw, err := os.ReadFile(cfg.StateFile); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64); err == nil {
 			s.last.Store(n)
@@ -108,21 +126,31 @@ func (s *Subscriber) WaitReady(ctx context.Context) error {
 // Last is the last event applied.
 func (s *Subscriber) Last() uint64 { return s.last.Load() }
 
-// Run follows the log until ctx ends, reconnecting with backoff. The
-// backoff starts over after a healthy stream, one that caught up with the
-// log (its Ready frame), so that an edge whose streams drop now and then
-// follows purges again promptly each time.
+// Run follows the log until ctx ends, reconnecting with backoff. Each
+// stream is held with one origin, a healthy one if any
+// (origins.Pool.Next); when it breaks, the next stream goes to the next
+// healthy origin, from the last applied event: the origins serve the same
+// log, so nothing is lost, and an event at or before that position is not
+// applied again. The backoff starts over after a healthy stream, one that
+// caught up with the log (its Ready frame), so that an edge whose streams
+// drop now and then follows purges again promptly each time.
 func (s *Subscriber) Run(ctx context.Context) {
 	backoff := minBackoff
+	var cur *origins.Origin
 	for ctx.Err() == nil {
-		caughtUp, err := s.follow(ctx)
+		next := s.pool.Next(cur)
+		if cur != nil && next != cur {
+			slog.Info("edge follows the purge log of another origin", "from", cur.String(), "to", next.String(), "since", s.last.Load())
+		}
+		cur = next
+		caughtUp, err := s.follow(ctx, cur)
 		if ctx.Err() != nil {
 			return
 		}
 		if caughtUp {
 			backoff = minBackoff
 		}
-		slog.Warn("edge lost the origin's purge stream; reconnecting", "error", err, "retry_in", backoff)
+		slog.Warn("edge lost the origin's purge stream; reconnecting", "origin", cur.String(), "error", err, "retry_in", backoff)
 		select {
 		case <-s.after(backoff):
 		case <-ctx.Done():
@@ -132,10 +160,10 @@ func (s *Subscriber) Run(ctx context.Context) {
 	}
 }
 
-// follow holds one connection: events come down the response, acks go up
-// the request body. caughtUp reports whether the stream reached a Ready
-// frame.
-func (s *Subscriber) follow(ctx context.Context) (caughtUp bool, err error) {
+// follow holds one connection to origin o: events come down the response,
+// acks go up the request body. caughtUp reports whether the stream reached
+// a Ready frame.
+func (s *Subscriber) follow(ctx context.Context, o *origins.Origin) (caughtUp bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pr, pw := io.Pipe()
@@ -148,7 +176,7 @@ func (s *Subscriber) follow(ctx context.Context) (caughtUp bool, err error) {
 	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
 	defer stop()
 	q := url.Values{contract.StreamSince: {strconv.FormatUint(s.last.Load(), 10)}, contract.StreamName: {s.cfg.Name}}
-	u := strings.TrimRight(s.cfg.OriginURL, "/") + contract.StreamPath + "?" + q.Encode()
+	u := o.URL() + contract.StreamPath + "?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
 	if err != nil {
 		return false, err
@@ -157,7 +185,11 @@ func (s *Subscriber) follow(ctx context.Context) (caughtUp bool, err error) {
 	req.Header.Set("Content-Type", "text/plain")
 	// The stream lasts as long as it can, but its answer must start in time.
 	timer := time.AfterFunc(s.cfg.AnswerTimeout, func() { cancel(errNoAnswer) })
+	attempt := s.pool.Begin(o)
 	resp, err := s.cfg.Client.Do(req)
+	// A stream that could not connect takes the origin out at once, as a
+	// request does.
+	attempt.Done(ctx, err)
 	if !timer.Stop() { // the timeout struck, before the answer or as it came
 		if err == nil {
 			resp.Body.Close()
@@ -185,11 +217,17 @@ func (s *Subscriber) follow(ctx context.Context) (caughtUp bool, err error) {
 			}
 			continue
 		}
-		if err := s.apply(ev.Kind, ev.IDs); err != nil {
-			return caughtUp, fmt.Errorf("apply event %d: %w", ev.Seq, err)
-		}
-		if err := s.remember(ev.Seq); err != nil {
-			return caughtUp, err
+		// An event at or before the position was applied already: from
+		// another origin's stream, say, whose acknowledgement this one did
+		// not see. A reset is the exception: its position may be below ours
+		// (the log was restored) and it must be applied.
+		if ev.Kind == contract.Reset || ev.Seq > s.last.Load() {
+			if err := s.apply(ev.Kind, ev.IDs); err != nil {
+				return caughtUp, fmt.Errorf("apply event %d: %w", ev.Seq, err)
+			}
+			if err := s.remember(ev.Seq); err != nil {
+				return caughtUp, err
+			}
 		}
 		if _, err := fmt.Fprintf(pw, "%d\n", ev.Seq); err != nil {
 			return caughtUp, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/purgelog"
 	"github.com/pictorhq/pictor/origin/contract"
 )
@@ -725,5 +727,100 @@ func TestBackoffStartsOverAfterAHealthyStream(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("waited %v before reconnecting, want %v", got, want)
+	}
+}
+
+// subscribePool makes a subscriber of the origins at urls, with its state
+// in state and its reconnection backoff skipped.
+func subscribePool(t *testing.T, state string, p purgelog.Purger, urls ...string) (*purgelog.Subscriber, *origins.Pool) {
+	t.Helper()
+	pc := origins.DefaultConfig()
+	pc.URLs = urls
+	pool, err := origins.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := purgelog.New(purgelog.Config{Origins: pool, Token: token, Name: "edge-1", StateFile: state, Purger: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetAfter(func(time.Duration) <-chan time.Time {
+		now := make(chan time.Time, 1)
+		now <- time.Now()
+		return now
+	})
+	return s, pool
+}
+
+// TestFollowsAnotherOrigin: origins over one store serve the same log.
+// When the stream of the origin the subscriber follows breaks, it follows
+// the next origin's from its position; an event that origin sends again
+// is acknowledged and not applied twice; no event is lost.
+func TestFollowsAnotherOrigin(t *testing.T) {
+	a, b := newOrigin(t), newOrigin(t)
+	state := filepath.Join(t.TempDir(), "edge.state")
+	p := &purger{}
+	s, _ := subscribePool(t, state, p, a.url, b.url)
+	run(t, s)
+
+	c := a.accept(t)
+	if c.since != "0" {
+		t.Fatalf("first stream since %q", c.since)
+	}
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+	c.send(contract.Event{Seq: 2, Kind: contract.OrgSuspended, IDs: []string{"org-1"}})
+	c.ready(2)
+	waitReady(t, s)
+	c.ack(t, 1)
+	c.ack(t, 2)
+	c.close()
+
+	c = b.accept(t)
+	if c.since != "2" {
+		t.Fatalf("stream on the other origin since %q, want 2", c.since)
+	}
+	// An origin behind the other sends 2 again, then what was published
+	// meanwhile.
+	c.send(contract.Event{Seq: 2, Kind: contract.OrgSuspended, IDs: []string{"org-1"}})
+	c.send(contract.Event{Seq: 3, Kind: contract.ImagesDeleted, IDs: []string{"img-3"}})
+	c.ready(3)
+	c.ack(t, 2)
+	c.ack(t, 3)
+	c.close()
+
+	c = a.accept(t) // around again
+	if c.since != "3" {
+		t.Fatalf("stream back on the first origin since %q, want 3", c.since)
+	}
+	c.send(contract.Event{Seq: 4, Kind: contract.ImagesDeleted, IDs: []string{"img-4"}})
+	c.ack(t, 4)
+	if got, want := p.got(), []string{"image:img-1", "org:org-1", "image:img-3", "image:img-4"}; !slices.Equal(got, want) {
+		t.Fatalf("purges %q, want each once: %q", got, want)
+	}
+	wantState(t, state, 4)
+}
+
+// TestSkipsADeadOrigin: an origin the stream cannot connect to is taken
+// out at once, and the subscriber keeps to the live one.
+func TestSkipsADeadOrigin(t *testing.T) {
+	b := newOrigin(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	s, pool := subscribePool(t, filepath.Join(t.TempDir(), "edge.state"), &purger{}, dead, b.url)
+	run(t, s)
+	c := b.accept(t)
+	if pool.Origins()[0].Up() {
+		t.Fatal("the dead origin is still up")
+	}
+	c.ready(0)
+	waitReady(t, s)
+	c.close()
+	b.accept(t) // not the dead one again
+	if n := b.tries.Load(); n != 2 {
+		t.Fatalf("%d streams asked of the live origin, want 2", n)
 	}
 }
