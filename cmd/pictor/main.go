@@ -19,7 +19,7 @@ const usage = `Pictor turns HTML/CSS, templates or a URL into images and PDFs.
 
 Usage:
   pictor serve  [--data-dir DIR] [--addr HOST:PORT] [--origin-addr HOST:PORT] [--public-url URL] [--allow-private-urls]
-  pictor edge   --origin-url URL [--addr HOST:PORT] [--cache-dir DIR] [--cache-mem BYTES] [--public-url URL]
+  pictor edge   --origin-url URL[,URL...] [--addr HOST:PORT] [--cache-dir DIR] [--cache-mem BYTES] [--public-url URL]
   pictor origin [--data-dir DIR] [--addr HOST:PORT] [--public-url URL] [--allow-private-urls]
   pictor admin org create  --data-dir DIR --name NAME --plan PLAN
   pictor admin org suspend --data-dir DIR --org ORG_ID

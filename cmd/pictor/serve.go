@@ -35,10 +35,10 @@ const relayMargin = 5 * time.Second
 func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
 
 type tierFlags struct {
-	dataDir, addr, originAddr, publicURL, cacheDir, logLevel, edgeToken string
-	cacheMem, cacheDisk                                                 int64
-	allowPrivate                                                        bool
-	render                                                              renderFlags
+	dataDir, store, addr, originAddr, publicURL, cacheDir, logLevel, edgeToken string
+	cacheMem, cacheDisk                                                        int64
+	allowPrivate                                                               bool
+	render                                                                     renderFlags
 }
 
 // renderFlags configure the origin's Chromium pool.
@@ -70,6 +70,7 @@ func (r *renderFlags) register(fs *flagSet) {
 func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg := origin.DefaultConfig()
 	cfg.DataDir = t.dataDir
+	cfg.Store = t.store
 	cfg.PublicURL = t.publicURL
 	cfg.Version = version
 	cfg.AllowPrivateURLs = t.allowPrivate
@@ -96,6 +97,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	def := edge.DefaultConfig()
 	limits := def
 	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key, caches)")
+	fs.StringVar(&t.store, "store", "", "PostgreSQL database of the records, postgres://user:password@host:port/db, shared by several origins (default: the embedded store in --data-dir)")
 	fs.StringVar(&t.addr, "addr", "127.0.0.1:8080", "public listen address (edge)")
 	fs.StringVar(&t.originAddr, "origin-addr", "127.0.0.1:8081", "internal listen address (origin)")
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
@@ -281,6 +283,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("origin", e.stderr, e.getenv)
 	var t tierFlags
 	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key)")
+	fs.StringVar(&t.store, "store", "", "PostgreSQL database of the records, postgres://user:password@host:port/db, shared by several origins (default: the embedded store in --data-dir)")
 	fs.StringVar(&t.addr, "addr", origin.DefaultConfig().Addr, "listen address")
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
