@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
@@ -409,6 +410,7 @@ func buildBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if path, err := binary(); err == nil {
 		os.RemoveAll(filepath.Dir(path))
 	}
