@@ -26,8 +26,11 @@ func runAdmin(ctx context.Context, args []string, e env) error {
 	}
 	action := args[1]
 	fs := newFlagSet("admin org "+action, e.stderr, e.getenv)
-	var dataDir, store, name, plan, orgID string
+	var dataDir, store, blobs, name, plan, orgID string
 	fs.StringVar(&dataDir, "data-dir", "", "data directory of the store (required without --store)")
+	// Accepted so that the origins' flags can be passed as they are:
+	// organization commands touch no image files.
+	fs.StringVar(&blobs, "blobs", "", "the origins' --blobs; accepted and unused: organization commands touch no image files")
 	fs.StringVar(&store, "store", "", "PostgreSQL database of the records (postgres://...), as the origins' --store; the master key then comes from PICTOR_MASTER_KEY or --data-dir")
 	switch action {
 	case "create":

@@ -16,7 +16,8 @@ import (
 func TestAdminWithSharedStore(t *testing.T) {
 	db := pgtest.Shared(t).Database(t)
 	env := map[string]string{"PICTOR_MASTER_KEY": strings.Repeat("7e", 32)}
-	out, err := runCmd(t, env, "admin", "org", "create", "--store", db, "--name", "acme", "--plan", "pro")
+	// The origins' --store and --blobs, passed as they are.
+	out, err := runCmd(t, env, "admin", "org", "create", "--store", db, "--blobs", "s3://pictor/masters?region=us-east-1", "--name", "acme", "--plan", "pro")
 	if err != nil {
 		t.Fatal(err)
 	}
