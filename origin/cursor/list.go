@@ -38,3 +38,27 @@ func (c Codec) ParseList(q map[string][]string, scope string) (count int, after 
 	}
 	return count, after, errs.Err()
 }
+
+// Page is the list envelope of spec §2.5: one page of views and the cursor
+// of the next, null on the last page.
+type Page[V any] struct {
+	Data       []V `json:"data"`
+	Pagination struct {
+		NextPageStart *string `json:"next_page_start"`
+	} `json:"pagination"`
+}
+
+// NewPage shows one page of items, each as view; when more follow, the
+// next page starts after the last item, whose position (as the store lists
+// by) is pos of it, encoded for scope.
+func NewPage[T, V any](c Codec, scope string, items []T, more bool, view func(T) V, pos func(T) string) Page[V] {
+	out := Page[V]{Data: make([]V, len(items))}
+	for i, it := range items {
+		out.Data[i] = view(it)
+	}
+	if more && len(items) > 0 {
+		next := c.Encode(scope, pos(items[len(items)-1]))
+		out.Pagination.NextPageStart = &next
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package cursor
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
@@ -46,5 +47,30 @@ func TestParseList(t *testing.T) {
 				t.Fatalf("ParseList = %d, %q, %v; want %d, %q", count, after, err, tc.count, tc.after)
 			}
 		})
+	}
+}
+
+func TestNewPage(t *testing.T) {
+	c := New([]byte("0123456789abcdef0123456789abcdef"))
+	items := []int{3, 2, 1}
+	view := func(n int) string { return strconv.Itoa(n) }
+	pos := func(n int) string { return "id" + strconv.Itoa(n) }
+	p := NewPage(c, "things/org", items, true, view, pos)
+	if len(p.Data) != 3 || p.Data[0] != "3" || p.Data[2] != "1" || p.Pagination.NextPageStart == nil {
+		t.Fatalf("page %+v", p)
+	}
+	if after, err := c.Decode("things/org", *p.Pagination.NextPageStart); err != nil || after != "id1" {
+		t.Fatalf("next page starts after %q (%v), want id1", after, err)
+	}
+	if _, err := c.Decode("other/org", *p.Pagination.NextPageStart); err == nil {
+		t.Fatal("the cursor is valid in another scope")
+	}
+	last := NewPage(c, "things/org", items, false, view, pos)
+	if last.Pagination.NextPageStart != nil {
+		t.Fatal("the last page names a next one")
+	}
+	empty := NewPage(c, "things/org", []int{}, true, view, pos)
+	if empty.Data == nil || len(empty.Data) != 0 || empty.Pagination.NextPageStart != nil {
+		t.Fatalf("empty page %+v: want [] and no cursor", empty)
 	}
 }

@@ -276,14 +276,6 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	respond.Empty(w, http.StatusNoContent)
 }
 
-// ListResponse is the list envelope of spec §2.5.
-type ListResponse struct {
-	Data       []View `json:"data"`
-	Pagination struct {
-		NextPageStart *string `json:"next_page_start"`
-	} `json:"pagination"`
-}
-
 func scope(orgID string) string { return "og-configs/" + orgID }
 
 // List handles GET /v1/og-configs: newest first, disabled ones included.
@@ -299,14 +291,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	var out ListResponse
-	out.Data = make([]View, len(list))
-	for i, c := range list {
-		out.Data[i] = NewView(c)
-	}
-	if more {
-		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
-		out.Pagination.NextPageStart = &next
-	}
-	respond.JSON(w, r, http.StatusOK, out)
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
+		func(x *Config) string { return x.ID }))
 }

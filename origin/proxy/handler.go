@@ -69,14 +69,6 @@ func NewView(p *Proxy) View {
 	return v
 }
 
-// ListResponse is the list envelope of spec §2.5.
-type ListResponse struct {
-	Data       []View `json:"data"`
-	Pagination struct {
-		NextPageStart *string `json:"next_page_start"`
-	} `json:"pagination"`
-}
-
 // caller returns the request's principal once its plan allows proxies.
 func caller(r *http.Request) (*auth.Principal, error) {
 	p := auth.FromContext(r.Context())
@@ -231,14 +223,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	var out ListResponse
-	out.Data = make([]View, len(list))
-	for i, px := range list {
-		out.Data[i] = NewView(px)
-	}
-	if more {
-		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
-		out.Pagination.NextPageStart = &next
-	}
-	respond.JSON(w, r, http.StatusOK, out)
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
+		func(x *Proxy) string { return x.ID }))
 }

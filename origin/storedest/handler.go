@@ -455,14 +455,6 @@ func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, r, http.StatusOK, ExternalIDView{ExternalID: ext})
 }
 
-// ListResponse is the list envelope of spec §2.5.
-type ListResponse struct {
-	Data       []View `json:"data"`
-	Pagination struct {
-		NextPageStart *string `json:"next_page_start"`
-	} `json:"pagination"`
-}
-
 func scope(orgID string) string { return "storage-destinations/" + orgID }
 
 // List handles GET /v1/storage-destinations: newest first, disabled ones
@@ -482,14 +474,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	var out ListResponse
-	out.Data = make([]View, len(list))
-	for i, d := range list {
-		out.Data[i] = NewView(d)
-	}
-	if more {
-		next := h.Cursors.Encode(scope(p.Org.ID), list[len(list)-1].ID)
-		out.Pagination.NextPageStart = &next
-	}
-	respond.JSON(w, r, http.StatusOK, out)
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
+		func(x *Destination) string { return x.ID }))
 }
