@@ -285,25 +285,5 @@ func (s *Store) Delete(orgID, id string) (*Config, error) {
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
 func (s *Store) List(orgID, after string, count int) ([]*Config, bool, error) {
-	snap := s.kv.Snapshot()
-	defer snap.Close()
-	opts := kv.IterOptions{Reverse: true}
-	if after != "" {
-		opts.After = orgKey(orgID, after)
-	}
-	it := snap.Iterate(orgPrefix(orgID), opts)
-	defer it.Close()
-	prefixLen := len(orgPrefix(orgID))
-	var out []*Config
-	for it.Next() {
-		if len(out) == count {
-			return out, true, nil
-		}
-		c, err := s.load(snap, string(it.Key()[prefixLen:]))
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, c)
-	}
-	return out, false, it.Err()
+	return kv.ListIndex(s.kv, orgPrefix(orgID), after, count, s.load)
 }

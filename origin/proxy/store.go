@@ -184,27 +184,7 @@ func (s *Store) Delete(orgID, id string) error {
 // disabled ones included, starting after the id after ("" for the first
 // page), and whether more follow.
 func (s *Store) List(orgID, after string, count int) ([]*Proxy, bool, error) {
-	snap := s.kv.Snapshot()
-	defer snap.Close()
-	opts := kv.IterOptions{Reverse: true}
-	if after != "" {
-		opts.After = orgKey(orgID, after)
-	}
-	it := snap.Iterate(orgPrefix(orgID), opts)
-	defer it.Close()
-	prefixLen := len(orgPrefix(orgID))
-	var out []*Proxy
-	for it.Next() {
-		if len(out) == count {
-			return out, true, nil
-		}
-		p, err := s.load(snap, string(it.Key()[prefixLen:]))
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, p)
-	}
-	return out, false, it.Err()
+	return kv.ListIndex(s.kv, orgPrefix(orgID), after, count, s.load)
 }
 
 // Credentials returns what a render sends to the proxy: its username and

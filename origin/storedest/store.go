@@ -290,27 +290,7 @@ func (s *Store) Delete(orgID, id string) (*Destination, error) {
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
 func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, error) {
-	snap := s.kv.Snapshot()
-	defer snap.Close()
-	opts := kv.IterOptions{Reverse: true}
-	if after != "" {
-		opts.After = orgKey(orgID, after)
-	}
-	it := snap.Iterate(orgPrefix(orgID), opts)
-	defer it.Close()
-	prefixLen := len(orgPrefix(orgID))
-	var out []*Destination
-	for it.Next() {
-		if len(out) == count {
-			return out, true, nil
-		}
-		d, err := s.load(snap, string(it.Key()[prefixLen:]))
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, d)
-	}
-	return out, false, it.Err()
+	return kv.ListIndex(s.kv, orgPrefix(orgID), after, count, s.load)
 }
 
 // ExternalID returns the organization's AWS external id, which aws_s3
