@@ -357,17 +357,7 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 	if subtle.ConstantTimeCompare(want, []byte(secret)) != 1 {
 		return nil, auth.ErrInvalid
 	}
-	if k.Disabled {
-		return nil, auth.ErrDisabled
-	}
-	o, err := s.orgs.Get(k.OrgID)
-	if err != nil {
-		return nil, fmt.Errorf("organization of API key %s: %w", k.ID, err)
-	}
-	if o.Suspended {
-		return nil, auth.ErrSuspended
-	}
-	return &auth.Principal{Org: o, KeyID: k.ID, APIID: k.APIID, Grant: k.Grant()}, nil
+	return s.principal(k)
 }
 
 // Principal returns the current principal of the key with the id, for a
@@ -382,6 +372,12 @@ func (s *Store) Principal(_ context.Context, id string) (*auth.Principal, error)
 	if err != nil {
 		return nil, err
 	}
+	return s.principal(k)
+}
+
+// principal is the caller a key stands for: auth.ErrDisabled for a
+// disabled key, auth.ErrSuspended when its organization is suspended.
+func (s *Store) principal(k *Key) (*auth.Principal, error) {
 	if k.Disabled {
 		return nil, auth.ErrDisabled
 	}
