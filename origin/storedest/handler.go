@@ -3,10 +3,8 @@ package storedest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -19,7 +17,6 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/org"
-	"github.com/pictorhq/pictor/origin/plan"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/origin/storage"
 )
@@ -139,36 +136,7 @@ func orNull(s string) any {
 // and its allowance, and the organization's plan. Every handler checks it;
 // the route table runs it too (api.Route.Check), before the rate limit, so
 // that a refusal costs no allowance.
-func CheckPlan(o *org.Org) error {
-	if o != nil && o.PlanInfo().Delivery {
-		return nil
-	}
-	current := "no"
-	if o != nil && o.Plan != "" {
-		current = "the " + o.Plan
-	}
-	return apierr.Forbidden("Storage destinations need %s; this organization is on %s plan", requirement, current)
-}
-
-// requirement names the smallest plan with delivery options: "the pro
-// plan or higher (10,000 images a month)".
-var requirement = func() string {
-	for _, name := range plan.Names() {
-		if p, _ := plan.Lookup(name); p.Delivery {
-			return fmt.Sprintf("the %s plan or higher (%s images a month)", p.Name, thousands(p.Credits))
-		}
-	}
-	return "a plan with delivery options"
-}()
-
-// thousands writes n with a comma every three digits.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+func CheckPlan(o *org.Org) error { return org.RequireDelivery(o, "Storage destinations") }
 
 // begin authorizes a request by plan and returns its principal.
 func begin(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
