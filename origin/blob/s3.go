@@ -25,10 +25,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	smithy "github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pictorhq/pictor/origin/awslog"
 )
 
 // s3Store keeps an image's files as objects <prefix>/<shard>/<id>/<name>
@@ -112,7 +113,7 @@ func newS3(ctx context.Context, cfg Config, loc s3Location) (*s3Store, error) {
 		// every S3-compatible server.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		o.Logger = sdkLogger{l: log}
+		o.Logger = awslog.New(log, "blob s3 sdk")
 		o.ClientLogMode = aws.LogRetries
 		o.APIOptions = append(o.APIOptions, m.countAttempts)
 	})
@@ -461,27 +462,3 @@ func httpStatus(err error) int {
 	}
 	return 0
 }
-
-// sdkLogger hands the SDK's log lines (retries only: ClientLogMode) to
-// slog at debug level.
-type sdkLogger struct {
-	l   *slog.Logger
-	ctx context.Context
-}
-
-func (s sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s.l.DebugContext(ctx, "blob s3 sdk", "classification", string(c), "message", fmt.Sprintf(format, v...))
-}
-
-func (s sdkLogger) WithContext(ctx context.Context) logging.Logger {
-	return sdkLogger{l: s.l, ctx: ctx}
-}
-
-var (
-	_ logging.Logger        = sdkLogger{}
-	_ logging.ContextLogger = sdkLogger{}
-)

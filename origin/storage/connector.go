@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/google/uuid"
 
+	"github.com/pictorhq/pictor/origin/awslog"
 	"github.com/pictorhq/pictor/origin/egress"
 )
 
@@ -189,7 +190,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 			Credentials:   c.base,
 			HTTPClient:    c.http,
 			Retryer:       c.retryer(),
-			Logger:        sdkLogger{l: c.log},
+			Logger:        awslog.New(c.log, "storage sdk"),
 			ClientLogMode: aws.LogRetries,
 			APIOptions:    []func(*middleware.Stack) error{addAttemptMetrics(c.metrics, conn.Provider, "sts")},
 		}
@@ -214,7 +215,7 @@ func (c *Connector) newWriter(conn Connection) (*Writer, error) {
 		HTTPClient:    c.http,
 		Retryer:       c.retryer(),
 		UsePathStyle:  ep.PathStyle,
-		Logger:        sdkLogger{l: c.log},
+		Logger:        awslog.New(c.log, "storage sdk"),
 		ClientLogMode: aws.LogRetries,
 		APIOptions: []func(*middleware.Stack) error{
 			addAnswerCheck,

@@ -3,12 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"mime"
 	"strings"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -78,28 +76,3 @@ func addAttemptMetrics(m *metrics, provider Provider, service string) func(*midd
 			}), "Retry", middleware.After)
 	}
 }
-
-// sdkLogger hands the SDK's log lines (retries only: see ClientLogMode in
-// newS3Client) to slog at debug level. Request and response logging is
-// never enabled: it would log signatures and session tokens.
-type sdkLogger struct {
-	l   *slog.Logger
-	ctx context.Context
-}
-
-func (s sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	ctx := s.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s.l.DebugContext(ctx, "storage sdk", "classification", string(c), "message", fmt.Sprintf(format, v...))
-}
-
-func (s sdkLogger) WithContext(ctx context.Context) logging.Logger {
-	return sdkLogger{l: s.l, ctx: ctx}
-}
-
-var (
-	_ logging.Logger        = sdkLogger{}
-	_ logging.ContextLogger = sdkLogger{}
-)
