@@ -1,9 +1,9 @@
 package oauth
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
+
+	"github.com/pictorhq/pictor/origin/respond"
 )
 
 // metadataCacheControl lets clients and proxies keep the public documents
@@ -28,23 +28,6 @@ func (s *Server) Preflight(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// writeJSON answers v with the status.
-func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	body = append(body, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-}
-
 func (s *Server) scopeNames() []string {
 	out := make([]string, len(s.scopes))
 	for i, p := range s.scopes {
@@ -57,7 +40,7 @@ func (s *Server) scopeNames() []string {
 func (s *Server) ProtectedResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", metadataCacheControl)
-	writeJSON(w, r, http.StatusOK, map[string]any{
+	respond.JSON(w, r, http.StatusOK, map[string]any{
 		"resource":                 s.cfg.Resource,
 		"authorization_servers":    []string{s.issuer},
 		"scopes_supported":         s.scopeNames(),
@@ -72,7 +55,7 @@ func (s *Server) ServerMetadata(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", metadataCacheControl)
 	authMethods := []string{"none", "client_secret_basic", "client_secret_post"}
-	writeJSON(w, r, http.StatusOK, map[string]any{
+	respond.JSON(w, r, http.StatusOK, map[string]any{
 		"issuer":                                         s.issuer,
 		"authorization_endpoint":                         s.issuer + pathAuthorize,
 		"token_endpoint":                                 s.issuer + pathToken,
@@ -94,5 +77,5 @@ func (s *Server) ServerMetadata(w http.ResponseWriter, r *http.Request) {
 func (s *Server) JWKS(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", metadataCacheControl)
-	writeJSON(w, r, http.StatusOK, map[string]any{"keys": []jwk{s.jwk}})
+	respond.JSON(w, r, http.StatusOK, map[string]any{"keys": []jwk{s.jwk}})
 }

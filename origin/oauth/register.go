@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/pictorhq/pictor/origin/respond"
 )
 
 // Registration bounds.
@@ -48,7 +50,7 @@ func badMetadata(format string, args ...any) *registrationError {
 }
 
 func (s *Server) registrationFail(w http.ResponseWriter, r *http.Request, e *registrationError) {
-	writeJSON(w, r, e.status, map[string]string{"error": e.code, "error_description": e.description})
+	respond.JSON(w, r, e.status, map[string]string{"error": e.code, "error_description": e.description})
 }
 
 // Register registers a client (POST /oauth/register, RFC 7591). It needs no
@@ -106,7 +108,7 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 		out["client_secret"] = secret
 		out["client_secret_expires_at"] = 0
 	}
-	writeJSON(w, r, http.StatusCreated, out)
+	respond.JSON(w, r, http.StatusCreated, out)
 }
 
 func readRegistration(w http.ResponseWriter, r *http.Request) (*registration, *registrationError) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/respond"
 )
 
 // endpointError is an error answer of the token or revocation endpoint (RFC
@@ -37,7 +38,7 @@ func (s *Server) endpointFail(w http.ResponseWriter, r *http.Request, e *endpoin
 	if e.basic && e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="pictor", charset="UTF-8"`)
 	}
-	writeJSON(w, r, e.status, map[string]string{"error": e.code, "error_description": e.description})
+	respond.JSON(w, r, e.status, map[string]string{"error": e.code, "error_description": e.description})
 }
 
 // noStore marks answers that carry tokens (RFC 6749 §5.1).
@@ -170,7 +171,7 @@ func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
 		s.endpointFail(w, r, e)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, resp)
+	respond.JSON(w, r, http.StatusOK, resp)
 }
 
 // pkceMatches reports whether verifier hashes to challenge (S256).
