@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // Purger is an edge that drops cached copies when told.
@@ -39,11 +40,12 @@ func loadEdgeToken(configured, dataDir string) (string, error) {
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
-	tok := hex.EncodeToString(b)
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+	// Two processes starting on one data directory end up with one token.
+	raw, err = seal.CreateFile(path, []byte(hex.EncodeToString(b)+"\n"))
+	if err != nil {
 		return "", fmt.Errorf("edge token: %w", err)
 	}
-	return tok, nil
+	return strings.TrimSpace(string(raw)), nil
 }
 
 // purge tells every edge to drop what an event names: the edge in this

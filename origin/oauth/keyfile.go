@@ -11,7 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // loadKey returns the Ed25519 key in path, generating it there on first use.
@@ -47,16 +48,9 @@ func parseKey(raw []byte) (ed25519.PrivateKey, error) {
 }
 
 // createKey writes a new key to path unless another process gets there
-// first, and returns the contents of path either way. As with the master key
-// (origin/seal), the key is written and synced under a temporary name
-// created with O_EXCL and mode 0600, then hard-linked to path: link(2)
-// fails when path exists, so whoever loses the race reads the winner's
-// complete key, never a partial file.
+// first, and returns the contents of path either way (seal.CreateFile, as
+// for the master key).
 func createKey(path string) ([]byte, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create key directory: %w", err)
-	}
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
@@ -65,49 +59,7 @@ func createKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
-	text := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // O_EXCL, 0600
-	if err != nil {
-		return nil, fmt.Errorf("create temporary key file: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // whether the link was made or lost
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("link %s to %s: %w", tmp, path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return nil, err
-	}
-	// Read back what is at path: ours, or the key of a process that linked first.
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read back: %w", err)
-	}
-	return raw, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open key directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync key directory: %w", err)
-	}
-	return nil
+	return seal.CreateFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
 
 // jwk is the public half of the signing key as a JSON Web Key (RFC 8037).

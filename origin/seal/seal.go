@@ -109,22 +109,28 @@ func Load(env, dataDir string) (*Box, error) {
 }
 
 // create writes a new key to path unless another process gets there first,
-// and returns the contents of path either way. The key is written and
-// synced under a temporary name, then linked to path: link(2) fails if path
-// exists and otherwise makes the name appear with the whole file behind it,
-// so whoever loses the race reads the winner's complete key, never an empty
-// or partial file (as an O_EXCL create followed by a write would show).
+// and returns the contents of path either way (CreateFile).
 func create(path string) ([]byte, error) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return CreateFile(path, []byte(hex.EncodeToString(key)+"\n"))
+}
+
+// CreateFile writes text to path (mode 0600, its directory made 0700)
+// unless another process gets there first, and returns the contents of
+// path either way: for secrets made on first start (the master key, the
+// OAuth signing key, the edge token). The text is written and synced under
+// a temporary name, then linked to path: link(2) fails if path exists and
+// otherwise makes the name appear with the whole file behind it, so
+// whoever loses the race reads the winner's complete file, never an empty
+// or partial one (as an O_EXCL create followed by a write would show).
+func CreateFile(path string, text []byte) ([]byte, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create key directory: %w", err)
 	}
-	key := make([]byte, 32)
-	rand.Read(key)
-	text := []byte(hex.EncodeToString(key) + "\n")
-
 	// CreateTemp opens with mode 0600, which the link keeps.
-	f, err := os.CreateTemp(dir, "."+KeyFile+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create temporary key file: %w", err)
 	}
@@ -144,10 +150,10 @@ func create(path string) ([]byte, error) {
 	}
 	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			// Another process linked its key first: use theirs.
+			// Another process linked its file first: use theirs.
 			raw, err := os.ReadFile(path)
 			if err != nil {
-				return nil, fmt.Errorf("read the key another process created: %w", err)
+				return nil, fmt.Errorf("read the file another process created: %w", err)
 			}
 			return raw, nil
 		}
