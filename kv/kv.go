@@ -1,6 +1,9 @@
 package kv
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Sentinel errors returned by every Store implementation.
 var (
@@ -49,7 +52,24 @@ type Store interface {
 	NewBatch() Batch
 	// Snapshot returns a consistent read-only view of the store as of now.
 	Snapshot() Snapshot
+	// Update runs fn as one transaction holding lock, a name every process
+	// sharing the store agrees on: two Updates with the same lock never
+	// overlap, in this process or in another one. fn reads the store as
+	// committed plus its own writes; its writes apply atomically and durably
+	// when fn returns nil, and not at all otherwise (fn's error is returned
+	// as is). fn must use only txn, never the Store, and must not call
+	// Update; it may run more than once when the store retries a transaction
+	// that conflicted, so it must not act outside txn before it returns.
+	// ctx bounds the wait for the lock and the transaction.
+	Update(ctx context.Context, lock string, fn func(txn Txn) error) error
 	Close() error
+}
+
+// Txn is the view of one Update: reads see the writes made before them.
+// It is valid only while fn runs.
+type Txn interface {
+	Reader
+	Writer
 }
 
 // Batch collects writes that Commit applies atomically and durably.

@@ -41,6 +41,7 @@ type Store struct {
 	closed atomic.Bool
 	mu     sync.Mutex
 	snaps  map[*snapshot]struct{}
+	locks  *locks // Update's named locks
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -78,7 +79,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Store{db: db, lock: lock, snaps: map[*snapshot]struct{}{}}, nil
+	return &Store{db: db, lock: lock, snaps: map[*snapshot]struct{}{}, locks: newLocks()}, nil
 }
 
 func acquireLock(dir string) (*os.File, error) {
