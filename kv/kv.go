@@ -57,10 +57,12 @@ type Store interface {
 	// overlap, in this process or in another one. fn reads the store as
 	// committed plus its own writes; its writes apply atomically and durably
 	// when fn returns nil, and not at all otherwise (fn's error is returned
-	// as is). fn must use only txn, never the Store, and must not call
-	// Update; it may run more than once when the store retries a transaction
-	// that conflicted, so it must not act outside txn before it returns.
-	// ctx bounds the wait for the lock and the transaction.
+	// as is). fn runs at most once. It must use only txn, never the Store
+	// (a store on another machine may have no connection left for it), and
+	// must not call Update. Writes of keys outside the lock's family are
+	// not ordered against writers that take another lock or none: the
+	// caller names the lock that guards what fn reads and writes. ctx
+	// bounds the wait for the lock and the transaction.
 	Update(ctx context.Context, lock string, fn func(txn Txn) error) error
 	Close() error
 }
