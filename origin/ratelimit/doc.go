@@ -1,5 +1,6 @@
 // Package ratelimit enforces the management rate limits of spec §8: a
-// sliding 60-second window per organization and operation group. The
-// in-memory Memory limiter keeps an exact log of admitted requests; a shared
-// backend can replace it behind the Limiter interface.
+// sliding 60-second window per organization and operation group. Memory
+// keeps an exact log of admitted requests in the process; Store keeps the
+// same log in a kv.Store, so that every origin sharing the store draws on
+// one window.
 package ratelimit

@@ -2,11 +2,25 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/pgkv"
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
 
 type clock struct {
 	mu sync.Mutex
@@ -20,69 +34,157 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// limiter is one implementation under test, with how many logs it keeps.
+type limiter struct {
+	Limiter
+	logs func(t *testing.T) int
+}
+
+// limiters are the implementations every behaviour test runs on: each
+// must keep the same exact sliding log.
+var limiters = []struct {
+	name string
+	open func(t *testing.T, now func() time.Time) limiter
+}{
+	{"memory", func(t *testing.T, now func() time.Time) limiter {
+		m := NewMemory(now)
+		return limiter{m, func(*testing.T) int {
+			total := 0
+			for i := range m.shards {
+				m.shards[i].mu.Lock()
+				total += len(m.shards[i].logs)
+				m.shards[i].mu.Unlock()
+			}
+			return total
+		}}
+	}},
+	{"store", func(t *testing.T, now func() time.Time) limiter {
+		s := openPebble(t)
+		return limiter{NewStore(s, now), func(t *testing.T) int { return countLogs(t, s) }}
+	}},
+}
+
+func openPebble(t *testing.T) kv.Store {
+	t.Helper()
+	s, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func countLogs(t *testing.T, s kv.Store) int {
+	t.Helper()
+	it := s.Iterate([]byte(storePrefix), kv.IterOptions{})
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func allow(t *testing.T, l Limiter, key string, limit int, window time.Duration) Decision {
+	t.Helper()
+	d, err := l.Allow(context.Background(), key, limit, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func TestSlidingWindow(t *testing.T) {
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	m := NewMemory(c.now)
-	ctx := context.Background()
-	for i := range 3 {
-		d, _ := m.Allow(ctx, "org|g", 3, time.Minute)
-		if !d.Allowed || d.Remaining != 2-i {
-			t.Fatalf("call %d: %+v", i, d)
-		}
-		c.advance(10 * time.Second)
-	}
-	// Calls at t=0,10,20; now t=30.
-	d, _ := m.Allow(ctx, "org|g", 3, time.Minute)
-	if d.Allowed || d.RetryAfter != 30*time.Second {
-		t.Fatalf("4th call: %+v, want rejected with RetryAfter 30s", d)
-	}
-	c.advance(30 * time.Second) // t=60: the t=0 call leaves the window.
-	if d, _ := m.Allow(ctx, "org|g", 3, time.Minute); !d.Allowed || d.Remaining != 0 {
-		t.Fatalf("after window slid: %+v", d)
-	}
-	if d, _ := m.Allow(ctx, "org|g", 3, time.Minute); d.Allowed || d.RetryAfter != 10*time.Second {
-		t.Fatalf("next: %+v, want RetryAfter 10s", d)
-	}
-	if d, _ := m.Allow(ctx, "other|g", 3, time.Minute); !d.Allowed || d.Remaining != 2 {
-		t.Fatalf("independent key: %+v", d)
+	for _, tc := range limiters {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Unix(1_700_000_000, 0)}
+			m := tc.open(t, c.now)
+			for i := range 3 {
+				d := allow(t, m, "org|g", 3, time.Minute)
+				if !d.Allowed || d.Remaining != 2-i || d.Limit != 3 {
+					t.Fatalf("call %d: %+v", i, d)
+				}
+				c.advance(10 * time.Second)
+			}
+			// Calls at t=0,10,20; now t=30.
+			if d := allow(t, m, "org|g", 3, time.Minute); d.Allowed || d.RetryAfter != 30*time.Second || d.Remaining != 0 {
+				t.Fatalf("4th call: %+v, want rejected with RetryAfter 30s", d)
+			}
+			c.advance(30 * time.Second) // t=60: the t=0 call leaves the window.
+			if d := allow(t, m, "org|g", 3, time.Minute); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("after window slid: %+v", d)
+			}
+			if d := allow(t, m, "org|g", 3, time.Minute); d.Allowed || d.RetryAfter != 10*time.Second {
+				t.Fatalf("next: %+v, want RetryAfter 10s", d)
+			}
+			if d := allow(t, m, "other|g", 3, time.Minute); !d.Allowed || d.Remaining != 2 {
+				t.Fatalf("independent key: %+v", d)
+			}
+		})
 	}
 }
 
 func TestRejectionsDoNotConsume(t *testing.T) {
-	c := &clock{t: time.Unix(0, 0)}
-	m := NewMemory(c.now)
-	ctx := context.Background()
-	m.Allow(ctx, "k", 1, time.Minute)
-	for range 10 {
-		m.Allow(ctx, "k", 1, time.Minute)
-	}
-	c.advance(time.Minute)
-	if d, _ := m.Allow(ctx, "k", 1, time.Minute); !d.Allowed {
-		t.Fatalf("rejected calls extended the window: %+v", d)
+	for _, tc := range limiters {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Unix(0, 0)}
+			m := tc.open(t, c.now)
+			allow(t, m, "k", 1, time.Minute)
+			for range 10 {
+				allow(t, m, "k", 1, time.Minute)
+			}
+			c.advance(time.Minute)
+			if d := allow(t, m, "k", 1, time.Minute); !d.Allowed {
+				t.Fatalf("rejected calls extended the window: %+v", d)
+			}
+		})
 	}
 }
 
 // TestHammer runs many goroutines on a few keys; exactly limit calls per key
 // get through. Run with -race.
 func TestHammer(t *testing.T) {
-	m := NewMemory(nil)
+	for _, tc := range limiters {
+		t.Run(tc.name, func(t *testing.T) {
+			hammer(t, []Limiter{tc.open(t, nil)}, 32, 60)
+		})
+	}
+}
+
+// hammer calls the limiters from many goroutines (goroutine g uses
+// limiters[g%len]) on three keys and checks that exactly 20 calls per key
+// got through, whichever limiter took them.
+func hammer(t *testing.T, ls []Limiter, goroutines, calls int) {
+	t.Helper()
 	ctx := context.Background()
 	keys := []string{"a|api-key:write", "b|api-key:write", "a|api-key:read"}
 	var allowed [3]atomic.Int64
+	var failed atomic.Value
 	var wg sync.WaitGroup
-	for g := range 64 {
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 200 {
+			for i := range calls {
 				k := (g + i) % len(keys)
-				if d, _ := m.Allow(ctx, keys[k], 20, time.Hour); d.Allowed {
+				d, err := ls[g%len(ls)].Allow(ctx, keys[k], 20, time.Hour)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				if d.Allowed {
 					allowed[k].Add(1)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
 	for i := range keys {
 		if got := allowed[i].Load(); got != 20 {
 			t.Fatalf("%s: %d allowed, want exactly 20", keys[i], got)
@@ -91,23 +193,140 @@ func TestHammer(t *testing.T) {
 }
 
 func TestSweepDropsIdleLogs(t *testing.T) {
+	for _, tc := range limiters {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Unix(0, 0)}
+			m := tc.open(t, c.now)
+			const idleKeys = 600 // more than one sweep page of the store
+			for i := range idleKeys {
+				allow(t, m, string(rune('a'+i%26))+string(rune(i)), 5, time.Minute)
+			}
+			if n := m.logs(t); n != idleKeys {
+				t.Fatalf("%d logs kept, want %d", n, idleKeys)
+			}
+			c.advance(2 * time.Minute)
+			for range 4 * sweepEvery {
+				allow(t, m, "live", 5, time.Minute)
+			}
+			if n := m.logs(t); n != 1 {
+				t.Fatalf("%d logs kept after sweeps, want only the live one", n)
+			}
+		})
+	}
+}
+
+// TestLimitChangeStartsAgain: a key asked with another limit starts a new
+// log, on both limiters.
+func TestLimitChangeStartsAgain(t *testing.T) {
+	for _, tc := range limiters {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Unix(0, 0)}
+			m := tc.open(t, c.now)
+			allow(t, m, "k", 1, time.Minute)
+			if d := allow(t, m, "k", 1, time.Minute); d.Allowed {
+				t.Fatalf("second call within limit 1: %+v", d)
+			}
+			if d := allow(t, m, "k", 2, time.Minute); !d.Allowed || d.Remaining != 1 {
+				t.Fatalf("new limit: %+v, want a fresh log", d)
+			}
+		})
+	}
+}
+
+// TestStoreExpiredLogReplaced: the next admission on a log whose every
+// entry left the window writes a log of that admission alone.
+func TestStoreExpiredLogReplaced(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
-	m := NewMemory(c.now)
-	ctx := context.Background()
-	for i := range 1000 {
-		m.Allow(ctx, string(rune('a'+i%26))+string(rune(i)), 5, time.Minute)
+	s := openPebble(t)
+	l := NewStore(s, c.now)
+	for range 3 {
+		allow(t, l, "k", 5, time.Minute)
 	}
-	c.advance(2 * time.Minute)
-	for range sweepEvery {
-		m.Allow(ctx, "live", 5, time.Minute)
+	c.advance(time.Minute)
+	allow(t, l, "k", 5, time.Minute)
+	raw, err := s.Get(logKey("k"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	total := 0
-	for i := range m.shards {
-		total += len(m.shards[i].logs)
+	times, err := readLog(s, logKey("k"), 5)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if total > 1 {
-		t.Fatalf("%d logs kept after sweeps, want only the live one", total)
+	if len(times) != 1 || !times[0].Equal(c.now()) {
+		t.Fatalf("log %x holds %v, want only the admission at %v", raw, times, c.now())
 	}
+}
+
+// TestStoreError: a store that fails makes Allow fail, with the cause
+// recognizable, and admits nothing.
+func TestStoreError(t *testing.T) {
+	s := openPebble(t)
+	l := NewStore(s, nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Allow(context.Background(), "k", 5, time.Minute)
+	if !errors.Is(err, kv.ErrClosed) || d.Allowed {
+		t.Fatalf("Allow on a closed store = %+v, %v; want kv.ErrClosed", d, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l2 := NewStore(openPebble(t), nil)
+	if _, err := l2.Allow(ctx, "k", 5, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Allow with a canceled context: %v, want context.Canceled", err)
+	}
+}
+
+// pgPair opens two handles on one fresh PostgreSQL database: two origins
+// sharing a store.
+func pgPair(t *testing.T) (kv.Store, kv.Store) {
+	t.Helper()
+	url := pgtest.Shared(t).Database(t)
+	var out [2]kv.Store
+	for i := range out {
+		s, err := pgkv.Open(context.Background(), url, pgkv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[i] = s
+	}
+	return out[0], out[1]
+}
+
+// TestStoreSharedAcrossProcesses: two limiters on two handles of one
+// PostgreSQL database share each key's window exactly, one after the
+// other and concurrently.
+func TestStoreSharedAcrossProcesses(t *testing.T) {
+	a, b := pgPair(t)
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	la, lb := NewStore(a, c.now), NewStore(b, c.now)
+	for i := range WriteQuota {
+		l := la
+		if i%3 == 0 {
+			l = lb
+		}
+		if d := allow(t, l, "org|proxy:write", WriteQuota, Window); !d.Allowed || d.Remaining != WriteQuota-1-i {
+			t.Fatalf("write %d: %+v", i, d)
+		}
+		c.advance(time.Second)
+	}
+	for name, l := range map[string]Limiter{"a": la, "b": lb} {
+		if d := allow(t, l, "org|proxy:write", WriteQuota, Window); d.Allowed || d.RetryAfter != Window-WriteQuota*time.Second {
+			t.Fatalf("write 21 on origin %s: %+v, want rejected until the first leaves the window", name, d)
+		}
+	}
+	c.advance(Window - WriteQuota*time.Second)
+	if d := allow(t, lb, "org|proxy:write", WriteQuota, Window); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("after the first left the window: %+v", d)
+	}
+	if d := allow(t, la, "org|proxy:write", WriteQuota, Window); d.Allowed || d.RetryAfter != time.Second {
+		t.Fatalf("next on the other origin: %+v, want RetryAfter 1s", d)
+	}
+
+	t.Run("concurrent", func(t *testing.T) {
+		hammer(t, []Limiter{NewStore(a, nil), NewStore(b, nil)}, 16, 20)
+	})
 }
 
 func TestGroupQuotas(t *testing.T) {
@@ -122,5 +341,31 @@ func TestGroupQuotas(t *testing.T) {
 		if got := tc.g.Quota(); got != tc.want {
 			t.Errorf("%s quota = %d, want %d", tc.g, got, tc.want)
 		}
+	}
+}
+
+// BenchmarkAllow measures one admission on each limiter (the store's on
+// pebble): the window is short, so every call is admitted and writes.
+func BenchmarkAllow(b *testing.B) {
+	for _, tc := range limiters {
+		b.Run(tc.name, func(b *testing.B) {
+			var l Limiter
+			if tc.name == "memory" {
+				l = NewMemory(nil)
+			} else {
+				s, err := pebblekv.Open(filepath.Join(b.TempDir(), "kv"), pebblekv.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				l = NewStore(s, nil)
+			}
+			ctx := context.Background()
+			for i := 0; b.Loop(); i++ {
+				if _, err := l.Allow(ctx, "org|g", 100, time.Millisecond); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
