@@ -2,6 +2,7 @@ package kvtest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,7 +18,18 @@ import (
 type Option func(*config)
 
 type config struct {
-	skip map[string]string
+	skip   map[string]string
+	second func(t *testing.T, s kv.Store) kv.Store
+}
+
+// SecondHandle gives Run a way to open a second handle on a store that
+// open returned, as a second process sharing it would (a PostgreSQL store
+// opened twice on one database). The cases about processes sharing a store
+// then split their work over both handles; without it (pebble, which one
+// process holds) they run on the one handle. The second handle is closed
+// when the case ends.
+func SecondHandle(open func(t *testing.T, s kv.Store) kv.Store) Option {
+	return func(c *config) { c.second = open }
 }
 
 // Skip reports the case named name (a top-level subtest of Run) as skipped,
@@ -44,7 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store, opts ...Option) {
 				t.Skip(reason)
 			}
 			t.Parallel()
-			c.run(t, open)
+			c.run(t, opener{fresh: open, second: cfg.second})
 		})
 	}
 	for name := range cfg.skip {
@@ -54,7 +66,12 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store, opts ...Option) {
 	}
 }
 
-type opener = func(t *testing.T) kv.Store
+// opener is what a case gets: fresh opens a new, empty store, second (nil
+// without SecondHandle) another handle on a store fresh returned.
+type opener struct {
+	fresh  func(t *testing.T) kv.Store
+	second func(t *testing.T, s kv.Store) kv.Store
+}
 
 var cases = []struct {
 	name string
@@ -77,13 +94,20 @@ var cases = []struct {
 	{"IteratorRules", testIteratorRules},
 	{"WritesDuringIteration", testWritesDuringIteration},
 	{"ConcurrentWriters", testConcurrentWriters},
+	{"UpdateCommit", testUpdateCommit},
+	{"UpdateAllOrNothing", testUpdateAllOrNothing},
+	{"UpdateReadsOwnWrites", testUpdateReadsOwnWrites},
+	{"UpdateExclusive", testUpdateExclusive},
+	{"UpdateExclusiveAcrossHandles", testUpdateExclusiveAcrossHandles},
+	{"UpdateCancelled", testUpdateCancelled},
+	{"UpdateTxnAfterReturn", testUpdateTxnAfterReturn},
 	{"Closed", testClosed},
 }
 
 // newStore opens a store that the case closes when it ends.
 func newStore(t *testing.T, open opener) kv.Store {
 	t.Helper()
-	s := open(t)
+	s := open.fresh(t)
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("close store: %v", err)
@@ -963,7 +987,7 @@ func sameAs(r kv.Reader, prefix string, want map[string]string) error {
 
 // testClosed: everything after Close answers kv.ErrClosed.
 func testClosed(t *testing.T, open opener) {
-	s := open(t)
+	s := open.fresh(t)
 	mustPut(t, s, "a", "1")
 	early := s.NewBatch()
 	mustPut(t, early, "b", "2")
@@ -1006,4 +1030,12 @@ func testClosed(t *testing.T, open opener) {
 	wantClosed("Iterate on a snapshot taken before Close", sit.Err())
 	sit.Close()
 	snap.Close()
+	ran := false
+	wantClosed("Update", s.Update(context.Background(), "a", func(txn kv.Txn) error {
+		ran = true
+		return txn.Put([]byte("a"), []byte("3"))
+	}))
+	if ran {
+		t.Error("Update after Close ran fn")
+	}
 }

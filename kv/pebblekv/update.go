@@ -45,6 +45,10 @@ func (s *Store) Update(ctx context.Context, lock string, fn func(kv.Txn) error) 
 	if s.closed.Load() {
 		return kv.ErrClosed
 	}
+	// A free stripe must not win over a done ctx (select picks at random).
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	release, err := s.locks.acquire(ctx, lock)
 	if err != nil {
 		return err
@@ -63,6 +67,11 @@ func (s *Store) Update(ctx context.Context, lock string, fn func(kv.Txn) error) 
 	}
 	if s.closed.Load() {
 		return kv.ErrClosed
+	}
+	// ctx bounds the transaction: one that ended while fn ran commits
+	// nothing, as on PostgreSQL.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return b.Commit(pebble.Sync)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pictorhq/pictor/kv"
 )
@@ -18,8 +19,9 @@ const pageBytes = 4 << 20
 // to Options.PageSize, so that listing a few records reads a few rows.
 const firstPage = 32
 
-// querier is a connection, pooled or held by a snapshot.
+// querier is a connection, pooled or held by a snapshot or an Update.
 type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

@@ -22,7 +22,10 @@ const (
 type Options struct {
 	// MaxConns caps the connection pool. Every open snapshot holds one
 	// connection until it is closed, so it must exceed the number of
-	// snapshots open at once.
+	// snapshots open at once. Updates hold at most half of the pool (and
+	// at most 8 connections): their lock names hash onto that many
+	// in-process stripes, and an Update waits for its stripe before it
+	// takes a connection.
 	MaxConns int32
 	// ConnectTimeout bounds dialing and authenticating one connection.
 	ConnectTimeout time.Duration

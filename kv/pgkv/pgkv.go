@@ -37,6 +37,12 @@ const (
 	// its view at the first statement, so SELECT 1 takes it now rather than
 	// at the first read.
 	sqlSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1`
+	// sqlBeginLocked starts an Update in one round trip: a READ COMMITTED
+	// transaction holding the advisory lock of the key formatted in. It
+	// runs on the simple protocol, which leaves the statement cache alone.
+	sqlBeginLocked = `BEGIN; SELECT pg_advisory_xact_lock(%d)`
+	sqlCommit      = `COMMIT`
+	sqlRollback    = `ROLLBACK`
 )
 
 // Store is a kv.Store on a PostgreSQL database shared by any number of
@@ -52,6 +58,12 @@ type Store struct {
 	// down is set when the database stopped answering, so that the outage
 	// and the recovery are logged once each.
 	down atomic.Bool
+
+	// locks are Update's in-process stripes; closing ends when Close is
+	// called, which ends the Updates in flight.
+	locks   *locks
+	closing context.Context
+	stop    context.CancelFunc
 
 	mu    sync.Mutex
 	snaps map[*snapshot]struct{}
@@ -104,7 +116,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, red.wrap(fmt.Errorf("pgkv: open %s: %w", host, err))
 	}
-	s := &Store{pool: pool, opts: opts, host: host, red: red, log: opts.Logger, snaps: map[*snapshot]struct{}{}}
+	closing, stop := context.WithCancel(context.Background())
+	s := &Store{pool: pool, opts: opts, host: host, red: red, log: opts.Logger, snaps: map[*snapshot]struct{}{},
+		locks: newLocks(cfg.MaxConns), closing: closing, stop: stop}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.OpTimeout)
@@ -112,6 +126,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	applied, err := migrate(ctx, pool, migrations)
 	if err != nil {
+		stop()
 		pool.Close()
 		return nil, s.fail("open", err, unavailable(err))
 	}
@@ -173,8 +188,9 @@ func (s *Store) NewBatch() kv.Batch { return &batch{s: s} }
 // Options.SnapshotLifetime, whichever comes first.
 func (s *Store) Snapshot() kv.Snapshot { return s.snapshot() }
 
-// Close ends open snapshots and closes the connection pool once the calls
-// in flight return. Later calls fail with kv.ErrClosed; closing again does
+// Close ends open snapshots, cancels the Updates in flight (one already
+// committing finishes) and closes the connection pool once the calls in
+// flight return. Later calls fail with kv.ErrClosed; closing again does
 // nothing.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -189,6 +205,7 @@ func (s *Store) Close() error {
 	for sn := range snaps {
 		sn.end(s.closedErr("snapshot"))
 	}
+	s.stop()
 	s.pool.Close()
 	return nil
 }
@@ -230,9 +247,7 @@ func (s *Store) run(op string, read bool, fn func(context.Context, *pgxpool.Conn
 			c.Release()
 		}
 		if err == nil || errors.Is(err, kv.ErrNotFound) {
-			if s.down.CompareAndSwap(true, false) {
-				s.log.Info("pgkv database reachable again", "host", s.host)
-			}
+			s.recovered()
 			return err
 		}
 		unav := lost || unavailable(err)
@@ -243,6 +258,13 @@ func (s *Store) run(op string, read bool, fn func(context.Context, *pgxpool.Conn
 			continue
 		}
 		return s.fail(op, err, unav)
+	}
+}
+
+// recovered logs, once, that the database answers again after a failure.
+func (s *Store) recovered() {
+	if s.down.CompareAndSwap(true, false) {
+		s.log.Info("pgkv database reachable again", "host", s.host)
 	}
 }
 

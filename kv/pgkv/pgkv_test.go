@@ -40,7 +40,8 @@ func open(t *testing.T, url string, opts Options) *Store {
 
 // TestConformance runs the shared suite on a fresh database per case, with
 // the default pages and with pages of two rows, so that every walk crosses
-// page boundaries.
+// page boundaries. The second handle of a store, for the cases about
+// processes sharing it, is another Open of its database.
 func TestConformance(t *testing.T) {
 	backends := []struct {
 		name string
@@ -51,13 +52,24 @@ func TestConformance(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			kvtest.Run(t, func(t *testing.T) kv.Store {
-				s, err := Open(context.Background(), pgtest.Shared(t).Database(t), b.opts)
+			var urls sync.Map // *Store → its database URL
+			openURL := func(t *testing.T, url string) kv.Store {
+				s, err := Open(context.Background(), url, b.opts)
 				if err != nil {
 					t.Fatalf("open: %v", err)
 				}
+				urls.Store(s, url)
 				return s
-			})
+			}
+			kvtest.Run(t, func(t *testing.T) kv.Store {
+				return openURL(t, pgtest.Shared(t).Database(t))
+			}, kvtest.SecondHandle(func(t *testing.T, s kv.Store) kv.Store {
+				url, ok := urls.Load(s)
+				if !ok {
+					t.Fatal("second handle of a store this test did not open")
+				}
+				return openURL(t, url.(string))
+			}))
 		})
 	}
 }
