@@ -110,7 +110,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	k, secret, err := h.Store.Create(p.Org.ID, req, func() error {
+	k, secret, err := h.Store.CreateContext(r.Context(), p.Org.ID, req, func() error {
 		return authority(p.Grant, req.Grant, "the request grants")
 	})
 	if errors.Is(err, ErrLimit) {
@@ -168,7 +168,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	k, err := h.Store.Update(p.Org.ID, id, req, func(existing *Key) error {
+	k, err := h.Store.Update(r.Context(), p.Org.ID, id, req, func(existing *Key) error {
 		if err := authority(p.Grant, existing.Grant(), "the key holds"); err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	k, err := h.Store.Disable(p.Org.ID, id, func(existing *Key) error {
+	k, err := h.Store.Disable(r.Context(), p.Org.ID, id, func(existing *Key) error {
 		return authority(p.Grant, existing.Grant(), "the key holds")
 	})
 	if err == nil {

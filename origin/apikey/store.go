@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,8 +66,7 @@ type Store struct {
 	orgs *org.Store
 	now  func() time.Time
 
-	locks sync.Map // org id -> *sync.Mutex; serializes writes per organization
-	dummy []byte   // sealed secret compared against when an api_id is unknown
+	dummy []byte // sealed secret compared against when an api_id is unknown
 }
 
 var _ auth.Authenticator = (*Store)(nil)
@@ -88,12 +86,9 @@ func apiIDKey(apiID string) []byte        { return []byte("key-api/" + apiID) }
 func orgIndexPrefix(orgID string) []byte  { return []byte("org-key/" + orgID + "/") }
 func orgIndexKey(orgID, id string) []byte { return []byte("org-key/" + orgID + "/" + id) }
 
-func (s *Store) lock(orgID string) func() {
-	m, _ := s.locks.LoadOrStore(orgID, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
-}
+// lockName is the kv lock of an organization's keys: every write of them
+// runs in a kv.Update holding it.
+func lockName(orgID string) string { return "api-key/" + orgID }
 
 // newSecret returns 192 random bits as hex.
 func newSecret() string {
@@ -103,21 +98,19 @@ func newSecret() string {
 }
 
 // Create adds a key to the organization and returns it with its secret.
-// authorize runs under the organization's write lock.
+// authorize runs in the organization's write transaction, after which the
+// limit of MaxPerOrg keys is checked: every process sharing the store
+// counts the same keys.
 func (s *Store) Create(orgID string, req Request, authorize func() error) (*Key, string, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
+	return s.CreateContext(context.Background(), orgID, req, authorize)
+}
+
+// CreateContext is Create bounded by ctx.
+func (s *Store) CreateContext(ctx context.Context, orgID string, req Request, authorize func() error) (*Key, string, error) {
 	if authorize != nil {
 		if err := authorize(); err != nil {
 			return nil, "", err
 		}
-	}
-	n, err := s.count(orgID)
-	if err != nil {
-		return nil, "", err
-	}
-	if n >= MaxPerOrg {
-		return nil, "", ErrLimit
 	}
 	now := s.now().UTC()
 	secret := newSecret()
@@ -134,12 +127,23 @@ func (s *Store) Create(orgID string, req Request, authorize func() error) (*Key,
 	if err != nil {
 		return nil, "", err
 	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Put(recordKey(k.ID), raw)
-	b.Put(apiIDKey(k.APIID), []byte(k.ID))
-	b.Put(orgIndexKey(orgID, k.ID), nil)
-	if err := b.Commit(); err != nil {
+	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		n, err := count(txn, orgID)
+		if err != nil {
+			return err
+		}
+		if n >= MaxPerOrg {
+			return ErrLimit
+		}
+		return errors.Join(
+			txn.Put(recordKey(k.ID), raw),
+			txn.Put(apiIDKey(k.APIID), []byte(k.ID)),
+			txn.Put(orgIndexKey(orgID, k.ID), nil))
+	})
+	if errors.Is(err, ErrLimit) {
+		return nil, "", ErrLimit
+	}
+	if err != nil {
 		return nil, "", fmt.Errorf("store API key: %w", err)
 	}
 	return k, secret, nil
@@ -153,8 +157,8 @@ func apply(k *Key, req Request) {
 	k.AllFuture = req.Grant.AllFuture
 }
 
-func (s *Store) count(orgID string) (int, error) {
-	it := s.kv.Iterate(orgIndexPrefix(orgID), kv.IterOptions{})
+func count(r kv.Reader, orgID string) (int, error) {
+	it := r.Iterate(orgIndexPrefix(orgID), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -193,38 +197,49 @@ func (s *Store) Get(orgID, id string) (*Key, error) {
 
 // Update replaces the key's fields with req once authorize accepts the
 // existing key. The secret is kept.
-func (s *Store) Update(orgID, id string, req Request, authorize func(existing *Key) error) (*Key, error) {
-	return s.modify(orgID, id, authorize, func(k *Key) { apply(k, req) })
+func (s *Store) Update(ctx context.Context, orgID, id string, req Request, authorize func(existing *Key) error) (*Key, error) {
+	return s.modify(ctx, orgID, id, authorize, func(k *Key) { apply(k, req) })
 }
 
 // Disable disables the key once authorize accepts it; disabling a disabled
 // key succeeds.
-func (s *Store) Disable(orgID, id string, authorize func(existing *Key) error) (*Key, error) {
-	return s.modify(orgID, id, authorize, func(k *Key) { k.Disabled = true })
+func (s *Store) Disable(ctx context.Context, orgID, id string, authorize func(existing *Key) error) (*Key, error) {
+	return s.modify(ctx, orgID, id, authorize, func(k *Key) { k.Disabled = true })
 }
 
-func (s *Store) modify(orgID, id string, authorize func(*Key) error, change func(*Key)) (*Key, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	k, err := s.Get(orgID, id)
-	if err != nil {
-		return nil, err
-	}
-	if authorize != nil {
-		if err := authorize(k); err != nil {
-			return nil, err
+// modify changes the key in one transaction of its organization;
+// authorize and change run inside it and must have no other effect.
+func (s *Store) modify(ctx context.Context, orgID, id string, authorize func(*Key) error, change func(*Key)) (*Key, error) {
+	var out *Key
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		k, err := s.load(txn, id)
+		if err != nil {
+			return err
 		}
-	}
-	change(k)
-	k.UpdatedAt = s.now().UTC()
-	raw, err := json.Marshal(k)
+		if k.OrgID != orgID {
+			return ErrNotFound
+		}
+		if authorize != nil {
+			if err := authorize(k); err != nil {
+				return err
+			}
+		}
+		change(k)
+		k.UpdatedAt = s.now().UTC()
+		raw, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		if err := txn.Put(recordKey(k.ID), raw); err != nil {
+			return fmt.Errorf("store API key %s: %w", k.ID, err)
+		}
+		out = k
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.kv.Put(recordKey(k.ID), raw); err != nil {
-		return nil, fmt.Errorf("store API key %s: %w", k.ID, err)
-	}
-	return k, nil
+	return out, nil
 }
 
 // Filter selects keys in List.
@@ -305,24 +320,29 @@ func (s *Store) openSecret(k *Key) ([]byte, error) {
 // meanwhile (its secret is no longer the one opened). It is not an update
 // of the key: updated_at stays.
 func (s *Store) reseal(k *Key, upgraded []byte) error {
-	unlock := s.lock(k.OrgID)
-	defer unlock()
-	cur, err := s.load(s.kv, k.ID)
+	wrote := false
+	err := s.kv.Update(context.Background(), lockName(k.OrgID), func(txn kv.Txn) error {
+		cur, err := s.load(txn, k.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur.Secret, k.Secret) {
+			return nil
+		}
+		cur.Secret = upgraded
+		raw, err := json.Marshal(cur)
+		if err != nil {
+			return err
+		}
+		wrote = true
+		return txn.Put(recordKey(cur.ID), raw)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("store API key %s: %w", k.ID, err)
 	}
-	if !bytes.Equal(cur.Secret, k.Secret) {
-		return nil
+	if wrote {
+		k.Secret = upgraded
 	}
-	cur.Secret = upgraded
-	raw, err := json.Marshal(cur)
-	if err != nil {
-		return err
-	}
-	if err := s.kv.Put(recordKey(cur.ID), raw); err != nil {
-		return fmt.Errorf("store API key %s: %w", cur.ID, err)
-	}
-	k.Secret = upgraded
 	return nil
 }
 

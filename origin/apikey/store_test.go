@@ -173,7 +173,7 @@ func TestPrincipal(t *testing.T) {
 	if _, err := orgs.SetSuspended(o.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := keys.Disable(o.ID, k.ID, nil); err != nil {
+	if _, err := keys.Disable(context.Background(), o.ID, k.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keys.Principal(ctx, k.ID); !errors.Is(err, auth.ErrDisabled) {

@@ -207,7 +207,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	c, err := h.Store.Create(p.Org.ID, req)
+	c, err := h.Store.Create(r.Context(), p.Org.ID, req)
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
@@ -244,7 +244,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	c, err := h.Store.Update(p.Org.ID, id, req)
+	c, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
@@ -264,7 +264,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	c, err := h.Store.Delete(p.Org.ID, id)
+	c, err := h.Store.Delete(r.Context(), p.Org.ID, id)
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return

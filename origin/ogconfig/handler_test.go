@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
@@ -38,7 +39,9 @@ func TestMain(m *testing.M) {
 	// The router's access log and the answers' debug lines are not what
 	// these tests look at.
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }
 
 // orgs authenticates one owner key per organization: the api_id names
@@ -779,7 +782,7 @@ func TestTemplateStoreAdapter(t *testing.T) {
 		}
 		return err
 	})
-	tpl, _, err := tpls.Create("org-a", 10, template.Version{HTML: "<p>{{title}}</p>", Defaults: json.RawMessage(`{}`)})
+	tpl, _, err := tpls.Create(context.Background(), "org-a", 10, template.Version{HTML: "<p>{{title}}</p>", Defaults: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

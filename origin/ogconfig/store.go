@@ -1,13 +1,12 @@
 package ogconfig
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,12 +52,13 @@ func validDomainID(s string) bool {
 	return err == nil && len(b) == domainIDBytes && domainEncoding.EncodeToString(b) == s
 }
 
-// Store keeps OG configurations in a kv.Store.
+// Store keeps OG configurations in a kv.Store. Every write of an
+// organization's configurations is one kv.Update under the organization's
+// lock, which every process sharing the store takes: one enabled
+// configuration per base_url holds across them.
 type Store struct {
-	kv    kv.Store
-	now   func() time.Time
-	seed  maphash.Seed
-	locks [32]sync.Mutex // writes of one organization are serialized by its stripe
+	kv  kv.Store
+	now func() time.Time
 }
 
 // NewStore returns a Store; now may be nil for the wall clock.
@@ -66,14 +66,11 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, now: now, seed: maphash.MakeSeed()}
+	return &Store{kv: s, now: now}
 }
 
-func (s *Store) lock(orgID string) func() {
-	m := &s.locks[maphash.String(s.seed, orgID)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
-}
+// lockName is the kv lock of an organization's configurations.
+func lockName(orgID string) string { return "og-config/" + orgID }
 
 func (s *Store) load(r kv.Reader, id string) (*Config, error) {
 	raw, err := r.Get(recordKey(id))
@@ -95,8 +92,8 @@ func (s *Store) load(r kv.Reader, id string) (*Config, error) {
 
 // claimant returns the id of the organization's enabled configuration for
 // base, "" when none.
-func (s *Store) claimant(orgID, base string) (string, error) {
-	id, err := s.kv.Get(claimKey(orgID, base))
+func claimant(r kv.Reader, orgID, base string) (string, error) {
+	id, err := r.Get(claimKey(orgID, base))
 	if errors.Is(err, kv.ErrNotFound) {
 		return "", nil
 	}
@@ -109,54 +106,60 @@ func (s *Store) claimant(orgID, base string) (string, error) {
 // Create adds a configuration to the organization. An enabled one whose
 // base_url another enabled configuration of the organization holds is a
 // *ConflictError.
-func (s *Store) Create(orgID string, req Request) (*Config, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	if !req.Disabled {
-		if other, err := s.claimant(orgID, req.BaseURL); err != nil {
-			return nil, err
-		} else if other != "" {
-			return nil, &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
-		}
-	}
-	domainID, err := s.freeDomainID()
-	if err != nil {
-		return nil, err
-	}
+func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Config, error) {
 	now := s.now().UTC()
 	c := &Config{
 		ID:        uuid.Must(uuid.NewV7()).String(),
-		DomainID:  domainID,
 		OrgID:     orgID,
 		Revision:  1,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
 	apply(c, req)
-	raw, err := json.Marshal(c)
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		if !req.Disabled {
+			if other, err := claimant(txn, orgID, req.BaseURL); err != nil {
+				return err
+			} else if other != "" {
+				return &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
+			}
+		}
+		domainID, err := freeDomainID(txn)
+		if err != nil {
+			return err
+		}
+		c.DomainID = domainID
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		err = errors.Join(
+			txn.Put(recordKey(c.ID), raw),
+			txn.Put(domainKey(c.DomainID), []byte(c.ID)),
+			txn.Put(orgKey(orgID, c.ID), nil))
+		if !c.Disabled {
+			err = errors.Join(err, txn.Put(claimKey(orgID, c.BaseURL), []byte(c.ID)))
+		}
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Put(recordKey(c.ID), raw)
-	b.Put(domainKey(c.DomainID), []byte(c.ID))
-	b.Put(orgKey(orgID, c.ID), nil)
-	if !c.Disabled {
-		b.Put(claimKey(orgID, c.BaseURL), []byte(c.ID))
-	}
-	if err := b.Commit(); err != nil {
+		var conflict *ConflictError
+		if errors.As(err, &conflict) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("store OG configuration: %w", err)
 	}
 	return c, nil
 }
 
 // freeDomainID draws a domain id no configuration has. At 128 bits a
-// collision is not expected; looking costs one read.
-func (s *Store) freeDomainID() (string, error) {
+// collision is not expected; looking costs one read. (Domain ids are not
+// under one lock: two organizations drawing the same 128 bits at once is
+// not a case to guard.)
+func freeDomainID(r kv.Reader) (string, error) {
 	for range 4 {
 		id := newDomainID()
-		_, err := s.kv.Get(domainKey(id))
+		_, err := r.Get(domainKey(id))
 		if errors.Is(err, kv.ErrNotFound) {
 			return id, nil
 		}
@@ -190,7 +193,11 @@ func apply(c *Config, req Request) {
 // Get returns the organization's configuration with the id; another
 // organization's is ErrNotFound, like a missing one.
 func (s *Store) Get(orgID, id string) (*Config, error) {
-	c, err := s.load(s.kv, id)
+	return s.get(s.kv, orgID, id)
+}
+
+func (s *Store) get(r kv.Reader, orgID, id string) (*Config, error) {
+	c, err := s.load(r, id)
 	if err != nil {
 		return nil, err
 	}
@@ -221,64 +228,73 @@ func (s *Store) ByDomainID(domainID string) (*Config, error) {
 // replacement); its id, domain id and creation time stay and its revision
 // grows. Enabling it, or moving it while enabled, to a base_url another
 // enabled configuration holds is a *ConflictError.
-func (s *Store) Update(orgID, id string, req Request) (*Config, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	c, err := s.Get(orgID, id)
-	if err != nil {
-		return nil, err
-	}
-	if !req.Disabled {
-		if other, err := s.claimant(orgID, req.BaseURL); err != nil {
-			return nil, err
-		} else if other != "" && other != id {
-			return nil, &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
+func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Config, error) {
+	var out *Config
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		c, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
 		}
-	}
-	wasEnabled, oldBase := !c.Disabled, c.BaseURL
-	apply(c, req)
-	c.Revision++
-	c.UpdatedAt = s.now().UTC()
-	raw, err := json.Marshal(c)
+		if !req.Disabled {
+			if other, err := claimant(txn, orgID, req.BaseURL); err != nil {
+				return err
+			} else if other != "" && other != id {
+				return &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
+			}
+		}
+		wasEnabled, oldBase := !c.Disabled, c.BaseURL
+		apply(c, req)
+		c.Revision++
+		c.UpdatedAt = s.now().UTC()
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		err = txn.Put(recordKey(c.ID), raw)
+		if wasEnabled && (c.Disabled || c.BaseURL != oldBase) {
+			err = errors.Join(err, txn.Delete(claimKey(orgID, oldBase)))
+		}
+		if !c.Disabled {
+			err = errors.Join(err, txn.Put(claimKey(orgID, c.BaseURL), []byte(c.ID)))
+		}
+		if err != nil {
+			return fmt.Errorf("store OG configuration %s: %w", c.ID, err)
+		}
+		out = c
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Put(recordKey(c.ID), raw)
-	if wasEnabled && (c.Disabled || c.BaseURL != oldBase) {
-		b.Delete(claimKey(orgID, oldBase))
-	}
-	if !c.Disabled {
-		b.Put(claimKey(orgID, c.BaseURL), []byte(c.ID))
-	}
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("store OG configuration %s: %w", c.ID, err)
-	}
-	return c, nil
+	return out, nil
 }
 
 // Delete removes the configuration with its indexes and returns what it
 // was.
-func (s *Store) Delete(orgID, id string) (*Config, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	c, err := s.Get(orgID, id)
+func (s *Store) Delete(ctx context.Context, orgID, id string) (*Config, error) {
+	var out *Config
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		c, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		err = errors.Join(
+			txn.Delete(recordKey(c.ID)),
+			txn.Delete(domainKey(c.DomainID)),
+			txn.Delete(orgKey(orgID, c.ID)))
+		if !c.Disabled {
+			err = errors.Join(err, txn.Delete(claimKey(orgID, c.BaseURL)))
+		}
+		if err != nil {
+			return fmt.Errorf("delete OG configuration %s: %w", c.ID, err)
+		}
+		out = c
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Delete(recordKey(c.ID))
-	b.Delete(domainKey(c.DomainID))
-	b.Delete(orgKey(orgID, c.ID))
-	if !c.Disabled {
-		b.Delete(claimKey(orgID, c.BaseURL))
-	}
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("delete OG configuration %s: %w", c.ID, err)
-	}
-	return c, nil
+	return out, nil
 }
 
 // List returns up to count of the organization's configurations newest

@@ -1,6 +1,7 @@
 package ogconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -53,7 +54,7 @@ func keys(t *testing.T, db kv.Store) []string {
 func TestStoreIndexes(t *testing.T) {
 	db := openKV(t)
 	s := NewStore(db, nil)
-	c, err := s.Create("org-a", request("https://a.example", false))
+	c, err := s.Create(context.Background(), "org-a", request("https://a.example", false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +67,27 @@ func TestStoreIndexes(t *testing.T) {
 		want   []string
 	}{
 		{"created enabled", func() error { return nil }, []string{record, domain, claim("https://a.example"), list}},
-		{"disabled", func() error { _, err := s.Update("org-a", c.ID, request("https://a.example", true)); return err },
+		{"disabled", func() error {
+			_, err := s.Update(context.Background(), "org-a", c.ID, request("https://a.example", true))
+			return err
+		},
 			[]string{record, domain, list}},
-		{"enabled again", func() error { _, err := s.Update("org-a", c.ID, request("https://a.example", false)); return err },
+		{"enabled again", func() error {
+			_, err := s.Update(context.Background(), "org-a", c.ID, request("https://a.example", false))
+			return err
+		},
 			[]string{record, domain, claim("https://a.example"), list}},
-		{"moved", func() error { _, err := s.Update("org-a", c.ID, request("https://b.example", false)); return err },
+		{"moved", func() error {
+			_, err := s.Update(context.Background(), "org-a", c.ID, request("https://b.example", false))
+			return err
+		},
 			[]string{record, domain, claim("https://b.example"), list}},
-		{"updated in place", func() error { _, err := s.Update("org-a", c.ID, request("https://b.example", false)); return err },
+		{"updated in place", func() error {
+			_, err := s.Update(context.Background(), "org-a", c.ID, request("https://b.example", false))
+			return err
+		},
 			[]string{record, domain, claim("https://b.example"), list}},
-		{"deleted", func() error { _, err := s.Delete("org-a", c.ID); return err }, nil},
+		{"deleted", func() error { _, err := s.Delete(context.Background(), "org-a", c.ID); return err }, nil},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -99,7 +112,7 @@ func TestStoreRecord(t *testing.T) {
 
 	seen := map[string]bool{}
 	for i := range 50 {
-		c, err := s.Create("org-a", request(fmt.Sprintf("https://%d.example", i), false))
+		c, err := s.Create(context.Background(), "org-a", request(fmt.Sprintf("https://%d.example", i), false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +125,7 @@ func TestStoreRecord(t *testing.T) {
 		seen[c.DomainID], seen[c.ID] = true, true
 	}
 
-	c, err := s.Create("org-b", request("https://x.example", true))
+	c, err := s.Create(context.Background(), "org-b", request("https://x.example", true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +133,7 @@ func TestStoreRecord(t *testing.T) {
 		t.Fatalf("new configuration %+v", c)
 	}
 	for want := int64(2); want <= 4; want++ {
-		u, err := s.Update("org-b", c.ID, request("https://x.example", true))
+		u, err := s.Update(context.Background(), "org-b", c.ID, request("https://x.example", true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,10 +162,10 @@ func TestStoreRecord(t *testing.T) {
 	if _, err := s.Get("org-a", c.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another organization's Get: %v", err)
 	}
-	if _, err := s.Update("org-a", c.ID, request("https://x.example", true)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(context.Background(), "org-a", c.ID, request("https://x.example", true)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another organization's Update: %v", err)
 	}
-	if _, err := s.Delete("org-a", c.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Delete(context.Background(), "org-a", c.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another organization's Delete: %v", err)
 	}
 }
@@ -168,10 +181,18 @@ func toUpper(s string) string {
 }
 
 // TestStoreConcurrentClaims: many creations, and many enabling updates,
-// for one origin at once: exactly one wins, the others conflict with it;
-// another organization is not held up by the first one's claim.
+// for one origin at once over two handles of one store (two origins):
+// exactly one wins, the others conflict with it; another organization is
+// not held up by the first one's claim.
 func TestStoreConcurrentClaims(t *testing.T) {
-	s := NewStore(openKV(t), nil)
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) { concurrentClaims(t, tc.open(t)) })
+	}
+}
+
+func concurrentClaims(t *testing.T, dbs [2]kv.Store) {
+	stores := [2]*Store{NewStore(dbs[0], nil), NewStore(dbs[1], nil)}
+	s := stores[0]
 	const n = 32
 	race := func(t *testing.T, do func(i int) (*Config, error)) (winner *Config) {
 		t.Helper()
@@ -204,22 +225,41 @@ func TestStoreConcurrentClaims(t *testing.T) {
 
 	for _, orgID := range []string{"org-a", "org-b"} {
 		t.Run("create "+orgID, func(t *testing.T) {
-			race(t, func(int) (*Config, error) { return s.Create(orgID, request("https://same.example", false)) })
+			race(t, func(i int) (*Config, error) {
+				return stores[i%2].Create(context.Background(), orgID, request("https://same.example", false))
+			})
 		})
 	}
 
 	t.Run("enable", func(t *testing.T) {
 		ids := make([]string, n)
 		for i := range n {
-			c, err := s.Create("org-c", request("https://same.example", true))
+			c, err := s.Create(context.Background(), "org-c", request("https://same.example", true))
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids[i] = c.ID
 		}
-		winner := race(t, func(i int) (*Config, error) { return s.Update("org-c", ids[i], request("https://same.example", false)) })
-		if got, err := s.claimant("org-c", "https://same.example"); err != nil || got != winner.ID {
+		winner := race(t, func(i int) (*Config, error) {
+			return stores[i%2].Update(context.Background(), "org-c", ids[i], request("https://same.example", false))
+		})
+		if got, err := claimant(dbs[1], "org-c", "https://same.example"); err != nil || got != winner.ID {
 			t.Fatalf("claim held by %q, %v; want %s", got, err, winner.ID)
 		}
 	})
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s := openKV(t)
+		return [2]kv.Store{s, s}
+	}},
 }

@@ -125,7 +125,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	px, err := h.Store.Create(p.Org.ID, req)
+	px, err := h.Store.Create(r.Context(), p.Org.ID, req)
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
@@ -177,7 +177,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	px, err := h.Store.Update(p.Org.ID, id, req)
+	px, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
@@ -197,7 +197,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	if err := h.Store.Delete(p.Org.ID, id); err != nil {
+	if err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
 	}

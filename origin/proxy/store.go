@@ -2,13 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,13 +24,13 @@ func recordKey(id string) []byte     { return []byte("prx/p/" + id) }
 func orgPrefix(orgID string) []byte  { return []byte("prx/o/" + orgID + "/") }
 func orgKey(orgID, id string) []byte { return []byte("prx/o/" + orgID + "/" + id) }
 
-// Store keeps proxies in a kv.Store, their passwords sealed.
+// Store keeps proxies in a kv.Store, their passwords sealed. Every write
+// of an organization's proxies is one kv.Update under the organization's
+// lock, which every process sharing the store takes.
 type Store struct {
-	kv    kv.Store
-	box   *seal.Box
-	now   func() time.Time
-	seed  maphash.Seed
-	locks [32]sync.Mutex // writes of one organization are serialized by its stripe
+	kv  kv.Store
+	box *seal.Box
+	now func() time.Time
 }
 
 // NewStore returns a Store; now may be nil for the wall clock.
@@ -39,14 +38,11 @@ func NewStore(s kv.Store, box *seal.Box, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, box: box, now: now, seed: maphash.MakeSeed()}
+	return &Store{kv: s, box: box, now: now}
 }
 
-func (s *Store) lock(orgID string) func() {
-	m := &s.locks[maphash.String(s.seed, orgID)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
-}
+// lockName is the kv lock of an organization's proxies.
+func lockName(orgID string) string { return "proxy/" + orgID }
 
 func (s *Store) load(r kv.Reader, id string) (*Proxy, error) {
 	raw, err := r.Get(recordKey(id))
@@ -97,12 +93,10 @@ func (s *Store) apply(p *Proxy, req Request) {
 
 // Create adds a proxy to the organization. req.RetainPassword is a
 // *RetainError: a new proxy has no password to keep.
-func (s *Store) Create(orgID string, req Request) (*Proxy, error) {
+func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Proxy, error) {
 	if req.RetainPassword {
 		return nil, &RetainError{Problem: "is only for updates: a new proxy has no password to keep"}
 	}
-	unlock := s.lock(orgID)
-	defer unlock()
 	now := s.now().UTC()
 	p := &Proxy{
 		ID:        uuid.Must(uuid.NewV7()).String(),
@@ -111,13 +105,10 @@ func (s *Store) Create(orgID string, req Request) (*Proxy, error) {
 		UpdatedAt: now,
 	}
 	s.apply(p, req)
-	b := s.kv.NewBatch()
-	defer b.Close()
-	if err := s.put(b, p); err != nil {
-		return nil, err
-	}
-	b.Put(orgKey(orgID, p.ID), nil)
-	if err := b.Commit(); err != nil {
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		return errors.Join(s.put(txn, p), txn.Put(orgKey(orgID, p.ID), nil))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store proxy: %w", err)
 	}
 	return p, nil
@@ -127,7 +118,11 @@ func (s *Store) Create(orgID string, req Request) (*Proxy, error) {
 // another organization's is ErrNotFound, like a missing one. The render
 // path reads a proxy_id with it and Credentials.
 func (s *Store) Get(orgID, id string) (*Proxy, error) {
-	p, err := s.load(s.kv, id)
+	return s.get(s.kv, orgID, id)
+}
+
+func (s *Store) get(r kv.Reader, orgID, id string) (*Proxy, error) {
+	p, err := s.load(r, id)
 	if err != nil {
 		return nil, err
 	}
@@ -142,42 +137,44 @@ func (s *Store) Get(orgID, id string) (*Proxy, error) {
 // req.Password (none when empty); with it the stored password is kept if
 // retainProblem allows it for the proxy as it is now, else the error is a
 // *RetainError.
-func (s *Store) Update(orgID, id string, req Request) (*Proxy, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	p, err := s.Get(orgID, id)
+func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Proxy, error) {
+	var out *Proxy
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		p, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		if req.RetainPassword {
+			if problem := retainProblem(p, req); problem != "" {
+				return &RetainError{Problem: problem}
+			}
+		}
+		s.apply(p, req)
+		p.UpdatedAt = s.now().UTC()
+		if err := s.put(txn, p); err != nil {
+			return fmt.Errorf("store proxy %s: %w", p.ID, err)
+		}
+		out = p
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if req.RetainPassword {
-		if problem := retainProblem(p, req); problem != "" {
-			return nil, &RetainError{Problem: problem}
-		}
-	}
-	s.apply(p, req)
-	p.UpdatedAt = s.now().UTC()
-	if err := s.put(s.kv, p); err != nil {
-		return nil, fmt.Errorf("store proxy %s: %w", p.ID, err)
-	}
-	return p, nil
+	return out, nil
 }
 
 // Delete removes the proxy and its index entry.
-func (s *Store) Delete(orgID, id string) error {
-	unlock := s.lock(orgID)
-	defer unlock()
-	p, err := s.Get(orgID, id)
-	if err != nil {
-		return err
-	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Delete(recordKey(p.ID))
-	b.Delete(orgKey(orgID, p.ID))
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("delete proxy %s: %w", p.ID, err)
-	}
-	return nil
+func (s *Store) Delete(ctx context.Context, orgID, id string) error {
+	return s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		p, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(txn.Delete(recordKey(p.ID)), txn.Delete(orgKey(orgID, p.ID))); err != nil {
+			return fmt.Errorf("delete proxy %s: %w", p.ID, err)
+		}
+		return nil
+	})
 }
 
 // List returns up to count of the organization's proxies newest first,
@@ -212,19 +209,24 @@ func (s *Store) Credentials(p *Proxy) (username, password string, err error) {
 // meanwhile (its password is no longer the one opened). It is not an
 // update of the proxy: updated_at stays.
 func (s *Store) reseal(p *Proxy, upgraded []byte) error {
-	unlock := s.lock(p.OrgID)
-	defer unlock()
-	cur, err := s.load(s.kv, p.ID)
+	wrote := false
+	err := s.kv.Update(context.Background(), lockName(p.OrgID), func(txn kv.Txn) error {
+		cur, err := s.load(txn, p.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur.SealedPassword, p.SealedPassword) {
+			return nil
+		}
+		cur.SealedPassword = upgraded
+		wrote = true
+		return s.put(txn, cur)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("store proxy %s: %w", p.ID, err)
 	}
-	if !bytes.Equal(cur.SealedPassword, p.SealedPassword) {
-		return nil
+	if wrote {
+		p.SealedPassword = upgraded
 	}
-	cur.SealedPassword = upgraded
-	if err := s.put(s.kv, cur); err != nil {
-		return fmt.Errorf("store proxy %s: %w", cur.ID, err)
-	}
-	p.SealedPassword = upgraded
 	return nil
 }

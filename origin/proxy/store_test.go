@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -103,7 +104,7 @@ func captureLogs(t *testing.T) *apitest.Buffer {
 // families doc.go lists; a deletion leaves nothing.
 func TestStoreKeys(t *testing.T) {
 	s, db, _ := newStore(t)
-	p, err := s.Create("org-a", request("Office"))
+	p, err := s.Create(context.Background(), "org-a", request("Office"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestStoreKeys(t *testing.T) {
 	if got, want := keys(), []string{"prx/o/org-a/" + p.ID, "prx/p/" + p.ID}; !slices.Equal(got, want) {
 		t.Fatalf("keys %q, want %q", got, want)
 	}
-	if err := s.Delete("org-a", p.ID); err != nil {
+	if err := s.Delete(context.Background(), "org-a", p.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := keys(); len(got) != 0 {
@@ -128,7 +129,7 @@ func TestStoreKeys(t *testing.T) {
 	if _, err := s.Get("org-a", p.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after the deletion: %v", err)
 	}
-	if err := s.Delete("org-a", p.ID); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete(context.Background(), "org-a", p.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second Delete: %v", err)
 	}
 }
@@ -137,7 +138,7 @@ func TestStoreKeys(t *testing.T) {
 // record, and opened by Credentials only.
 func TestStoreSealsPassword(t *testing.T) {
 	s, db, _ := newStore(t)
-	p, err := s.Create("org-a", request("Office"))
+	p, err := s.Create(context.Background(), "org-a", request("Office"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestStoreSealsPassword(t *testing.T) {
 	}
 
 	// Moved to another record, the sealed password does not open.
-	other, err := s.Create("org-a", Request{Name: "Other", URL: "http://other.example", Port: 80, BypassHosts: []string{}})
+	other, err := s.Create(context.Background(), "org-a", Request{Name: "Other", URL: "http://other.example", Port: 80, BypassHosts: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestStoreSealsPassword(t *testing.T) {
 // proxy as stored.
 func TestStoreUpdatePassword(t *testing.T) {
 	s, _, _ := newStore(t)
-	p, err := s.Create("org-a", request("Office"))
+	p, err := s.Create(context.Background(), "org-a", request("Office"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestStoreUpdatePassword(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.Update("org-a", p.ID, step.req())
+			got, err := s.Update(context.Background(), "org-a", p.ID, step.req())
 			if step.problem != "" {
 				var re *RetainError
 				if !errors.As(err, &re) || !errors.Is(err, ErrCannotRetain) || !strings.Contains(re.Problem, step.problem) {
@@ -229,10 +230,10 @@ func TestStoreUpdatePassword(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.Create("org-a", retain); !errors.Is(err, ErrCannotRetain) {
+	if _, err := s.Create(context.Background(), "org-a", retain); !errors.Is(err, ErrCannotRetain) {
 		t.Fatalf("Create with retain_password: %v", err)
 	}
-	if _, err := s.Update("org-b", p.ID, request("Office")); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(context.Background(), "org-b", p.ID, request("Office")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Update by another organization: %v", err)
 	}
 }
@@ -262,7 +263,7 @@ func TestStoreLegacyPasswordMigrates(t *testing.T) {
 	db := openKV(t)
 	master, box := newBox(t)
 	s := NewStore(db, box, clock.Now)
-	p, err := s.Create("org-a", request("Office"))
+	p, err := s.Create(context.Background(), "org-a", request("Office"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,17 +309,17 @@ func TestPasswordNeverLogged(t *testing.T) {
 	master, box := newBox(t)
 	s := NewStore(db, box, nil)
 	var errs []error
-	p, err := s.Create("org-a", request("Office"))
+	p, err := s.Create(context.Background(), "org-a", request("Office"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update("org-a", p.ID, request("Office")); err != nil {
+	if _, err := s.Update(context.Background(), "org-a", p.ID, request("Office")); err != nil {
 		t.Fatal(err)
 	}
 	retain := request("Office")
 	retain.RetainPassword = true
 	retain.Username = "mallory"
-	_, err = s.Update("org-a", p.ID, retain)
+	_, err = s.Update(context.Background(), "org-a", p.ID, retain)
 	errs = append(errs, err)
 
 	// Opened under another master key: fails.
@@ -366,6 +367,23 @@ func (f *failingKV) Put(key, value []byte) error {
 	return f.Store.Put(key, value)
 }
 
+func (f *failingKV) Update(ctx context.Context, lock string, fn func(kv.Txn) error) error {
+	return f.Store.Update(ctx, lock, func(txn kv.Txn) error { return fn(&failingTxn{txn, f}) })
+}
+
+// failingTxn refuses every Put of an Update once failPuts is set.
+type failingTxn struct {
+	kv.Txn
+	f *failingKV
+}
+
+func (t *failingTxn) Put(key, value []byte) error {
+	if t.f.failPuts.Load() {
+		return errors.New("disk full")
+	}
+	return t.Txn.Put(key, value)
+}
+
 // TestStoreList: newest first across pages, disabled included, one
 // organization's only.
 func TestStoreList(t *testing.T) {
@@ -374,13 +392,13 @@ func TestStoreList(t *testing.T) {
 	for i := range 7 {
 		r := request(fmt.Sprint("proxy ", i))
 		r.Disabled = i%2 == 0
-		p, err := s.Create("org-a", r)
+		p, err := s.Create(context.Background(), "org-a", r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, p.ID)
 	}
-	if _, err := s.Create("org-b", request("theirs")); err != nil {
+	if _, err := s.Create(context.Background(), "org-b", request("theirs")); err != nil {
 		t.Fatal(err)
 	}
 	slices.Reverse(ids)
@@ -408,27 +426,36 @@ func TestStoreList(t *testing.T) {
 }
 
 // TestStoreConcurrent: many goroutines create, update, read, open and list
-// the proxies of two organizations at once (run with -race); every write
-// lands and every password opens.
+// the proxies of two organizations at once over two handles of one store
+// (two origins; run with -race); every write lands and every password
+// opens.
 func TestStoreConcurrent(t *testing.T) {
-	s, _, _ := newStore(t)
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) { storeConcurrent(t, tc.open(t)) })
+	}
+}
+
+func storeConcurrent(t *testing.T, dbs [2]kv.Store) {
+	_, box := newBox(t)
+	stores := [2]*Store{NewStore(dbs[0], box, nil), NewStore(dbs[1], box, nil)}
 	const workers, each = 8, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each*4)
 	for w := range workers {
 		orgID := fmt.Sprint("org-", w%2)
+		s := stores[w/2%2]
 		wg.Go(func() {
 			for i := range each {
 				r := request(fmt.Sprint("proxy ", w, " ", i))
 				r.Password = Secret(fmt.Sprint("pw-", w, "-", i))
-				p, err := s.Create(orgID, r)
+				p, err := s.Create(context.Background(), orgID, r)
 				if err != nil {
 					errs <- err
 					return
 				}
 				keep := r
 				keep.Password, keep.RetainPassword, keep.Name = "", true, "renamed"
-				if _, err := s.Update(orgID, p.ID, keep); err != nil {
+				if _, err := s.Update(context.Background(), orgID, p.ID, keep); err != nil {
 					errs <- err
 				}
 				got, err := s.Get(orgID, p.ID)
@@ -451,9 +478,24 @@ func TestStoreConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	for _, orgID := range []string{"org-0", "org-1"} {
-		page, _, err := s.List(orgID, "", 100)
+		page, _, err := stores[1].List(orgID, "", 100)
 		if err != nil || len(page) != workers/2*each {
 			t.Fatalf("%s lists %d proxies, %v", orgID, len(page), err)
 		}
 	}
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s := openKV(t)
+		return [2]kv.Store{s, s}
+	}},
 }

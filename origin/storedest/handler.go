@@ -197,7 +197,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	conn := req.Connection
 	if conn.Provider == storage.AWSS3 {
-		if conn.ExternalID, err = h.Store.ExternalID(p.Org.ID); err != nil {
+		if conn.ExternalID, err = h.Store.ExternalID(r.Context(), p.Org.ID); err != nil {
 			apierr.Write(w, r, err)
 			return
 		}
@@ -207,7 +207,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	d, err := h.Store.Create(p.Org.ID, input(req, conn, res))
+	d, err := h.Store.Create(r.Context(), p.Org.ID, input(req, conn, res))
 	if err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
@@ -238,7 +238,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	d, err := h.Store.Update(p.Org.ID, id, func(cur *Destination) (Input, error) {
+	d, err := h.Store.Update(r.Context(), p.Org.ID, id, func(cur *Destination) (Input, error) {
 		was, err := h.Store.Connection(cur)
 		if errors.Is(err, ErrSecret) && !req.RetainSecret {
 			// A secret that no longer opens (another master key) is
@@ -272,7 +272,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 			conn.SecretAccessKey = was.SecretAccessKey
 		}
 		if conn.Provider == storage.AWSS3 {
-			if conn.ExternalID, err = h.Store.ExternalID(p.Org.ID); err != nil {
+			if conn.ExternalID, err = h.Store.ExternalID(r.Context(), p.Org.ID); err != nil {
 				return Input{}, err
 			}
 		}
@@ -395,7 +395,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	if _, err := h.Store.Delete(p.Org.ID, id); err != nil {
+	if _, err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
 		apierr.Write(w, r, storeError(err))
 		return
 	}
@@ -415,7 +415,7 @@ func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ext, err := h.Store.ExternalID(p.Org.ID)
+	ext, err := h.Store.ExternalID(r.Context(), p.Org.ID)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
@@ -40,7 +41,9 @@ func TestMain(m *testing.M) {
 	// The router's access log and the answers' debug lines are not what
 	// these tests look at (TestSecretNeverShown captures them itself).
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }
 
 // orgs authenticates one key per api_id "<org>-<plan>[-readonly]": the

@@ -2,12 +2,12 @@ package storedest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
@@ -124,16 +124,17 @@ type Input struct {
 }
 
 // Store keeps storage destinations in a kv.Store, their secrets sealed.
+// Every write of an organization's destinations (and its external id) is
+// one kv.Update under the organization's lock, which every process
+// sharing the store takes.
 type Store struct {
-	kv   kv.Store
-	box  *seal.Box
-	now  func() time.Time
-	seed maphash.Seed
-	// locks serialize the writes of one organization (by stripe).
-	locks [32]sync.Mutex
-	// edits serialize updates of one destination from their read to their
-	// write, connection test included, without holding up the rest of the
-	// organization.
+	kv  kv.Store
+	box *seal.Box
+	now func() time.Time
+	// edits serialize this process's updates of one destination from their
+	// read to their write, connection test included, without holding up
+	// the rest of the organization; another process's are caught by the
+	// revision (Update).
 	edits keyedMutex
 }
 
@@ -142,14 +143,11 @@ func NewStore(s kv.Store, box *seal.Box, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, box: box, now: now, seed: maphash.MakeSeed()}
+	return &Store{kv: s, box: box, now: now}
 }
 
-func (s *Store) lock(orgID string) func() {
-	m := &s.locks[maphash.String(s.seed, orgID)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
-}
+// lockName is the kv lock of an organization's destinations.
+func lockName(orgID string) string { return "storage-destination/" + orgID }
 
 func (s *Store) load(r kv.Reader, id string) (*Destination, error) {
 	raw, err := r.Get(recordKey(id))
@@ -194,21 +192,16 @@ func (s *Store) apply(d *Destination, in Input) error {
 }
 
 // Create adds a destination to the organization.
-func (s *Store) Create(orgID string, in Input) (*Destination, error) {
+func (s *Store) Create(ctx context.Context, orgID string, in Input) (*Destination, error) {
 	now := s.now().UTC()
 	d := &Destination{ID: uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Revision: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.apply(d, in); err != nil {
 		return nil, err
 	}
-	unlock := s.lock(orgID)
-	defer unlock()
-	b := s.kv.NewBatch()
-	defer b.Close()
-	if err := s.put(b, d); err != nil {
-		return nil, err
-	}
-	b.Put(orgKey(orgID, d.ID), nil)
-	if err := b.Commit(); err != nil {
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		return errors.Join(s.put(txn, d), txn.Put(orgKey(orgID, d.ID), nil))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store storage destination: %w", err)
 	}
 	return d, nil
@@ -219,7 +212,11 @@ func (s *Store) Create(orgID string, in Input) (*Destination, error) {
 // the render path's look-up (one read); Connection gives what to connect
 // with.
 func (s *Store) Get(orgID, id string) (*Destination, error) {
-	d, err := s.load(s.kv, id)
+	return s.get(s.kv, orgID, id)
+}
+
+func (s *Store) get(r kv.Reader, orgID, id string) (*Destination, error) {
+	d, err := s.load(r, id)
 	if err != nil {
 		return nil, err
 	}
@@ -229,15 +226,34 @@ func (s *Store) Get(orgID, id string) (*Destination, error) {
 	return d, nil
 }
 
+// updateAttempts bounds how many times Update starts again from the
+// destination as another process left it. Each new start means another
+// update landed, so only a writer outside Update exhausts it.
+const updateAttempts = 16
+
 // Update replaces the destination with what change returns for it (a full
 // replacement; id, creation time and, unless the Input says otherwise, the
 // last test stay). change runs while no other update of the destination
-// does, so it may take its time (a connection test); an error from it is
-// returned as is and nothing changes. A destination deleted meanwhile is
-// ErrNotFound.
-func (s *Store) Update(orgID, id string, change func(cur *Destination) (Input, error)) (*Destination, error) {
+// does in this process, so it may take its time (a connection test); an
+// error from it is returned as is and nothing changes. When another
+// process updated the destination meanwhile, change runs again on what it
+// wrote, up to updateAttempts times, then the error is ErrChanged. A
+// destination deleted meanwhile is ErrNotFound.
+func (s *Store) Update(ctx context.Context, orgID, id string, change func(cur *Destination) (Input, error)) (*Destination, error) {
 	unedit := s.edits.lock(id)
 	defer unedit()
+	var err error
+	for range updateAttempts {
+		var d *Destination
+		if d, err = s.update(ctx, orgID, id, change); !errors.Is(err, ErrChanged) {
+			return d, err
+		}
+	}
+	return nil, err
+}
+
+// update is one attempt of Update.
+func (s *Store) update(ctx context.Context, orgID, id string, change func(cur *Destination) (Input, error)) (*Destination, error) {
 	cur, err := s.Get(orgID, id)
 	if err != nil {
 		return nil, err
@@ -246,44 +262,51 @@ func (s *Store) Update(orgID, id string, change func(cur *Destination) (Input, e
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.lock(orgID)
-	defer unlock()
-	d, err := s.Get(orgID, id)
+	var out *Destination
+	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		d, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		if d.Revision != cur.Revision {
+			return fmt.Errorf("%w: revision %d, then %d", ErrChanged, cur.Revision, d.Revision)
+		}
+		if err := s.apply(d, in); err != nil {
+			return err
+		}
+		d.Revision++
+		d.UpdatedAt = s.now().UTC()
+		if err := s.put(txn, d); err != nil {
+			return fmt.Errorf("store storage destination %s: %w", d.ID, err)
+		}
+		out = d
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if d.Revision != cur.Revision {
-		// Only a write outside Update (none today) gets here.
-		return nil, fmt.Errorf("%w: revision %d, then %d", ErrChanged, cur.Revision, d.Revision)
-	}
-	if err := s.apply(d, in); err != nil {
-		return nil, err
-	}
-	d.Revision++
-	d.UpdatedAt = s.now().UTC()
-	if err := s.put(s.kv, d); err != nil {
-		return nil, fmt.Errorf("store storage destination %s: %w", d.ID, err)
-	}
-	return d, nil
+	return out, nil
 }
 
 // Delete removes the destination and returns what it was. Objects already
 // written to its bucket stay there.
-func (s *Store) Delete(orgID, id string) (*Destination, error) {
-	unlock := s.lock(orgID)
-	defer unlock()
-	d, err := s.Get(orgID, id)
+func (s *Store) Delete(ctx context.Context, orgID, id string) (*Destination, error) {
+	var out *Destination
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		d, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(txn.Delete(recordKey(d.ID)), txn.Delete(orgKey(orgID, d.ID))); err != nil {
+			return fmt.Errorf("delete storage destination %s: %w", d.ID, err)
+		}
+		out = d
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Delete(recordKey(d.ID))
-	b.Delete(orgKey(orgID, d.ID))
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("delete storage destination %s: %w", d.ID, err)
-	}
-	return d, nil
+	return out, nil
 }
 
 // List returns up to count of the organization's destinations newest
@@ -296,8 +319,9 @@ func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, erro
 // ExternalID returns the organization's AWS external id, which aws_s3
 // destinations' roles must require in their trust policy: made on first
 // use ("pictor-" and 128 random bits), then fixed for the organization's
-// life. Concurrent first calls get the same id.
-func (s *Store) ExternalID(orgID string) (string, error) {
+// life. Concurrent first calls get the same id, in every process sharing
+// the store.
+func (s *Store) ExternalID(ctx context.Context, orgID string) (string, error) {
 	id, err := s.kv.Get(externalKey(orgID))
 	if err == nil {
 		return string(id), nil
@@ -305,16 +329,19 @@ func (s *Store) ExternalID(orgID string) (string, error) {
 	if !errors.Is(err, kv.ErrNotFound) {
 		return "", fmt.Errorf("get external id: %w", err)
 	}
-	unlock := s.lock(orgID)
-	defer unlock()
-	switch id, err := s.kv.Get(externalKey(orgID)); {
-	case err == nil:
-		return string(id), nil
-	case !errors.Is(err, kv.ErrNotFound):
-		return "", fmt.Errorf("get external id: %w", err)
-	}
-	ext := newExternalID()
-	if err := s.kv.Put(externalKey(orgID), []byte(ext)); err != nil {
+	var ext string
+	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		switch id, err := txn.Get(externalKey(orgID)); {
+		case err == nil:
+			ext = string(id)
+			return nil
+		case !errors.Is(err, kv.ErrNotFound):
+			return err
+		}
+		ext = newExternalID()
+		return txn.Put(externalKey(orgID), []byte(ext))
+	})
+	if err != nil {
 		return "", fmt.Errorf("store external id: %w", err)
 	}
 	return ext, nil
@@ -325,6 +352,7 @@ func (s *Store) ExternalID(orgID string) (string, error) {
 // id. A secret sealed in the seal package's legacy format is stored again
 // in the current one, once.
 func (s *Store) Connection(d *Destination) (storage.Connection, error) {
+	ctx := context.Background() // a look-up of the render path: the store bounds it
 	c := d.Connection
 	if len(d.sealed) > 0 {
 		plain, upgraded, err := s.box.OpenUpgrade(d.sealed, []byte(d.ID))
@@ -332,7 +360,7 @@ func (s *Store) Connection(d *Destination) (storage.Connection, error) {
 			return storage.Connection{}, fmt.Errorf("storage destination %s: %w: %w", d.ID, ErrSecret, err)
 		}
 		if upgraded != nil {
-			if err := s.reseal(d, upgraded); err != nil {
+			if err := s.reseal(ctx, d, upgraded); err != nil {
 				// The secret opened: the caller goes on, the next read retries.
 				slog.Warn("storage destination secret not migrated to the current sealed format", "destination_id", d.ID, "error", err)
 			}
@@ -340,7 +368,7 @@ func (s *Store) Connection(d *Destination) (storage.Connection, error) {
 		c.SecretAccessKey = string(plain)
 	}
 	if c.Provider == storage.AWSS3 {
-		ext, err := s.ExternalID(d.OrgID)
+		ext, err := s.ExternalID(ctx, d.OrgID)
 		if err != nil {
 			return storage.Connection{}, err
 		}
@@ -351,21 +379,21 @@ func (s *Store) Connection(d *Destination) (storage.Connection, error) {
 
 // reseal replaces d's stored secret by upgraded unless the record changed
 // meanwhile. It is not an update: revision and updated_at stay.
-func (s *Store) reseal(d *Destination, upgraded []byte) error {
-	unlock := s.lock(d.OrgID)
-	defer unlock()
-	cur, err := s.load(s.kv, d.ID)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(cur.sealed, d.sealed) {
+func (s *Store) reseal(ctx context.Context, d *Destination, upgraded []byte) error {
+	return s.kv.Update(ctx, lockName(d.OrgID), func(txn kv.Txn) error {
+		cur, err := s.load(txn, d.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur.sealed, d.sealed) {
+			return nil
+		}
+		cur.sealed = upgraded
+		if err := s.put(txn, cur); err != nil {
+			return fmt.Errorf("store storage destination %s: %w", cur.ID, err)
+		}
 		return nil
-	}
-	cur.sealed = upgraded
-	if err := s.put(s.kv, cur); err != nil {
-		return fmt.Errorf("store storage destination %s: %w", cur.ID, err)
-	}
-	return nil
+	})
 }
 
 // keyedMutex is a mutex per key, dropped when nobody holds or waits for it.

@@ -77,11 +77,11 @@ func entries(t *testing.T, db kv.Store) map[string][]byte {
 func TestStoreKeys(t *testing.T) {
 	db := openKV(t)
 	s := NewStore(db, newBox(t), apitest.NewClock(storeEpoch).Now)
-	d, err := s.Create("org-a", wasabiInput("one", "wasabi-secret"))
+	d, err := s.Create(context.Background(), "org-a", wasabiInput("one", "wasabi-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ext, err := s.ExternalID("org-a")
+	ext, err := s.ExternalID(context.Background(), "org-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestStoreKeys(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("keys %q, want %q", got, want)
 	}
-	if _, err := s.Delete("org-a", d.ID); err != nil {
+	if _, err := s.Delete(context.Background(), "org-a", d.ID); err != nil {
 		t.Fatal(err)
 	}
 	if e := entries(t, db); len(e) != 1 || string(e["sd/x/org-a"]) != ext {
@@ -105,7 +105,7 @@ func TestStoreKeys(t *testing.T) {
 	if _, err := s.Get("org-a", d.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get after deletion: %v", err)
 	}
-	if _, err := s.Delete("org-a", d.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Delete(context.Background(), "org-a", d.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second deletion: %v", err)
 	}
 }
@@ -116,11 +116,11 @@ func TestStoreSealsSecrets(t *testing.T) {
 	db := openKV(t)
 	s := NewStore(db, newBox(t), nil)
 	const secret = "wasabi-secret-value-0123456789"
-	a, err := s.Create("org-a", wasabiInput("a", secret))
+	a, err := s.Create(context.Background(), "org-a", wasabiInput("a", secret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Create("org-a", wasabiInput("b", "another-secret-value-987654"))
+	b, err := s.Create(context.Background(), "org-a", wasabiInput("b", "another-secret-value-987654"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestStoreSealsSecrets(t *testing.T) {
 	}
 	// A record without a secret for an access-key provider is refused.
 	in := wasabiInput("c", "")
-	if _, err := s.Create("org-a", in); err == nil {
+	if _, err := s.Create(context.Background(), "org-a", in); err == nil {
 		t.Fatal("created a wasabi destination without a secret")
 	}
 }
@@ -164,7 +164,7 @@ func TestStoreAWSConnection(t *testing.T) {
 	s := NewStore(openKV(t), newBox(t), nil)
 	in := Input{Name: "aws", Connection: storage.Connection{Provider: storage.AWSS3, Bucket: "renders", Region: "us-east-1",
 		RoleARN: "arn:aws:iam::123456789012:role/x", ExternalID: "ignored"}}
-	d, err := s.Create("org-a", in)
+	d, err := s.Create(context.Background(), "org-a", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestStoreAWSConnection(t *testing.T) {
 		t.Fatalf("stored %+v", d)
 	}
 	c, err := s.Connection(d)
-	ext, _ := s.ExternalID("org-a")
+	ext, _ := s.ExternalID(context.Background(), "org-a")
 	if err != nil || c.ExternalID != ext || c.RoleARN != in.Connection.RoleARN || c.SecretAccessKey != "" {
 		t.Fatalf("Connection = %+v, %v (external id %s)", c, err, ext)
 	}
@@ -201,7 +201,7 @@ func legacySeal(t *testing.T, plain, additional []byte) []byte {
 func TestLegacySecretMigrates(t *testing.T) {
 	db := openKV(t)
 	s := NewStore(db, newBox(t), nil)
-	d, err := s.Create("org-a", wasabiInput("a", "placeholder"))
+	d, err := s.Create(context.Background(), "org-a", wasabiInput("a", "placeholder"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestExternalID(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			id, err := s.ExternalID("org-a")
+			id, err := s.ExternalID(context.Background(), "org-a")
 			if err != nil {
 				t.Error(err)
 			}
@@ -255,10 +255,10 @@ func TestExternalID(t *testing.T) {
 			t.Fatalf("external ids %q", got)
 		}
 	}
-	if again, _ := NewStore(db, newBox(t), nil).ExternalID("org-a"); again != got[0] {
+	if again, _ := NewStore(db, newBox(t), nil).ExternalID(context.Background(), "org-a"); again != got[0] {
 		t.Fatalf("another store: %q, want %q", again, got[0])
 	}
-	if b, _ := s.ExternalID("org-b"); b == got[0] || !externalShape.MatchString(b) {
+	if b, _ := s.ExternalID(context.Background(), "org-b"); b == got[0] || !externalShape.MatchString(b) {
 		t.Fatalf("org-b's external id %q", b)
 	}
 }
@@ -268,7 +268,7 @@ func TestExternalID(t *testing.T) {
 func TestUpdate(t *testing.T) {
 	clock := apitest.NewClock(storeEpoch)
 	s := NewStore(openKV(t), newBox(t), clock.Now)
-	d, err := s.Create("org-a", wasabiInput("a", "secret-one"))
+	d, err := s.Create(context.Background(), "org-a", wasabiInput("a", "secret-one"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestUpdate(t *testing.T) {
 	in := wasabiInput("renamed", "secret-two")
 	in.Test = nil
 	in.HctiStorageDisabled = true
-	u, err := s.Update("org-a", d.ID, func(cur *Destination) (Input, error) {
+	u, err := s.Update(context.Background(), "org-a", d.ID, func(cur *Destination) (Input, error) {
 		if cur.ID != d.ID || cur.Revision != 1 {
 			t.Errorf("change got %+v", cur)
 		}
@@ -293,20 +293,20 @@ func TestUpdate(t *testing.T) {
 		t.Fatalf("secret after update %q", c.SecretAccessKey)
 	}
 	in.Test = &TestResult{At: storeEpoch.Add(time.Hour), Error: "denied"}
-	u, _ = s.Update("org-a", d.ID, func(*Destination) (Input, error) { return in, nil })
+	u, _ = s.Update(context.Background(), "org-a", d.ID, func(*Destination) (Input, error) { return in, nil })
 	if !u.LastTestedAt.Equal(storeEpoch.Add(time.Hour)) || u.LastTestSucceeded || u.LastTestError != "denied" {
 		t.Fatalf("test result not recorded: %+v", u)
 	}
 	// Errors of change are returned as they are; nothing changes.
 	boom := errors.New("boom")
-	if _, err := s.Update("org-a", d.ID, func(*Destination) (Input, error) { return Input{}, boom }); err != boom {
+	if _, err := s.Update(context.Background(), "org-a", d.ID, func(*Destination) (Input, error) { return Input{}, boom }); err != boom {
 		t.Fatalf("err = %v", err)
 	}
 	if again, _ := s.Get("org-a", d.ID); again.Revision != 3 {
 		t.Fatalf("revision %d after a failed change", again.Revision)
 	}
 	// Another organization's id is not found.
-	if _, err := s.Update("org-b", d.ID, func(*Destination) (Input, error) { return in, nil }); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(context.Background(), "org-b", d.ID, func(*Destination) (Input, error) { return in, nil }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("foreign update: %v", err)
 	}
 }
@@ -314,10 +314,11 @@ func TestUpdate(t *testing.T) {
 // TestUpdateRaces: updates of one destination run one after the other,
 // each from the result of the last; one whose destination is deleted
 // while it tests is ErrNotFound and does not bring it back; a write
-// outside Update is ErrChanged.
+// outside Update makes it start again from that write, and one that
+// always gets in first is ErrChanged.
 func TestUpdateRaces(t *testing.T) {
 	s := NewStore(openKV(t), newBox(t), nil)
-	d, _ := s.Create("org-a", wasabiInput("a", "secret-one"))
+	d, _ := s.Create(context.Background(), "org-a", wasabiInput("a", "secret-one"))
 
 	const n = 8
 	var wg sync.WaitGroup
@@ -325,7 +326,7 @@ func TestUpdateRaces(t *testing.T) {
 	var seen []int64
 	for range n {
 		wg.Go(func() {
-			_, err := s.Update("org-a", d.ID, func(cur *Destination) (Input, error) {
+			_, err := s.Update(context.Background(), "org-a", d.ID, func(cur *Destination) (Input, error) {
 				mu.Lock()
 				seen = append(seen, cur.Revision)
 				mu.Unlock()
@@ -345,8 +346,8 @@ func TestUpdateRaces(t *testing.T) {
 		}
 	}
 
-	_, err := s.Update("org-a", d.ID, func(cur *Destination) (Input, error) {
-		if _, err := s.Delete("org-a", cur.ID); err != nil {
+	_, err := s.Update(context.Background(), "org-a", d.ID, func(cur *Destination) (Input, error) {
+		if _, err := s.Delete(context.Background(), "org-a", cur.ID); err != nil {
 			t.Fatal(err)
 		}
 		return wasabiInput("a", "secret-three"), nil
@@ -358,8 +359,25 @@ func TestUpdateRaces(t *testing.T) {
 		t.Fatalf("the deleted destination came back: %v", err)
 	}
 
-	e, _ := s.Create("org-a", wasabiInput("e", "secret-one"))
-	_, err = s.Update("org-a", e.ID, func(cur *Destination) (Input, error) {
+	// A write of another process between the read and the write: change
+	// runs again on what it wrote.
+	e, _ := s.Create(context.Background(), "org-a", wasabiInput("e", "secret-one"))
+	calls := 0
+	u, err := s.Update(context.Background(), "org-a", e.ID, func(cur *Destination) (Input, error) {
+		if calls++; calls == 1 {
+			other := *cur
+			other.Revision++
+			if err := s.put(s.kv, &other); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return wasabiInput("e", "secret-two"), nil
+	})
+	if err != nil || calls != 2 || u.Revision != 3 {
+		t.Fatalf("update after a write outside it: %+v, %v after %d changes; want revision 3 after 2", u, err, calls)
+	}
+	// A writer that always gets in first: ErrChanged in the end.
+	_, err = s.Update(context.Background(), "org-a", e.ID, func(cur *Destination) (Input, error) {
 		other := *cur
 		other.Revision++
 		if err := s.put(s.kv, &other); err != nil {
@@ -368,7 +386,7 @@ func TestUpdateRaces(t *testing.T) {
 		return wasabiInput("e", "secret-two"), nil
 	})
 	if !errors.Is(err, ErrChanged) {
-		t.Fatalf("update after a write outside Update: %v", err)
+		t.Fatalf("update always overtaken: %v", err)
 	}
 	if len(s.edits.m) != 0 {
 		t.Fatalf("edit locks left: %d", len(s.edits.m))
@@ -380,13 +398,13 @@ func TestList(t *testing.T) {
 	s := NewStore(openKV(t), newBox(t), nil)
 	var ids []string
 	for range 5 {
-		d, err := s.Create("org-a", wasabiInput("a", "secret"))
+		d, err := s.Create(context.Background(), "org-a", wasabiInput("a", "secret"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, d.ID)
 	}
-	s.Create("org-b", wasabiInput("b", "secret"))
+	s.Create(context.Background(), "org-b", wasabiInput("b", "secret"))
 	slices.Reverse(ids)
 	var walked []string
 	after := ""
@@ -432,5 +450,82 @@ func TestTestGuard(t *testing.T) {
 		if e.Status != tc.status || (tc.path != "" && (len(e.Fields) != 1 || e.Fields[0].Path != tc.path)) {
 			t.Fatalf("%+v: %v", tc.conn, err)
 		}
+	}
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s := openKV(t)
+		return [2]kv.Store{s, s}
+	}},
+}
+
+// TestSharedStore: two Stores on two handles of one store (two origins):
+// concurrent first asks of the external id get one id; concurrent updates
+// of one destination all land, each from the revision the last one wrote.
+func TestSharedStore(t *testing.T) {
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) {
+			dbs := tc.open(t)
+			box := newBox(t)
+			stores := [2]*Store{NewStore(dbs[0], box, nil), NewStore(dbs[1], box, nil)}
+			ctx := context.Background()
+
+			const n = 16
+			ids := make([]string, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					id, err := stores[i%2].ExternalID(ctx, "org-a")
+					if err != nil {
+						t.Error(err)
+					}
+					ids[i] = id
+				})
+			}
+			wg.Wait()
+			for _, id := range ids {
+				if id != ids[0] || !externalShape.MatchString(id) {
+					t.Fatalf("external ids %q", ids)
+				}
+			}
+
+			d, err := stores[0].Create(ctx, "org-a", wasabiInput("a", "secret-one"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const updates = 8
+			from := make([]int64, updates) // the revision each update's last change saw
+			for i := range updates {
+				wg.Go(func() {
+					_, err := stores[i%2].Update(ctx, "org-a", d.ID, func(cur *Destination) (Input, error) {
+						from[i] = cur.Revision
+						runtime.Gosched() // as during a connection test
+						return wasabiInput("a", "secret-two"), nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			slices.Sort(from)
+			for i, r := range from {
+				if r != int64(i+1) {
+					t.Fatalf("updates wrote over revisions %v, want 1 to %d once each", from, updates)
+				}
+			}
+			if got, err := stores[1].Get("org-a", d.ID); err != nil || got.Revision != updates+1 {
+				t.Fatalf("after %d updates: %+v, %v", updates, got, err)
+			}
+		})
 	}
 }

@@ -152,7 +152,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan := p.Org.PlanInfo()
-	t, saved, err := h.Store.Create(p.Org.ID, plan.Templates, v)
+	t, saved, err := h.Store.Create(r.Context(), p.Org.ID, plan.Templates, v)
 	if errors.Is(err, ErrLimit) {
 		s := ""
 		if plan.Templates != 1 {
@@ -184,7 +184,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	saved, err := h.Store.Update(p.Org.ID, id, v)
+	saved, err := h.Store.Update(r.Context(), p.Org.ID, id, v)
 	if err == nil {
 		err = h.changed(r.Context(), id)
 	}
@@ -337,7 +337,7 @@ func (h *Handler) Versions(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
-	err := h.Store.Delete(p.Org.ID, id)
+	err := h.Store.Delete(r.Context(), p.Org.ID, id)
 	if err == nil {
 		err = h.changed(r.Context(), id)
 	}

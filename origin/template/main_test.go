@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/wasm"
 )
 
@@ -36,5 +37,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	engine.Close(context.Background())
+	pgtest.StopShared()
 	os.Exit(code)
 }

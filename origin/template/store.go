@@ -1,12 +1,12 @@
 package template
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,12 +56,12 @@ func verKey(id string, v int) []byte {
 func orgPrefix(org string) []byte  { return []byte("org-tpl/" + org + "/") }
 func orgKey(org, id string) []byte { return []byte("org-tpl/" + org + "/" + id) }
 
-// Store keeps templates.
+// Store keeps templates. Each write is one kv.Update: an organization's
+// creations under its lock (the plan's limit counts what every process
+// sharing the store made), a template's changes under the template's.
 type Store struct {
-	kv    kv.Store
-	now   func() time.Time
-	seed  maphash.Seed
-	locks [32]sync.Mutex
+	kv  kv.Store
+	now func() time.Time
 }
 
 // NewStore returns a Store; now may be nil for the wall clock.
@@ -69,14 +69,13 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, now: now, seed: maphash.MakeSeed()}
+	return &Store{kv: s, now: now}
 }
 
-func (s *Store) lock(key string) func() {
-	m := &s.locks[maphash.String(s.seed, key)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
-}
+// orgLock guards the creations of an organization's templates, tplLock the
+// changes of one template.
+func orgLock(orgID string) string { return "template/org/" + orgID }
+func tplLock(id string) string    { return "template/" + id }
 
 func getJSON(r kv.Reader, key []byte, v any) error {
 	raw, err := r.Get(key)
@@ -99,32 +98,34 @@ func putJSON(b kv.Writer, key []byte, v any) error {
 
 // Create saves a new template with its first version, within the
 // organization's template limit.
-func (s *Store) Create(orgID string, limit int, v Version) (*Template, *Version, error) {
-	unlock := s.lock("org/" + orgID)
-	defer unlock()
-	n, err := s.count(orgID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n >= limit {
-		return nil, nil, ErrLimit
-	}
+func (s *Store) Create(ctx context.Context, orgID string, limit int, v Version) (*Template, *Version, error) {
 	now := s.now().UTC()
 	t := &Template{ID: "t-" + uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Latest: 1, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.Version, v.CreatedAt, v.UpdatedAt, v.RenderCount = t.ID, 1, now, now, 0
-	b := s.kv.NewBatch()
-	defer b.Close()
-	putJSON(b, tplKey(t.ID), t)
-	putJSON(b, verKey(t.ID, 1), &v)
-	b.Put(orgKey(orgID, t.ID), nil)
-	if err := b.Commit(); err != nil {
+	err := s.kv.Update(ctx, orgLock(orgID), func(txn kv.Txn) error {
+		n, err := count(txn, orgID)
+		if err != nil {
+			return err
+		}
+		if n >= limit {
+			return ErrLimit
+		}
+		return errors.Join(
+			putJSON(txn, tplKey(t.ID), t),
+			putJSON(txn, verKey(t.ID, 1), &v),
+			txn.Put(orgKey(orgID, t.ID), nil))
+	})
+	if errors.Is(err, ErrLimit) {
+		return nil, nil, ErrLimit
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("store template: %w", err)
 	}
 	return t, &v, nil
 }
 
-func (s *Store) count(orgID string) (int, error) {
-	it := s.kv.Iterate(orgPrefix(orgID), kv.IterOptions{})
+func count(r kv.Reader, orgID string) (int, error) {
+	it := r.Iterate(orgPrefix(orgID), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -136,8 +137,12 @@ func (s *Store) count(orgID string) (int, error) {
 // Get returns the organization's template; another organization's is
 // ErrNotFound.
 func (s *Store) Get(orgID, id string) (*Template, error) {
+	return get(s.kv, orgID, id)
+}
+
+func get(r kv.Reader, orgID, id string) (*Template, error) {
 	var t Template
-	if err := getJSON(s.kv, tplKey(id), &t); err != nil {
+	if err := getJSON(r, tplKey(id), &t); err != nil {
 		return nil, err
 	}
 	if t.OrgID != orgID {
@@ -148,7 +153,11 @@ func (s *Store) Get(orgID, id string) (*Template, error) {
 
 // Version returns one version (0: the latest) of the organization's template.
 func (s *Store) Version(orgID, id string, version int) (*Template, *Version, error) {
-	t, err := s.Get(orgID, id)
+	return getVersion(s.kv, orgID, id, version)
+}
+
+func getVersion(r kv.Reader, orgID, id string, version int) (*Template, *Version, error) {
+	t, err := get(r, orgID, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,7 +165,7 @@ func (s *Store) Version(orgID, id string, version int) (*Template, *Version, err
 		version = t.Latest
 	}
 	var v Version
-	if err := getJSON(s.kv, verKey(id, version), &v); err != nil {
+	if err := getJSON(r, verKey(id, version), &v); err != nil {
 		return nil, nil, err
 	}
 	return t, &v, nil
@@ -164,26 +173,26 @@ func (s *Store) Version(orgID, id string, version int) (*Template, *Version, err
 
 // Update saves v as a new version, or replaces the latest version when no
 // image was rendered from it yet.
-func (s *Store) Update(orgID, id string, v Version) (*Version, error) {
-	unlock := s.lock(id)
-	defer unlock()
-	t, latest, err := s.Version(orgID, id, 0)
-	if err != nil {
+func (s *Store) Update(ctx context.Context, orgID, id string, v Version) (*Version, error) {
+	err := s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
+		t, latest, err := getVersion(txn, orgID, id, 0)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		v.TemplateID, v.UpdatedAt = id, now
+		if latest.RenderCount == 0 {
+			v.Version, v.CreatedAt = latest.Version, latest.CreatedAt
+		} else {
+			v.Version, v.CreatedAt = t.Latest+1, now
+		}
+		t.Latest, t.UpdatedAt = v.Version, now
+		return errors.Join(putJSON(txn, tplKey(id), t), putJSON(txn, verKey(id, v.Version), &v))
+	})
+	if errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	now := s.now().UTC()
-	v.TemplateID, v.UpdatedAt = id, now
-	if latest.RenderCount == 0 {
-		v.Version, v.CreatedAt = latest.Version, latest.CreatedAt
-	} else {
-		v.Version, v.CreatedAt = t.Latest+1, now
-	}
-	t.Latest, t.UpdatedAt = v.Version, now
-	b := s.kv.NewBatch()
-	defer b.Close()
-	putJSON(b, tplKey(id), t)
-	putJSON(b, verKey(id, v.Version), &v)
-	if err := b.Commit(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("store template version: %w", err)
 	}
 	return &v, nil
@@ -191,35 +200,36 @@ func (s *Store) Update(orgID, id string, v Version) (*Version, error) {
 
 // CountRenders adds n to a version's render count.
 func (s *Store) CountRenders(id string, version int, n int64) error {
-	unlock := s.lock(id)
-	defer unlock()
-	var v Version
-	if err := getJSON(s.kv, verKey(id, version), &v); err != nil {
-		return err
-	}
-	v.RenderCount += n
-	return putJSON(s.kv, verKey(id, version), &v)
+	return s.kv.Update(context.Background(), tplLock(id), func(txn kv.Txn) error {
+		var v Version
+		if err := getJSON(txn, verKey(id, version), &v); err != nil {
+			return err
+		}
+		v.RenderCount += n
+		return putJSON(txn, verKey(id, version), &v)
+	})
 }
 
 // Delete removes the template and all its versions.
-func (s *Store) Delete(orgID, id string) error {
-	unlock := s.lock(id)
-	defer unlock()
-	if _, err := s.Get(orgID, id); err != nil {
+func (s *Store) Delete(ctx context.Context, orgID, id string) error {
+	return s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
+		if _, err := get(txn, orgID, id); err != nil {
+			return err
+		}
+		var keys [][]byte
+		it := txn.Iterate(verPrefix(id), kv.IterOptions{})
+		for it.Next() {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		err := errors.Join(txn.Delete(tplKey(id)), txn.Delete(orgKey(orgID, id)))
+		for _, k := range keys {
+			err = errors.Join(err, txn.Delete(k))
+		}
 		return err
-	}
-	b := s.kv.NewBatch()
-	defer b.Close()
-	b.Delete(tplKey(id))
-	b.Delete(orgKey(orgID, id))
-	it := s.kv.Iterate(verPrefix(id), kv.IterOptions{})
-	for it.Next() {
-		b.Delete(append([]byte(nil), it.Key()...))
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	return b.Commit()
+	})
 }
 
 // List returns up to count of the organization's templates (latest

@@ -1,6 +1,7 @@
 package template_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ func TestStoreVersions(t *testing.T) {
 	clock := apitest.NewClock(epoch)
 	s := template.NewStore(openKV(t), clock.Now)
 
-	tpl, v1, err := s.Create("org-1", 10, version("<p>one</p>"))
+	tpl, v1, err := s.Create(context.Background(), "org-1", 10, version("<p>one</p>"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestStoreVersions(t *testing.T) {
 	}
 
 	clock.Advance(time.Minute)
-	replaced, err := s.Update("org-1", tpl.ID, version("<p>one, fixed</p>"))
+	replaced, err := s.Update(context.Background(), "org-1", tpl.ID, version("<p>one, fixed</p>"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestStoreVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	v2, err := s.Update("org-1", tpl.ID, version("<p>two</p>"))
+	v2, err := s.Update(context.Background(), "org-1", tpl.ID, version("<p>two</p>"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestStoreVersions(t *testing.T) {
 // for any operation.
 func TestStoreOrganizations(t *testing.T) {
 	s := template.NewStore(openKV(t), nil)
-	tpl, _, err := s.Create("org-1", 10, version("x"))
+	tpl, _, err := s.Create(context.Background(), "org-1", 10, version("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +117,8 @@ func TestStoreOrganizations(t *testing.T) {
 		{"Get", func() error { _, err := s.Get("org-2", tpl.ID); return err }},
 		{"Version", func() error { _, _, err := s.Version("org-2", tpl.ID, 0); return err }},
 		{"Versions", func() error { _, err := s.Versions("org-2", tpl.ID); return err }},
-		{"Update", func() error { _, err := s.Update("org-2", tpl.ID, version("y")); return err }},
-		{"Delete", func() error { return s.Delete("org-2", tpl.ID) }},
+		{"Update", func() error { _, err := s.Update(context.Background(), "org-2", tpl.ID, version("y")); return err }},
+		{"Delete", func() error { return s.Delete(context.Background(), "org-2", tpl.ID) }},
 		{"unknown id", func() error { _, err := s.Get("org-1", "t-nope"); return err }},
 		{"renders of an unknown version", func() error { return s.CountRenders(tpl.ID, 2, 1) }},
 	}
@@ -141,25 +142,25 @@ func TestStoreOrganizations(t *testing.T) {
 func TestStoreLimitAndDelete(t *testing.T) {
 	db := openKV(t)
 	s := template.NewStore(db, nil)
-	a, _, err := s.Create("org-1", 2, version("a"))
+	a, _, err := s.Create(context.Background(), "org-1", 2, version("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Create("org-1", 2, version("b")); err != nil {
+	if _, _, err := s.Create(context.Background(), "org-1", 2, version("b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Create("org-1", 2, version("c")); !errors.Is(err, template.ErrLimit) {
+	if _, _, err := s.Create(context.Background(), "org-1", 2, version("c")); !errors.Is(err, template.ErrLimit) {
 		t.Fatalf("a third template under a limit of 2: %v", err)
 	}
-	if _, _, err := s.Create("org-2", 2, version("other")); err != nil {
+	if _, _, err := s.Create(context.Background(), "org-2", 2, version("other")); err != nil {
 		t.Fatalf("another organization is held by org-1's count: %v", err)
 	}
 
 	s.CountRenders(a.ID, 1, 1)
-	if _, err := s.Update("org-1", a.ID, version("a2")); err != nil {
+	if _, err := s.Update(context.Background(), "org-1", a.ID, version("a2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete("org-1", a.ID); err != nil {
+	if err := s.Delete(context.Background(), "org-1", a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Versions("org-1", a.ID); !errors.Is(err, template.ErrNotFound) {
@@ -176,7 +177,7 @@ func TestStoreLimitAndDelete(t *testing.T) {
 		}
 		it.Close()
 	}
-	if _, _, err := s.Create("org-1", 2, version("c")); err != nil {
+	if _, _, err := s.Create(context.Background(), "org-1", 2, version("c")); err != nil {
 		t.Fatalf("no room after a deletion: %v", err)
 	}
 }
@@ -186,7 +187,7 @@ func TestStoreList(t *testing.T) {
 	s := template.NewStore(openKV(t), nil)
 	var ids []string
 	for i := range 5 {
-		tpl, _, err := s.Create("org-1", 10, version(fmt.Sprintf("t%d", i)))
+		tpl, _, err := s.Create(context.Background(), "org-1", 10, version(fmt.Sprintf("t%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,62 +223,84 @@ func TestStoreList(t *testing.T) {
 	}
 }
 
-// TestStoreConcurrency: concurrent creations respect the limit exactly,
-// and concurrent render counts and edits lose no count.
+// TestStoreConcurrency: concurrent creations over two handles of one
+// store (two origins) respect the limit exactly, and concurrent render
+// counts and edits lose no count.
 func TestStoreConcurrency(t *testing.T) {
-	s := template.NewStore(openKV(t), nil)
-	const limit, tries = 10, 32
-	var created atomic.Int32
-	var wg sync.WaitGroup
-	for range tries {
-		wg.Go(func() {
-			_, _, err := s.Create("org-1", limit, version("x"))
-			switch {
-			case err == nil:
-				created.Add(1)
-			case !errors.Is(err, template.ErrLimit):
-				t.Error(err)
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) {
+			dbs := tc.open(t)
+			stores := [2]*template.Store{template.NewStore(dbs[0], nil), template.NewStore(dbs[1], nil)}
+			ctx := context.Background()
+			const limit, tries = 10, 32
+			var created atomic.Int32
+			var wg sync.WaitGroup
+			for i := range tries {
+				wg.Go(func() {
+					_, _, err := stores[i%2].Create(ctx, "org-1", limit, version("x"))
+					switch {
+					case err == nil:
+						created.Add(1)
+					case !errors.Is(err, template.ErrLimit):
+						t.Error(err)
+					}
+				})
 			}
-		})
-	}
-	wg.Wait()
-	if n := created.Load(); n != limit {
-		t.Fatalf("%d of %d concurrent creations succeeded under a limit of %d", n, tries, limit)
-	}
+			wg.Wait()
+			if n := created.Load(); n != limit {
+				t.Fatalf("%d of %d concurrent creations succeeded under a limit of %d", n, tries, limit)
+			}
 
-	tpl, _, err := s.Create("org-2", limit, version("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const counters, each = 4, 25
-	for range counters {
-		wg.Go(func() {
-			for range each {
-				if err := s.CountRenders(tpl.ID, 1, 1); err != nil {
-					t.Error(err)
+			tpl, _, err := stores[0].Create(ctx, "org-2", limit, version("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const counters, each = 4, 25
+			for i := range counters {
+				wg.Go(func() {
+					for range each {
+						if err := stores[i%2].CountRenders(tpl.ID, 1, 1); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Go(func() {
+				for i := range 10 {
+					if _, err := stores[i%2].Update(ctx, "org-2", tpl.ID, version("y")); err != nil {
+						t.Error(err)
+					}
 				}
+			})
+			wg.Wait()
+			all, err := stores[1].Versions("org-2", tpl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total int64
+			for _, v := range all {
+				total += v.RenderCount
+			}
+			// Every count went to version 1 (replaced in place by the edits
+			// before its first count, kept by those after); none is lost.
+			if total != counters*each {
+				t.Fatalf("render counts add up to %d over %d versions, want %d", total, len(all), counters*each)
 			}
 		})
 	}
-	wg.Go(func() {
-		for range 10 {
-			if _, err := s.Update("org-2", tpl.ID, version("y")); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	wg.Wait()
-	all, err := s.Versions("org-2", tpl.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, v := range all {
-		total += v.RenderCount
-	}
-	// Every count went to version 1 (replaced in place by the edits
-	// before its first count, kept by those after); none is lost.
-	if total != counters*each {
-		t.Fatalf("render counts add up to %d over %d versions, want %d", total, len(all), counters*each)
-	}
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s := openKV(t)
+		return [2]kv.Store{s, s}
+	}},
 }
