@@ -15,6 +15,14 @@
 // REPEATABLE READ READ ONLY transaction holding one pooled connection until
 // it is closed, the store is closed, or Options.SnapshotLifetime passes.
 //
+// Update is a READ COMMITTED transaction that first takes
+// pg_advisory_xact_lock of its lock name's key (the first 8 bytes of a
+// SHA-256 of the name, fixed for all versions), so Updates under one name
+// never overlap across processes; the server releases the lock at COMMIT,
+// ROLLBACK or when the holder's connection dies. Before a connection is
+// taken, the name's in-process stripe is: Updates hold at most half of
+// the pool. A wait that ctx ends is cancelled on the server too.
+//
 // # Schema
 //
 // Open applies the versioned migrations this binary knows, recorded in

@@ -68,13 +68,16 @@ func (l *locks) acquire(ctx context.Context, key int64) (release func(), err err
 // connection. fn then reads and writes in that READ COMMITTED transaction,
 // committed when it returns nil and rolled back otherwise.
 //
-// ctx bounds the whole call, Options.OpTimeout too when ctx has no
-// deadline; the wait for the lock is also a statement, bounded by
-// Options.StatementTimeout. When ctx ends during a wait, Update returns
-// ctx.Err(). A failed statement aborts the transaction: later calls on the
-// txn return its error, and so does Update even if fn returns nil. A
-// failure to reach the server wraps ErrUnavailable; one during COMMIT may
-// or may not have applied the writes, and fn is never run again.
+// ctx bounds the whole call, waits included, and Options.OpTimeout too
+// when ctx has no deadline; the wait for the advisory lock is also a
+// statement, bounded by Options.StatementTimeout. When ctx ends during a
+// wait, Update returns ctx.Err(); when a timeout passes, an error wrapping
+// ErrUnavailable. Close ends the Updates in flight with kv.ErrClosed.
+//
+// A failed statement aborts the transaction: later calls on the txn return
+// its error, and so does Update even if fn returns nil. A failure to reach
+// the server wraps ErrUnavailable; one during COMMIT may or may not have
+// applied the writes, and fn is never run again.
 func (s *Store) Update(ctx context.Context, lock string, fn func(kv.Txn) error) error {
 	if s.closed.Load() {
 		return s.closedErr("update")
@@ -82,15 +85,23 @@ func (s *Store) Update(ctx context.Context, lock string, fn func(kv.Txn) error) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	uctx, cancel := s.updateContext(ctx)
+	defer cancel()
 	key := lockKey(lock)
-	release, err := s.locks.acquire(ctx, key)
+	release, err := s.locks.acquire(uctx, key)
 	if err != nil {
-		return err
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case s.closed.Load():
+			return s.closedErr("update")
+		}
+		// OpTimeout passed while other Updates of this process held the
+		// stripe: the database is too slow to answer in time.
+		return fmt.Errorf("pgkv: update on %s: waiting for the lock: %w: %w", s.host, ErrUnavailable, err)
 	}
 	defer release()
 
-	uctx, cancel := s.updateContext(ctx)
-	defer cancel()
 	c, err := s.beginLocked(ctx, uctx, key)
 	if err != nil {
 		return err
@@ -185,14 +196,14 @@ func (s *Store) beginLocked(ctx, uctx context.Context, key int64) (*pgxpool.Conn
 		lost := c.Conn().IsClosed()
 		s.rollback(c)
 		c.Release()
-		if lost {
-			s.pool.Reset()
-		}
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case s.closed.Load():
 			return nil, s.closedErr("update")
+		}
+		if lost {
+			s.pool.Reset()
 		}
 		if attempt == 0 && uctx.Err() == nil && (lost || pgconn.SafeToRetry(err)) {
 			continue
@@ -244,16 +255,18 @@ func (s *Store) rollback(c *pgxpool.Conn) {
 // updateErr maps a failure within an Update: the caller's ctx ending gives
 // its error, Close kv.ErrClosed, and the rest is wrapped like the failures
 // of other calls.
+// A connection dropped because ctx ended says nothing of the server; one
+// lost otherwise resets the pool, as in run.
 func (s *Store) updateErr(ctx context.Context, op string, c *pgxpool.Conn, err error) error {
-	lost := c.Conn().IsClosed()
-	if lost {
-		s.pool.Reset()
-	}
 	switch {
 	case s.closed.Load():
 		return s.closedErr(op)
 	case ctx.Err() != nil:
 		return fmt.Errorf("pgkv: %s on %s: %w", op, s.host, ctx.Err())
+	}
+	lost := c.Conn().IsClosed()
+	if lost {
+		s.pool.Reset()
 	}
 	return s.fail(op, err, lost || unavailable(err))
 }
