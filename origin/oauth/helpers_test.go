@@ -3,6 +3,7 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -176,6 +177,41 @@ func newEnv(t *testing.T, adjust ...func(*Config)) *env {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return e
+}
+
+// newEnvPair returns two servers on two handles of one store, as two
+// origins sharing it run: one signing key from a shared seed, one issuer
+// (the first's URL), one set of API keys.
+func newEnvPair(t *testing.T, dbs [2]kv.Store) [2]*env {
+	t.Helper()
+	seed := make([]byte, ed25519.SeedSize)
+	rand.Read(seed)
+	a := newEnv(t, func(c *Config) { c.Store, c.Seed = dbs[0], seed })
+	b := newEnv(t, func(c *Config) {
+		c.Store, c.Seed, c.Keys = dbs[1], seed, a.keys
+		c.Issuer, c.Resource = a.cfg.Issuer, a.cfg.Resource
+	})
+	b.keys = a.keys
+	return [2]*env{a, b}
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s, err := pebblekv.Open(filepath.Join(t.TempDir(), "shared"), pebblekv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return [2]kv.Store{s, s}
+	}},
 }
 
 // recorder keeps every body a client reads.

@@ -16,7 +16,11 @@ const maxTrackedClients = 10_000
 
 // failureLimiter counts failed sign-ins per client. Clients whose bucket is
 // full again are forgotten when room is needed; past maxTrackedClients
-// clients with recent failures, further clients share one bucket.
+// clients with recent failures, further clients share one bucket. It is
+// per process, like the registration limit: it slows down guessing
+// rather than guarding a secret (an API key has 192 random bits, and
+// anyone can register another client), so n origins allowing n times the
+// attempts changes nothing that matters.
 type failureLimiter struct {
 	limit    Limit
 	mu       sync.Mutex

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -39,7 +38,6 @@ type Server struct {
 	scopes        []perm.Permission // cfg.Scopes, sorted
 	registrations *rate.Limiter
 	failures      *failureLimiter
-	locks         locks
 }
 
 // HKDF labels of the keys derived from the signing key's seed.
@@ -102,7 +100,6 @@ func New(cfg Config) (*Server, error) {
 		scopes:        scopes,
 		registrations: newLimiter(cfg.Registrations),
 		failures:      newFailureLimiter(cfg.ConsentFailures),
-		locks:         locks{seed: maphash.MakeSeed()},
 	}
 	return s, nil
 }

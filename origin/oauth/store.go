@@ -10,10 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
@@ -97,22 +95,13 @@ type refreshToken struct {
 	Used     bool              `json:"used,omitempty"`
 }
 
-// locks serialize the read-modify-write of one code, refresh token or grant;
-// the store has no compare-and-swap. A token's lock is always taken before
-// a grant's, never the other way round.
-type locks struct {
-	seed   maphash.Seed
-	tokens [64]sync.Mutex
-	grants [64]sync.Mutex
-}
-
-func (l *locks) token(hash string) *sync.Mutex {
-	return &l.tokens[maphash.String(l.seed, hash)%uint64(len(l.tokens))]
-}
-
-func (l *locks) grant(id string) *sync.Mutex {
-	return &l.grants[maphash.String(l.seed, id)%uint64(len(l.grants))]
-}
+// Every read-modify-write runs in one kv.Update holding the lock of what it
+// changes, which every process sharing the store takes: a code's own lock,
+// or its grant's for a grant and its refresh tokens (a rotation spends the
+// token and extends the grant in one transaction). So a code or a refresh
+// token is spent once whichever origin redeems it.
+func codeLock(hash string) string { return "oauth/code/" + hash }
+func grantLock(id string) string  { return "oauth/grant/" + id }
 
 // newSecret returns 256 random bits, base64url.
 func newSecret() string {
@@ -182,12 +171,12 @@ func (s *Server) client(id string) (*client, error) {
 	return &c, nil
 }
 
-// saveRecord writes a record and its expiry entry in b.
-func saveRecord(b kv.Batch, key string, v any, expires time.Time) error {
-	if err := putJSON(b, key, v); err != nil {
+// saveRecord writes a record and its expiry entry.
+func saveRecord(w kv.Writer, key string, v any, expires time.Time) error {
+	if err := putJSON(w, key, v); err != nil {
 		return err
 	}
-	return b.Put(expiryKey(expires, key), nil)
+	return w.Put(expiryKey(expires, key), nil)
 }
 
 // deleteRecord removes a record and its expiry entry.
@@ -206,58 +195,29 @@ func (s *Server) deleteRecord(key string, expires time.Time) error {
 // grant does nothing. The record stays until every access token it issued
 // has expired, then Sweep removes it.
 func (s *Server) revokeGrant(ctx context.Context, id, reason string) error {
-	mu := s.locks.grant(id)
-	mu.Lock()
-	defer mu.Unlock()
 	var g grant
-	found, err := getJSON(s.cfg.Store, grantKey(id), &g)
-	if err != nil || !found || g.Revoked {
-		return err
-	}
-	now := s.now()
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	g.Revoked, g.RevokedAt, g.Reason = true, now.UTC(), reason
-	if last := now.Add(s.cfg.AccessTTL); last.Before(g.Expires) {
-		b.Delete(expiryKey(g.Expires, grantKey(id)))
-		g.Expires = last
-	}
-	if err := saveRecord(b, grantKey(id), &g, g.Expires); err != nil {
-		return err
-	}
-	if err := b.Commit(); err != nil {
+	revoked := false
+	err := s.cfg.Store.Update(ctx, grantLock(id), func(txn kv.Txn) error {
+		found, err := getJSON(txn, grantKey(id), &g)
+		if err != nil || !found || g.Revoked {
+			return err
+		}
+		now := s.now()
+		g.Revoked, g.RevokedAt, g.Reason = true, now.UTC(), reason
+		if last := now.Add(s.cfg.AccessTTL); last.Before(g.Expires) {
+			if err := txn.Delete(expiryKey(g.Expires, grantKey(id))); err != nil {
+				return err
+			}
+			g.Expires = last
+		}
+		revoked = true
+		return saveRecord(txn, grantKey(id), &g, g.Expires)
+	})
+	if err != nil {
 		return fmt.Errorf("revoke grant %s: %w", id, err)
 	}
-	s.log.InfoContext(ctx, "oauth grant revoked", "grant_id", id, "client_id", g.ClientID, "key_id", g.KeyID, "reason", reason)
-	return nil
-}
-
-// extendGrant writes, under the grant's lock, what write adds to a batch
-// together with the grant, whose expiry it moves to expires if that is later.
-// It fails with errRevoked when the grant is gone or revoked, and leaves the
-// grant as written in g.
-func (s *Server) extendGrant(id string, expires time.Time, write func(kv.Batch) error, g *grant) error {
-	mu := s.locks.grant(id)
-	mu.Lock()
-	defer mu.Unlock()
-	found, err := getJSON(s.cfg.Store, grantKey(id), g)
-	if err != nil {
-		return err
-	}
-	if !found || g.Revoked {
-		return errRevoked
-	}
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	if expires.After(g.Expires) {
-		b.Delete(expiryKey(g.Expires, grantKey(id)))
-		g.Expires = expires
-	}
-	if err := errors.Join(write(b), saveRecord(b, grantKey(id), g, g.Expires)); err != nil {
-		return err
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("update grant %s: %w", id, err)
+	if revoked {
+		s.log.InfoContext(ctx, "oauth grant revoked", "grant_id", id, "client_id", g.ClientID, "key_id", g.KeyID, "reason", reason)
 	}
 	return nil
 }
@@ -379,47 +339,58 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	if !ok {
 		return 0, s.cfg.Store.Delete(entry)
 	}
-	var mu *sync.Mutex
+	var lock string
 	switch {
 	case strings.HasPrefix(record, prefixGrant):
-		mu = s.locks.grant(strings.TrimPrefix(record, prefixGrant))
+		lock = grantLock(strings.TrimPrefix(record, prefixGrant))
 	case strings.HasPrefix(record, prefixCode):
-		mu = s.locks.token(strings.TrimPrefix(record, prefixCode))
+		lock = codeLock(strings.TrimPrefix(record, prefixCode))
 	case strings.HasPrefix(record, prefixRefresh):
-		mu = s.locks.token(strings.TrimPrefix(record, prefixRefresh))
+		// A refresh token changes under its grant's lock.
+		var rt refreshToken
+		found, err := getJSON(s.cfg.Store, record, &rt)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			// A token's hash is never used again: its entry is stale for good.
+			return 0, s.cfg.Store.Delete(entry)
+		}
+		lock = grantLock(rt.GrantID)
 	default:
 		return 0, s.cfg.Store.Delete(entry)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	// Every family has "expires"; grants also name their key and organization.
-	var rec struct {
-		Expires time.Time `json:"expires"`
-		ID      string    `json:"id"`
-		KeyID   string    `json:"key_id"`
-		OrgID   string    `json:"org_id"`
-	}
-	found, err := getJSON(s.cfg.Store, record, &rec)
-	if err != nil {
-		return 0, err
-	}
-	if !found || !bytes.Equal(expiryKey(rec.Expires, record), entry) {
-		return 0, s.cfg.Store.Delete(entry) // stale entry
-	}
-	if now.Before(rec.Expires) {
-		return 0, nil
-	}
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	b.Delete([]byte(record))
-	b.Delete(entry)
-	if strings.HasPrefix(record, prefixGrant) {
-		for _, k := range grantIndexKeys(&grant{ID: rec.ID, KeyID: rec.KeyID, OrgID: rec.OrgID}) {
-			b.Delete(k)
+	removed := 0
+	err := s.cfg.Store.Update(context.Background(), lock, func(txn kv.Txn) error {
+		removed = 0
+		// Every family has "expires"; grants also name their key and organization.
+		var rec struct {
+			Expires time.Time `json:"expires"`
+			ID      string    `json:"id"`
+			KeyID   string    `json:"key_id"`
+			OrgID   string    `json:"org_id"`
 		}
-	}
-	if err := b.Commit(); err != nil {
+		found, err := getJSON(txn, record, &rec)
+		if err != nil {
+			return err
+		}
+		if !found || !bytes.Equal(expiryKey(rec.Expires, record), entry) {
+			return txn.Delete(entry) // stale entry
+		}
+		if now.Before(rec.Expires) {
+			return nil
+		}
+		err = errors.Join(txn.Delete([]byte(record)), txn.Delete(entry))
+		if strings.HasPrefix(record, prefixGrant) {
+			for _, k := range grantIndexKeys(&grant{ID: rec.ID, KeyID: rec.KeyID, OrgID: rec.OrgID}) {
+				err = errors.Join(err, txn.Delete(k))
+			}
+		}
+		removed = 1
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", family(record), err)
 	}
-	return 1, nil
+	return removed, nil
 }

@@ -195,10 +195,10 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	}
 	hash := hashSecret(code)
 	key := prefixCode + hash
-	mu := s.locks.token(hash)
-	mu.Lock()
-	defer mu.Unlock()
 
+	// What the code says is checked first, outside the code's lock (the
+	// API key's look-up is another store's read); the transaction then
+	// spends it unless someone did meanwhile.
 	var rec authCode
 	found, err := getJSON(s.cfg.Store, key, &rec)
 	if err != nil {
@@ -210,13 +210,7 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	}
 	now := s.now()
 	if rec.Used {
-		// RFC 6749 §4.1.2: a code used twice revokes what it gave.
-		s.log.WarnContext(ctx, "oauth authorization code reused", "client_id", c.ID, "grant_id", rec.GrantID)
-		if err := s.revokeGrant(ctx, rec.GrantID, "authorization code reused"); err != nil {
-			s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", rec.GrantID, "error", err)
-			return nil, errServer
-		}
-		return nil, tokenFail("invalid_grant", "the code was already used")
+		return nil, s.codeReused(ctx, c, rec.GrantID)
 	}
 	if !now.Before(rec.Expires) {
 		if err := s.deleteRecord(key, rec.Expires); err != nil {
@@ -253,28 +247,40 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 
 	g.Expires = now.Add(s.cfg.AccessTTL).UTC()
 	var refresh string
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
+	var rt *refreshToken
 	if c.allows("refresh_token") {
 		refresh = newSecret()
-		rt := &refreshToken{GrantID: g.ID, ClientID: c.ID, Scopes: g.Scopes, Expires: now.Add(s.cfg.RefreshTTL).UTC()}
+		rt = &refreshToken{GrantID: g.ID, ClientID: c.ID, Scopes: g.Scopes, Expires: now.Add(s.cfg.RefreshTTL).UTC()}
 		g.Expires = later(g.Expires, rt.Expires)
-		if err := saveRecord(b, prefixRefresh+hashSecret(refresh), rt, rt.Expires); err != nil {
-			return nil, errServer
+	}
+	var spent authCode // the code as the transaction found it
+	err = s.cfg.Store.Update(ctx, codeLock(hash), func(txn kv.Txn) error {
+		found, err := getJSON(txn, key, &spent)
+		if err != nil {
+			return err
 		}
-	}
-	rec.Used, rec.GrantID = true, g.ID
-	err = errors.Join(
-		saveRecord(b, key, &rec, rec.Expires),
-		saveRecord(b, grantKey(g.ID), g, g.Expires),
-	)
-	for _, k := range grantIndexKeys(g) {
-		err = errors.Join(err, b.Put(k, nil))
-	}
-	if err == nil {
-		err = b.Commit()
-	}
-	if err != nil {
+		if !found || spent.Used {
+			return errSpent // swept, or redeemed meanwhile
+		}
+		spent.Used, spent.GrantID = true, g.ID
+		err = errors.Join(
+			saveRecord(txn, key, &spent, spent.Expires),
+			saveRecord(txn, grantKey(g.ID), g, g.Expires),
+		)
+		if rt != nil {
+			err = errors.Join(err, saveRecord(txn, prefixRefresh+hashSecret(refresh), rt, rt.Expires))
+		}
+		for _, k := range grantIndexKeys(g) {
+			err = errors.Join(err, txn.Put(k, nil))
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errSpent) && spent.Used:
+		return nil, s.codeReused(ctx, c, spent.GrantID)
+	case errors.Is(err, errSpent):
+		return nil, tokenFail("invalid_grant", "the code is invalid, expired or already used")
+	case err != nil:
 		s.log.ErrorContext(ctx, "oauth grant creation failed", "error", err)
 		return nil, errServer
 	}
@@ -293,6 +299,32 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	}, nil
 }
 
+// errSpent: the code or refresh token was spent, or removed, between its
+// first read and its transaction.
+var errSpent = errors.New("spent meanwhile")
+
+// codeReused answers a code redeemed a second time: RFC 6749 §4.1.2, a
+// code used twice revokes what it gave.
+func (s *Server) codeReused(ctx context.Context, c *client, grantID string) *endpointError {
+	s.log.WarnContext(ctx, "oauth authorization code reused", "client_id", c.ID, "grant_id", grantID)
+	if err := s.revokeGrant(ctx, grantID, "authorization code reused"); err != nil {
+		s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", grantID, "error", err)
+		return errServer
+	}
+	return tokenFail("invalid_grant", "the code was already used")
+}
+
+// refreshReused answers a spent refresh token used again: the grant is
+// revoked.
+func (s *Server) refreshReused(ctx context.Context, c *client, grantID string) *endpointError {
+	s.log.WarnContext(ctx, "oauth refresh token reused", "client_id", c.ID, "grant_id", grantID)
+	if err := s.revokeGrant(ctx, grantID, "refresh token reused"); err != nil {
+		s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", grantID, "error", err)
+		return errServer
+	}
+	return tokenFail("invalid_grant", "the refresh token was already used; the connection is revoked")
+}
+
 // refresh rotates a refresh token: the token is spent, a new one and an
 // access token are issued. A spent token used again revokes the grant.
 func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*tokenResponse, *endpointError) {
@@ -309,10 +341,10 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	}
 	hash := hashSecret(token)
 	key := prefixRefresh + hash
-	mu := s.locks.token(hash)
-	mu.Lock()
-	defer mu.Unlock()
 
+	// As for codes: checks first, then one transaction under the grant's
+	// lock spends the token and extends the grant unless someone spent it
+	// or revoked the grant meanwhile.
 	var rec refreshToken
 	found, err := getJSON(s.cfg.Store, key, &rec)
 	if err != nil {
@@ -327,12 +359,7 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	}
 	now := s.now()
 	if rec.Used {
-		s.log.WarnContext(ctx, "oauth refresh token reused", "client_id", c.ID, "grant_id", rec.GrantID)
-		if err := s.revokeGrant(ctx, rec.GrantID, "refresh token reused"); err != nil {
-			s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", rec.GrantID, "error", err)
-			return nil, errServer
-		}
-		return nil, tokenFail("invalid_grant", "the refresh token was already used; the connection is revoked")
+		return nil, s.refreshReused(ctx, c, rec.GrantID)
 	}
 	if !now.Before(rec.Expires) {
 		if err := s.deleteRecord(key, rec.Expires); err != nil {
@@ -369,15 +396,43 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 
 	next := newSecret()
 	nextRec := &refreshToken{GrantID: rec.GrantID, ClientID: c.ID, Scopes: rec.Scopes, Expires: now.Add(s.cfg.RefreshTTL).UTC()}
-	ge := s.extendGrant(rec.GrantID, nextRec.Expires, func(b kv.Batch) error {
-		rec.Used = true
-		return errors.Join(saveRecord(b, key, &rec, rec.Expires), saveRecord(b, prefixRefresh+hashSecret(next), nextRec, nextRec.Expires))
-	}, &g)
-	if ge != nil {
-		if errors.Is(ge, errRevoked) {
-			return nil, tokenFail("invalid_grant", "the connection was revoked")
+	var spent refreshToken // the token as the transaction found it
+	err = s.cfg.Store.Update(ctx, grantLock(rec.GrantID), func(txn kv.Txn) error {
+		found, err := getJSON(txn, key, &spent)
+		if err != nil {
+			return err
 		}
-		s.log.ErrorContext(ctx, "oauth refresh failed", "error", ge)
+		if !found || spent.Used {
+			return errSpent
+		}
+		found, err = getJSON(txn, grantKey(rec.GrantID), &g)
+		if err != nil {
+			return err
+		}
+		if !found || g.Revoked {
+			return errRevoked
+		}
+		if nextRec.Expires.After(g.Expires) {
+			if err := txn.Delete(expiryKey(g.Expires, grantKey(g.ID))); err != nil {
+				return err
+			}
+			g.Expires = nextRec.Expires
+		}
+		spent.Used = true
+		return errors.Join(
+			saveRecord(txn, key, &spent, spent.Expires),
+			saveRecord(txn, prefixRefresh+hashSecret(next), nextRec, nextRec.Expires),
+			saveRecord(txn, grantKey(g.ID), &g, g.Expires))
+	})
+	switch {
+	case errors.Is(err, errSpent) && spent.Used:
+		return nil, s.refreshReused(ctx, c, spent.GrantID)
+	case errors.Is(err, errSpent):
+		return nil, tokenFail("invalid_grant", "the refresh token is invalid or expired")
+	case errors.Is(err, errRevoked):
+		return nil, tokenFail("invalid_grant", "the connection was revoked")
+	case err != nil:
+		s.log.ErrorContext(ctx, "oauth refresh failed", "error", err)
 		return nil, errServer
 	}
 	access, err := s.issueAccess(&g, scopes, now)

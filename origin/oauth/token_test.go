@@ -226,48 +226,68 @@ func TestExpiry(t *testing.T) {
 	})
 }
 
-// TestConcurrentRedemption: of many redemptions of one code at once, exactly
-// one gets tokens.
+// TestConcurrentRedemption: of many redemptions of one code, or one
+// refresh token, at once on two servers sharing a store (two origins),
+// exactly one gets tokens; the others count as reuse, so the grant ends
+// revoked.
 func TestConcurrentRedemption(t *testing.T) {
-	e := newEnv(t)
-	clientID := e.publicClient(t)
-	for _, kind := range []string{"code", "refresh token"} {
-		t.Run(kind, func(t *testing.T) {
-			c := e.approve(t, clientID, "", perms("images:read"), "images:read")
-			var refresh string
-			if kind == "refresh token" {
-				_, refresh = e.tokens(t, c)
-			}
-			const n = 16
-			statuses := make([]int, n)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					var a *answer
-					if refresh != "" {
-						a = e.refresh(t, clientID, refresh)
-					} else {
-						a = e.exchange(t, c)
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) {
+			envs := newEnvPair(t, tc.open(t))
+			e := envs[0]
+			clientID := e.publicClient(t)
+			for _, kind := range []string{"code", "refresh token"} {
+				t.Run(kind, func(t *testing.T) {
+					c := e.approve(t, clientID, "", perms("images:read"), "images:read")
+					var refresh string
+					if kind == "refresh token" {
+						_, refresh = e.tokens(t, c)
 					}
-					statuses[i] = a.status
+					const n = 16
+					answers := make([]*answer, n)
+					var wg sync.WaitGroup
+					start := make(chan struct{})
+					for i := range n {
+						wg.Go(func() {
+							<-start
+							if refresh != "" {
+								answers[i] = envs[i%2].refresh(t, clientID, refresh)
+							} else {
+								answers[i] = envs[i%2].exchange(t, c)
+							}
+						})
+					}
+					close(start)
+					wg.Wait()
+					var won *answer
+					for _, a := range answers {
+						switch a.status {
+						case http.StatusOK:
+							if won != nil {
+								t.Fatalf("two redemptions succeeded: %s and %s", won.body, a.body)
+							}
+							won = a
+						case http.StatusBadRequest:
+							wantOAuthError(t, a, http.StatusBadRequest, "invalid_grant")
+						default:
+							t.Fatalf("status %d: %s", a.status, a.body)
+						}
+					}
+					if won == nil {
+						t.Fatal("no redemption succeeded")
+					}
+					// Every loser found the code or token spent: reuse, which
+					// revoked the winner's grant on both servers.
+					access := won.json(t)["access_token"].(string)
+					for i, env := range envs {
+						if _, err := env.srv.Verify(context.Background(), access); !isInvalid(err, "token revoked") {
+							t.Fatalf("server %d: Verify of the winner's access token: %v, want revoked", i, err)
+						}
+					}
+					if next, _ := won.json(t)["refresh_token"].(string); next != "" {
+						wantOAuthError(t, envs[1].refresh(t, clientID, next), http.StatusBadRequest, "invalid_grant")
+					}
 				})
-			}
-			close(start)
-			wg.Wait()
-			ok := 0
-			for _, s := range statuses {
-				switch s {
-				case http.StatusOK:
-					ok++
-				case http.StatusBadRequest:
-				default:
-					t.Errorf("status %d", s)
-				}
-			}
-			if ok != 1 {
-				t.Fatalf("%d redemptions succeeded, want exactly 1 (%v)", ok, statuses)
 			}
 		})
 	}
