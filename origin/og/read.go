@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"hash/fnv"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/images"
@@ -117,17 +117,17 @@ func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 	src, err := s.cfg.Pages.Fetch(ctx, req)
 	now := s.cfg.Now()
 	if err != nil {
-		return s.keep(cfg, prev, now, variants, sourceError(err), "OG source page unavailable; serving the last image")
+		return s.keep(ctx, cfg, prev, now, variants, sourceError(err), "OG source page unavailable; serving the last image")
 	}
 	if src.NotModified && prev != nil {
 		next := prev.clone()
 		next.CheckedAt, next.FreshUntil = now, src.Fresh(now, cfg.RefreshInterval)
 		next.ETag, next.LastModified = src.ETag, src.LastModified
-		return s.store(next)
+		return s.store(ctx, next)
 	}
 	res, err := s.resolve(ctx, cfg, o, pageURL, &src.Head)
 	if err != nil {
-		return s.keep(cfg, prev, now, variants, err, "OG page does not resolve to an image; serving the last image")
+		return s.keep(ctx, cfg, prev, now, variants, err, "OG page does not resolve to an image; serving the last image")
 	}
 	next := &page{ConfigID: cfg.ID, Path: path, Revision: cfg.Revision, CheckedAt: now,
 		FreshUntil: src.Fresh(now, cfg.RefreshInterval), ETag: src.ETag, LastModified: src.LastModified,
@@ -141,17 +141,17 @@ func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 		}
 		id, err := s.render(ctx, cfg, o, next, v)
 		if err != nil {
-			return s.keep(cfg, prev, now, variants, err, "OG image render failed; serving the last image")
+			return s.keep(ctx, cfg, prev, now, variants, err, "OG image render failed; serving the last image")
 		}
 		next.Images[v] = id
 	}
-	return s.store(next)
+	return s.store(ctx, next)
 }
 
 // keep answers a failed read: the previous record, with its images, served
 // until the next try a minute on, when it has an image for every variant
 // asked for; else the failure.
-func (s *Service) keep(cfg *ogconfig.Config, prev *page, now time.Time, variants []string, cause error, msg string) (*page, error) {
+func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, now time.Time, variants []string, cause error, msg string) (*page, error) {
 	if prev == nil {
 		return nil, cause
 	}
@@ -163,26 +163,27 @@ func (s *Service) keep(cfg *ogconfig.Config, prev *page, now time.Time, variants
 	s.log.Warn(msg, "config_id", cfg.ID, "path", prev.Path, "error", cause)
 	next := prev.clone()
 	next.FreshUntil = now.Add(failedRecheckWait)
-	return s.store(next)
+	return s.store(ctx, next)
 }
 
 // store writes a page record. The variants made meanwhile for the same
-// request (makeVariant) are kept.
-func (s *Service) store(next *page) (*page, error) {
-	unlock := s.lockPage(next)
-	defer unlock()
-	cur, err := loadPage(s.cfg.Store, next.ConfigID, next.Path)
-	if err != nil {
-		return nil, err
-	}
-	if cur != nil && cur.Revision == next.Revision && bytes.Equal(cur.Request, next.Request) && cur.Extra == next.Extra {
-		for v, id := range cur.Images {
-			if next.Images[v] == "" {
-				next.Images[v] = id
+// request (makeVariant, in any process) are kept.
+func (s *Service) store(ctx context.Context, next *page) (*page, error) {
+	err := s.cfg.Store.Update(ctx, pageLock(next), func(txn kv.Txn) error {
+		cur, err := loadPage(txn, next.ConfigID, next.Path)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Revision == next.Revision && bytes.Equal(cur.Request, next.Request) && cur.Extra == next.Extra {
+			for v, id := range cur.Images {
+				if next.Images[v] == "" {
+					next.Images[v] = id
+				}
 			}
 		}
-	}
-	if err := savePage(s.cfg.Store, next); err != nil {
+		return savePage(txn, next)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return next, nil
@@ -202,23 +203,26 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 		if err != nil {
 			return nil, err
 		}
-		unlock := s.lockPage(pg)
-		defer unlock()
-		cur, err := loadPage(s.cfg.Store, pg.ConfigID, pg.Path)
+		var out *page
+		err = s.cfg.Store.Update(rctx, pageLock(pg), func(txn kv.Txn) error {
+			cur, err := loadPage(txn, pg.ConfigID, pg.Path)
+			if err != nil {
+				return err
+			}
+			if cur == nil || !bytes.Equal(cur.Request, pg.Request) || cur.Extra != pg.Extra {
+				// Read again meanwhile: serve what was made for this request.
+				out = pg.clone()
+				out.Images[v] = id
+				return nil
+			}
+			cur.Images[v] = id
+			out = cur
+			return savePage(txn, cur)
+		})
 		if err != nil {
 			return nil, err
 		}
-		if cur == nil || !bytes.Equal(cur.Request, pg.Request) || cur.Extra != pg.Extra {
-			// Read again meanwhile: serve what was made for this request.
-			out := pg.clone()
-			out.Images[v] = id
-			return out, nil
-		}
-		cur.Images[v] = id
-		if err := savePage(s.cfg.Store, cur); err != nil {
-			return nil, err
-		}
-		return cur, nil
+		return out, nil
 	})
 	select {
 	case res := <-ch:
@@ -264,15 +268,9 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(secs, 1))
 }
 
-// lockPage serializes the writes of one page's record (with those of the
-// pages that share its stripe).
-func (s *Service) lockPage(p *page) func() {
-	h := fnv.New32a()
-	h.Write(pageKey(p.ConfigID, p.Path))
-	m := &s.writes[h.Sum32()%uint32(len(s.writes))]
-	m.Lock()
-	return m.Unlock
-}
+// pageLock is the kv lock of one page's record: its read-modify-writes
+// take it in every process sharing the store.
+func pageLock(p *page) string { return string(pageKey(p.ConfigID, p.Path)) }
 
 // sourceError is what a crawler is told when the page could not be read
 // and there is no image to serve: a 502 naming the cause, which names the

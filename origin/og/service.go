@@ -116,7 +116,6 @@ type Service struct {
 
 	mu      sync.Mutex
 	closing bool
-	writes  [64]sync.Mutex // stripes of page records: read-modify-write
 }
 
 // New returns a Service.

@@ -1,8 +1,10 @@
 package og
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +88,65 @@ func TestForget(t *testing.T) {
 	if ok, _ := s.budget.take("gone"); !ok {
 		t.Fatal("the deleted configuration's budget was kept")
 	}
+}
+
+// TestStoreKeepsVariantsAcrossProcesses: records of one page written at
+// once by two services on two handles of one store (two origins), each
+// with a variant of its own for the same request, keep every variant.
+func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
+	for _, tc := range sharedStores {
+		t.Run(tc.name, func(t *testing.T) {
+			dbs := tc.open(t)
+			services := [2]*Service{{cfg: Config{Store: dbs[0]}}, {cfg: Config{Store: dbs[1]}}}
+			base := page{ConfigID: "cfg", Path: "/a", Revision: 1, Request: json.RawMessage(`{"url":"https://a.example/a"}`), Extra: "x"}
+			const n = 16
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := range n {
+				wg.Go(func() {
+					next := base.clone()
+					next.Images = map[string]string{fmt.Sprint("platform-", i): fmt.Sprint("image-", i)}
+					if _, err := services[i%2].store(context.Background(), next); err != nil {
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			got, err := loadPage(dbs[1], "cfg", "/a")
+			if err != nil || got == nil {
+				t.Fatalf("page: %+v, %v", got, err)
+			}
+			if len(got.Images) != n {
+				t.Fatalf("%d variants kept, want %d: %v", len(got.Images), n, got.Images)
+			}
+			for i := range n {
+				if id := got.Images[fmt.Sprint("platform-", i)]; id != fmt.Sprint("image-", i) {
+					t.Fatalf("variant %d: %q", i, id)
+				}
+			}
+		})
+	}
+}
+
+type sharedStore struct {
+	name string
+	open func(t *testing.T) [2]kv.Store
+}
+
+// sharedStores are two handles of one store, as two origins have: the
+// same pebble store twice, or two connection pools to one PostgreSQL
+// database (pg_test.go).
+var sharedStores = []sharedStore{
+	{"pebble", func(t *testing.T) [2]kv.Store {
+		s, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return [2]kv.Store{s, s}
+	}},
 }
