@@ -3,8 +3,10 @@ package edgehub
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,26 +26,100 @@ import (
 // is told to drop its whole cache.
 const Retention = 100_000
 
-// AckTimeout bounds how long Publish waits for a connected edge.
+// AckTimeout bounds how long Publish waits for the edges, unless
+// Options.AckTimeout says otherwise.
 const AckTimeout = 10 * time.Second
+
+// DefaultPollInterval is how often a shared hub reads the log for the
+// events other hubs appended.
+const DefaultPollInterval = 200 * time.Millisecond
+
+// appendTimeout bounds Publish's append (the wait for the log's lock
+// included). The append does not end with the caller's context: what the
+// event purges is gone from the store already.
+const appendTimeout = 30 * time.Second
+
+// eventLock is the kv.Store.Update lock that numbers the log's events.
+const eventLock = "edge-event"
+
+// Options tune a Hub. The zero value is a hub alone on its store (pebble,
+// which one process opens).
+type Options struct {
+	// Shared says other processes serve edges from the same store (a
+	// PostgreSQL store): the hub reads the log every PollInterval for their
+	// events, records its edges' acknowledgements in the store, and Publish
+	// waits for the edges of every hub.
+	Shared bool
+	// PollInterval is how often a shared hub reads the log; 0 means
+	// DefaultPollInterval. A hub alone reads it when it appends.
+	PollInterval time.Duration
+	// AckTimeout bounds Publish's wait for the edges; 0 means AckTimeout.
+	AckTimeout time.Duration
+	// Now is the clock of the acknowledgement records; nil means time.Now.
+	// The records of every hub are compared with it, so the origins'
+	// clocks must agree to well within a second.
+	Now func() time.Time
+}
+
+// Validate reports a negative duration.
+func (o Options) Validate() error {
+	switch {
+	case o.PollInterval < 0:
+		return fmt.Errorf("edge hub: poll interval %v is negative", o.PollInterval)
+	case o.AckTimeout < 0:
+		return fmt.Errorf("edge hub: ack timeout %v is negative", o.AckTimeout)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.AckTimeout == 0 {
+		o.AckTimeout = AckTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
 
 // Hub is the origin's side of the purge channel.
 type Hub struct {
-	store kv.Store
-	token string
+	store    kv.Store
+	token    string
+	opts     Options
+	instance string // names this hub in the acknowledgement records
+	ownAcks  []byte // the prefix of this hub's acknowledgement records
 
-	mu    sync.Mutex
-	seq   uint64
-	edges map[*edge]struct{}
+	mu sync.Mutex
+	// delivered is the last event handed to the streams: the tailer's
+	// position. Only the tailer advances it, under mu, as it pushes.
+	delivered uint64
+	edges     map[*edge]struct{}
+	conns     uint64 // numbers the streams
+
+	kick    chan struct{} // a local append: the tailer reads the log now
+	ackKick chan struct{} // an edge came, acknowledged or left: record it
+	// recorded asks the acknowledgement recorder to write the records that
+	// are due now, and to close the channel sent once it did.
+	recorded chan chan struct{}
 
 	closing   chan struct{} // closed by Close: streams end so the server can drain
 	closeOnce sync.Once
+	running   sync.WaitGroup // the tailer and the acknowledgement recorder
 }
 
-// Close ends every edge stream (they reconnect to whoever serves next).
-func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.closing) }) }
+// Close ends every edge stream (they reconnect to whoever serves next),
+// stops reading the log and removes this hub's acknowledgement records.
+func (h *Hub) Close() {
+	h.closeOnce.Do(func() { close(h.closing) })
+	h.running.Wait()
+}
 
 type edge struct {
+	id      uint64 // the stream's number in this hub
 	name    string
 	events  chan contract.Event
 	lagging chan struct{} // closed (under Hub.mu) when events overflowed: the edge must reconnect and replay
@@ -54,71 +130,129 @@ type edge struct {
 }
 
 // New opens the hub over the store's event log. token authenticates edges.
-func New(store kv.Store, token string) (*Hub, error) {
+// At most one Options may follow.
+func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
 	if len(token) < contract.MinEdgeToken {
 		return nil, fmt.Errorf("edge token must be at least %d characters", contract.MinEdgeToken)
 	}
-	h := &Hub{store: store, token: token, edges: map[*edge]struct{}{}, closing: make(chan struct{})}
-	it := store.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
-	if it.Next() {
-		h.seq = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		return nil, errors.New("edge hub: more than one Options")
 	}
-	err := it.Err()
-	it.Close()
-	return h, err
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	head, err := lastSeq(store)
+	if err != nil {
+		return nil, fmt.Errorf("read the edge event log: %w", err)
+	}
+	id := make([]byte, 8)
+	rand.Read(id)
+	h := &Hub{store: store, token: token, opts: o.withDefaults(), instance: hex.EncodeToString(id),
+		delivered: head, edges: map[*edge]struct{}{},
+		kick: make(chan struct{}, 1), ackKick: make(chan struct{}, 1), recorded: make(chan chan struct{}),
+		closing: make(chan struct{})}
+	h.ownAcks = []byte(ackPrefix + h.instance + "/")
+	h.running.Add(1)
+	go h.tail()
+	if h.opts.Shared {
+		h.running.Add(1)
+		go h.recordAcks()
+	}
+	return h, nil
 }
 
 const prefix = "edge-event/"
 
 func eventKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(prefix), seq) }
 
+// lastSeq returns the number of the log's last event, 0 when it is empty.
+func lastSeq(r kv.Reader) (uint64, error) {
+	it := r.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
+	defer it.Close()
+	var seq uint64
+	if it.Next() {
+		seq = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	}
+	return seq, it.Err()
+}
+
+// wake signals a goroutine waiting on ch without blocking.
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // Publish appends an event and waits until every connected edge applied it
 // (or left, or AckTimeout or ctx ended: such an edge replays the event when
-// it reconnects).
+// it reconnects). Edges connected to other hubs of a shared store count.
 func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	h.mu.Lock()
-	h.seq++
-	ev := contract.Event{Seq: h.seq, Kind: kind, IDs: ids}
-	raw, _ := json.Marshal(ev)
-	b := h.store.NewBatch()
-	b.Put(eventKey(ev.Seq), raw)
-	if ev.Seq > Retention {
-		b.Delete(eventKey(ev.Seq - Retention))
-	}
-	err := b.Commit()
-	b.Close()
+	ev := contract.Event{Kind: kind, IDs: ids}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	// The number is the last one plus one, under the lock every process
+	// of the store takes: numbers are dense and unique, and an event
+	// commits (becomes visible) after every lower one.
+	err := h.store.Update(actx, eventLock, func(txn kv.Txn) error {
+		head, err := lastSeq(txn)
+		if err != nil {
+			return err
+		}
+		ev.Seq = head + 1
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := txn.Put(eventKey(ev.Seq), raw); err != nil {
+			return err
+		}
+		if ev.Seq > Retention {
+			return txn.Delete(eventKey(ev.Seq - Retention))
+		}
+		return nil
+	})
 	if err != nil {
-		h.seq--
-		h.mu.Unlock()
 		return fmt.Errorf("append edge event: %w", err)
 	}
-	// Hand the event to every stream before the lock goes, so that each
-	// gets the events in the order of their numbers: a stream sends only
-	// what is past what it sent.
-	edges := make([]*edge, 0, len(h.edges))
+	// The tailer hands the event to this hub's streams, as the tailers of
+	// the other hubs do to theirs.
+	wake(h.kick)
+
+	// The waits share one deadline: each returns as soon as its edge
+	// acknowledged or left, so Publish waits for the slowest edge, not for
+	// the sum of them. The edges are those connected now; one that
+	// connects later replays the event before it is ready.
+	ctx, cancel = context.WithTimeout(ctx, h.opts.AckTimeout)
+	defer cancel()
 	var errs []error
-	for e := range h.edges {
-		if e.push(ev) {
-			edges = append(edges, e)
-		} else {
-			errs = append(errs, fmt.Errorf("edge %s: %w", e.name, errLagging))
+	var remote map[string]ackRecord
+	if h.opts.Shared {
+		remote, err = h.remoteBehind(ev.Seq)
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
+	h.mu.Lock()
+	edges := make([]*edge, 0, len(h.edges))
+	for e := range h.edges {
+		edges = append(edges, e)
+	}
 	h.mu.Unlock()
-
-	// Every edge has the event already, and the waits share one deadline:
-	// each returns as soon as its edge acknowledged or left, so Publish
-	// waits for the slowest edge, not for the sum of them.
-	ctx, cancel := context.WithTimeout(ctx, AckTimeout)
-	defer cancel()
 	for _, e := range edges {
 		if err := e.wait(ctx, ev.Seq); err != nil {
 			errs = append(errs, fmt.Errorf("edge %s: %w", e.name, err))
 		}
 	}
+	errs = append(errs, h.awaitRemote(ctx, ev.Seq, remote)...)
 	if len(errs) > 0 {
 		slog.Warn("edges did not confirm a purge; they replay it when they reconnect", "seq", ev.Seq, "error", errors.Join(errs...))
 	}
@@ -127,20 +261,26 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 
 // push queues ev for the edge's stream without blocking; the caller holds
 // Hub.mu. An edge whose queue is full is dropped instead (it replays the
-// log when it reconnects), and so is every event after that one: push
-// reports whether the stream will send ev.
-func (e *edge) push(ev contract.Event) bool {
+// log when it reconnects), and so is every event after that one.
+func (e *edge) push(ev contract.Event) {
 	select {
 	case <-e.lagging:
-		return false
+		return
 	default:
 	}
 	select {
 	case e.events <- ev:
-		return true
 	default:
 		close(e.lagging)
-		return false
+	}
+}
+
+// drop cuts the edge off; the caller holds Hub.mu.
+func (e *edge) drop() {
+	select {
+	case <-e.lagging:
+	default:
+		close(e.lagging)
 	}
 }
 
@@ -156,6 +296,8 @@ func (e *edge) wait(ctx context.Context, seq uint64) error {
 		case <-ch:
 		case <-e.gone:
 			return errGone
+		case <-e.lagging:
+			return errLagging
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -170,6 +312,12 @@ func (e *edge) ack(seq uint64) {
 		e.ackedCh = make(chan struct{})
 	}
 	e.mu.Unlock()
+}
+
+func (e *edge) position() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.acked
 }
 
 func (h *Hub) authorized(r *http.Request) bool {
@@ -206,9 +354,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := &edge{name: r.URL.Query().Get(contract.StreamName) + "@" + r.RemoteAddr, events: make(chan contract.Event, 1024),
 		lagging: make(chan struct{}), gone: make(chan struct{}), ackedCh: make(chan struct{})}
 	// Register before reading the log, so no event falls between the two:
-	// the log holds the events up to head, the queue those after it.
+	// the tailer hands the queues every event past head under the lock
+	// that registers, and the log holds every event up to head.
 	h.mu.Lock()
-	head := h.seq
+	h.conns++
+	e.id = h.conns
+	head := h.delivered
 	// An edge ahead of the log has nothing to acknowledge before head+1.
 	e.acked = min(since, head)
 	h.edges[e] = struct{}{}
@@ -218,6 +369,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(h.edges, e)
 		h.mu.Unlock()
 		close(e.gone)
+		wake(h.ackKick)
 	}()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -229,6 +381,27 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush()
 	}
 
+	// On a shared store, the other hubs learn of the edge before it is
+	// ready, so that their Publish waits for it from then on. The edge has
+	// its answer meanwhile.
+	if h.opts.Shared {
+		if rc.Flush() != nil {
+			return
+		}
+		done := make(chan struct{})
+		select {
+		case h.recorded <- done:
+			select {
+			case <-done:
+			case <-r.Context().Done():
+				return
+			}
+		case <-h.closing:
+		case <-r.Context().Done():
+			return
+		}
+	}
+
 	acksEnded := make(chan struct{}) // closed when the edge can acknowledge no more
 	go func() {
 		defer close(acksEnded)
@@ -236,6 +409,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for sc.Scan() {
 			if n, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64); err == nil {
 				e.ack(n)
+				wake(h.ackKick)
 			}
 		}
 	}()
