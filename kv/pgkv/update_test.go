@@ -105,29 +105,18 @@ func TestUpdateWaitEnds(t *testing.T) {
 	tests := []struct {
 		name string
 		opts Options
-		// wait runs the Update; end ends its wait once it waits.
-		wait func(s *Store, ran *atomic.Bool) error
-		end  func(s *Store)
+		// end, when set, ends the wait once the Update waits on the server.
+		end  func(s *Store, cancel context.CancelFunc) error
 		want func(error) bool
 	}{
 		{
 			name: "ctx cancelled",
-			wait: func(s *Store, ran *atomic.Bool) error {
-				ctx, cancel := context.WithCancel(context.Background())
-				go func() {
-					awaitLockWaiters(t, obs, 1)
-					cancel()
-				}()
-				return s.Update(ctx, "k", func(kv.Txn) error { ran.Store(true); return nil })
-			},
+			end:  func(_ *Store, cancel context.CancelFunc) error { cancel(); return nil },
 			want: func(err error) bool { return err == context.Canceled },
 		},
 		{
 			name: "OpTimeout",
 			opts: Options{OpTimeout: time.Second},
-			wait: func(s *Store, ran *atomic.Bool) error {
-				return s.Update(context.Background(), "k", func(kv.Txn) error { ran.Store(true); return nil })
-			},
 			want: func(err error) bool {
 				return errors.Is(err, ErrUnavailable) && !errors.Is(err, context.Canceled)
 			},
@@ -135,37 +124,38 @@ func TestUpdateWaitEnds(t *testing.T) {
 		{
 			name: "StatementTimeout",
 			opts: Options{StatementTimeout: time.Second},
-			wait: func(s *Store, ran *atomic.Bool) error {
-				return s.Update(context.Background(), "k", func(kv.Txn) error { ran.Store(true); return nil })
-			},
 			want: func(err error) bool {
 				return errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "statement timeout")
 			},
 		},
 		{
 			name: "store closed",
-			wait: func(s *Store, ran *atomic.Bool) error {
-				closed := make(chan error, 1)
-				go func() {
-					awaitLockWaiters(t, obs, 1)
-					closed <- s.Close()
-				}()
-				err := s.Update(context.Background(), "k", func(kv.Txn) error { ran.Store(true); return nil })
-				if cerr := within(t, "Close", closed); cerr != nil {
-					t.Errorf("close: %v", cerr)
-				}
-				return err
-			},
+			end:  func(s *Store, _ context.CancelFunc) error { return s.Close() },
 			want: func(err error) bool { return errors.Is(err, kv.ErrClosed) },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t, url, tc.opts)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			var ran atomic.Bool
 			result := make(chan error, 1)
-			go func() { result <- tc.wait(s, &ran) }()
+			go func() {
+				result <- s.Update(ctx, "k", func(kv.Txn) error { ran.Store(true); return nil })
+			}()
+			ended := make(chan error, 1)
+			if tc.end != nil {
+				awaitLockWaiters(t, obs, 1)
+				// Close returns only once the Update has.
+				go func() { ended <- tc.end(s, cancel) }()
+			}
 			err := within(t, "the waiting update", result)
+			if tc.end != nil {
+				if err := within(t, "ending the wait", ended); err != nil {
+					t.Fatalf("end the wait: %v", err)
+				}
+			}
 			if !tc.want(err) {
 				t.Fatalf("update: err = %v", err)
 			}
