@@ -84,6 +84,12 @@ type Image struct {
 //	dedupe/<org_id>/<hash>             image id of the latest image with those parameters
 //	org-img/<org_id>/<image_id>        empty; the list index before sort keys, moved to
 //	                                   org-list/ at start (migrateIndex)
+//	img-lease/<image_id>/<format>      render lease of the file in format (JSON; service_lease.go),
+//	                                   deleted with the image
+//
+// The record, its leases and the refund its failure owes are changed
+// under the image's record lock (recordLock); new records, their index
+// and dedupe entries under the organization's credit lock (usage.Lock).
 func recordKey(id string) []byte { return []byte("img/" + id) }
 
 const listPrefix = "org-list/"
@@ -113,16 +119,18 @@ func (r records) get(id string) (*Image, error) {
 }
 
 // add puts a new image, its organization index entry and its dedupe
-// entry into b.
-func (r records) add(b kv.Batch, img *Image) error {
+// entry into w.
+func (r records) add(w kv.Writer, img *Image) error {
 	raw, err := json.Marshal(img)
 	if err != nil {
 		return err
 	}
-	b.Put(recordKey(img.ID), raw)
-	b.Put(listKey(img.OrgID, img.SortKey), []byte(img.ID))
-	if img.DedupeKey != "" {
-		b.Put(dedupeKey(img.OrgID, img.DedupeKey), []byte(img.ID))
+	err = errors.Join(w.Put(recordKey(img.ID), raw), w.Put(listKey(img.OrgID, img.SortKey), []byte(img.ID)))
+	if err == nil && img.DedupeKey != "" {
+		err = w.Put(dedupeKey(img.OrgID, img.DedupeKey), []byte(img.ID))
+	}
+	if err != nil {
+		return fmt.Errorf("store image %s: %w", img.ID, err)
 	}
 	return nil
 }

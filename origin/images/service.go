@@ -2,7 +2,7 @@ package images
 
 import (
 	"context"
-	"hash/maphash"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -43,8 +43,12 @@ var fileNames = map[imageparams.Format]string{
 type Config struct {
 	Store  kv.Store
 	Blobs  blob.Blobs
-	Engine *render.Engine
+	Engine Engine
 	Now    func() time.Time
+	// RenderLease is how long a render lease lasts unless renewed (default
+	// DefaultRenderLease): the longest another origin waits for a render
+	// whose origin died before taking it over (see service_lease.go).
+	RenderLease time.Duration
 	// OnDelete runs after images are deleted, before the delete is answered:
 	// the edges drop their copies there.
 	OnDelete func(ctx context.Context, ids []string) error
@@ -73,6 +77,15 @@ type Config struct {
 	OnStored func(imageID string, err error)
 }
 
+// Engine renders pages (a *render.Engine).
+type Engine interface {
+	Render(ctx context.Context, r *render.Request) (*render.Result, error)
+	// IdleFor is how long no render has run or waited.
+	IdleFor() time.Duration
+}
+
+var _ Engine = (*render.Engine)(nil)
+
 // Proxies finds the route of an organization's proxy.
 type Proxies interface {
 	// Upstream returns the proxy's route with its credentials, or an error
@@ -85,9 +98,11 @@ type Service struct {
 	cfg     Config
 	records records
 	flights singleflight.Group
-	seed    maphash.Seed
-	locks   [64]sync.Mutex // per-image record updates, striped
-	orgMu   [16]sync.Mutex // per-organization credit charges, striped
+	// instance names this service as a render lease's holder.
+	instance string
+	// renewed, when set before the first render, is told of each render
+	// lease renewed: an observer, for tests.
+	renewed func(id string)
 	compact chan string
 	stores  chan string    // images whose master is to be written to their destination
 	dropped atomic.Uint64  // writes refused by a full stores queue
@@ -109,13 +124,16 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.CompactIdle == 0 {
 		cfg.CompactIdle = DefaultCompactIdle
 	}
+	if cfg.RenderLease <= 0 {
+		cfg.RenderLease = DefaultRenderLease
+	}
 	if n, err := migrateIndex(cfg.Store); err != nil {
 		return nil, err
 	} else if n > 0 {
 		slog.Info("image list index migrated to sort keys", "images", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, records: records{cfg.Store}, seed: maphash.MakeSeed(), compact: make(chan string, 256),
+	s := &Service{cfg: cfg, records: records{cfg.Store}, instance: rand.Text(), compact: make(chan string, 256),
 		ahead: make(chan struct{}, max(1, cfg.BackgroundRenders)), ctx: ctx, cancel: cancel}
 	if cfg.CompactIdle > 0 {
 		s.wg.Add(1)
@@ -157,16 +175,22 @@ func (s *Service) begin() bool {
 	return true
 }
 
-func (s *Service) lock(id string) func() {
-	m := &s.locks[maphash.String(s.seed, id)%uint64(len(s.locks))]
-	m.Lock()
-	return m.Unlock
-}
+// recordLock is the Update lock (kv.Store.Update) of an image: every
+// change of its record, its render leases and the refund its failure
+// owes is made under it, by whichever origin makes it.
+func recordLock(id string) string { return "image/" + id }
 
-// orgLock is the lock of an organization's credits: charges and refunds
-// read and write its usage counters under it.
-func (s *Service) orgLock(orgID string) *sync.Mutex {
-	return &s.orgMu[maphash.String(s.seed, orgID)%uint64(len(s.orgMu))]
+// storeWait bounds one record transaction of a render, a conversion or
+// background work, its wait for the lock included. Such a transaction
+// runs to its end even when the caller stopped waiting, as the file it
+// records does.
+const storeWait = 30 * time.Second
+
+// updateRecord runs fn as one transaction under the image's record lock.
+func (s *Service) updateRecord(id string, fn func(txn kv.Txn) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	return s.cfg.Store.Update(ctx, recordLock(id), fn)
 }
 
 // Credits returns what creating an image with p costs.

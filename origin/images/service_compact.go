@@ -59,6 +59,18 @@ func (s *Service) compactOne(id string) error {
 	if !ok {
 		return nil
 	}
+	// The master's render lease keeps every origin's renders and
+	// compactions of this master off it while it is swapped; one that
+	// another origin holds leaves it alone.
+	changed := func(img *Image) (bool, error) {
+		return img.SortKey != before.SortKey || img.Renditions[string(imageparams.FormatPNG)] != rend, nil
+	}
+	_, state, err := s.takeLease(s.ctx, id, imageparams.FormatPNG, changed)
+	if err != nil || state != leaseMine {
+		return err
+	}
+	h := s.hold(s.ctx, id, imageparams.FormatPNG)
+	defer h.release()
 	data, err := s.cfg.Blobs.Read(s.ctx, id, fileNames[imageparams.FormatPNG])
 	if err != nil {
 		return err
@@ -70,21 +82,20 @@ func (s *Service) compactOne(id string) error {
 	if err != nil || len(small) >= len(data) {
 		return err
 	}
-	unlock := s.lock(id)
-	defer unlock()
-	img, err := s.records.get(id)
-	if err != nil {
+	if err := h.confirm(s.ctx); err != nil {
 		return err
-	}
-	// The image may have been deleted and created again under its id (a
-	// signed URL's) while this one was being encoded.
-	if img.SortKey != before.SortKey || img.Renditions[string(imageparams.FormatPNG)] != rend {
-		return nil
 	}
 	if err := s.cfg.Blobs.Put(s.ctx, id, fileNames[imageparams.FormatPNG], small); err != nil {
 		return err
 	}
-	rend.Size = int64(len(small)) // the ETag stays: it names the pixels
-	img.Renditions[string(imageparams.FormatPNG)] = rend
-	return s.records.put(img)
+	_, err = s.update(id, func(img *Image) {
+		// The image may have been deleted and created again under its id
+		// (a signed URL's), or dropped, while this one was being encoded.
+		if cur, _ := changed(img); cur {
+			return
+		}
+		rend.Size = int64(len(small)) // the ETag stays: it names the pixels
+		img.Renditions[string(imageparams.FormatPNG)] = rend
+	})
+	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/render"
@@ -44,83 +45,85 @@ type Created struct {
 
 // Create creates the items as one all-or-nothing operation: reused images
 // cost nothing, the others their credits, charged against the plan
-// atomically with the records. Renders start in the background.
+// atomically with the records: one transaction under the organization's
+// credit lock (usage.Lock), which every origin sharing the store takes.
+// Renders start in the background once it committed.
 func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Created, Charge, error) {
-	mu := s.orgLock(o.ID)
-	mu.Lock()
-	defer mu.Unlock()
-
 	now := s.cfg.Now().UTC()
-	out := make([]Created, len(items))
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	var credits int64
+	var out []Created
 	var fresh []*Image
-	pending := map[string]*Image{} // dedupe keys and ids claimed within this call
-	for i, it := range items {
-		p := it.Params
-		if p.MaxWait == 0 {
-			p.MaxWait = o.PlanInfo().MaxWaitCap
-		}
-		var dkey string
-		if it.Dedupe > 0 {
-			dkey = identity(o.ID, &it.Params)
-			if img := pending[dkey]; img != nil {
-				out[i] = Created{Image: img, Reused: true}
-				continue
+	var charge Charge
+	err := s.cfg.Store.Update(ctx, usage.Lock(o.ID), func(txn kv.Txn) error {
+		out, fresh = make([]Created, len(items)), nil
+		recs := records{txn}
+		var credits int64
+		pending := map[string]*Image{} // dedupe keys and ids claimed within this call
+		for i, it := range items {
+			p := it.Params
+			if p.MaxWait == 0 {
+				p.MaxWait = o.PlanInfo().MaxWaitCap
 			}
-			if img, err := s.dedupeHit(o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
-				return nil, Charge{}, err
-			} else if img != nil && img.StorageOnly == it.StorageOnly {
-				out[i] = Created{Image: img, Reused: true}
-				continue
+			var dkey string
+			if it.Dedupe > 0 {
+				dkey = identity(o.ID, &it.Params)
+				if img := pending[dkey]; img != nil {
+					out[i] = Created{Image: img, Reused: true}
+					continue
+				}
+				if img, err := dedupeHit(txn, o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
+					return err
+				} else if img != nil && img.StorageOnly == it.StorageOnly {
+					out[i] = Created{Image: img, Reused: true}
+					continue
+				}
+			}
+			id := it.ID
+			if id != "" {
+				if img := pending[id]; img != nil {
+					out[i] = Created{Image: img, Reused: true}
+					continue
+				}
+				img, err := recs.get(id)
+				if err == nil && img.OrgID == o.ID {
+					out[i] = Created{Image: img, Reused: true}
+					continue
+				}
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			} else {
+				id = uuid.Must(uuid.NewV7()).String()
+			}
+			img := &Image{ID: id, OrgID: o.ID, CreatedAt: now, Params: p, Credits: Credits(&p), State: StatePending, DedupeKey: dkey,
+				SortKey: newSortKey(id), StorageOnly: it.StorageOnly}
+			if err := recs.add(txn, img); err != nil {
+				return err
+			}
+			credits += int64(img.Credits)
+			fresh = append(fresh, img)
+			out[i] = Created{Image: img}
+			if dkey != "" {
+				pending[dkey] = img
+			}
+			if it.ID != "" {
+				pending[it.ID] = img
 			}
 		}
-		id := it.ID
-		if id != "" {
-			if img := pending[id]; img != nil {
-				out[i] = Created{Image: img, Reused: true}
-				continue
-			}
-			img, err := s.records.get(id)
-			if err == nil && img.OrgID == o.ID {
-				out[i] = Created{Image: img, Reused: true}
-				continue
-			}
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, Charge{}, err
-			}
-		} else {
-			id = uuid.Must(uuid.NewV7()).String()
+		used, err := usage.Charge(txn, o, now, credits)
+		charge = Charge{Allowed: o.PlanInfo().Credits, Consumed: credits, Used: used}
+		if err != nil {
+			charge.Consumed = 0
 		}
-		img := &Image{ID: id, OrgID: o.ID, CreatedAt: now, Params: p, Credits: Credits(&p), State: StatePending, DedupeKey: dkey,
-			SortKey: newSortKey(id), StorageOnly: it.StorageOnly}
-		if err := s.records.add(b, img); err != nil {
-			return nil, Charge{}, err
-		}
-		credits += int64(img.Credits)
-		fresh = append(fresh, img)
-		out[i] = Created{Image: img}
-		if dkey != "" {
-			pending[dkey] = img
-		}
-		if it.ID != "" {
-			pending[it.ID] = img
-		}
+		return err
+	})
+	if errors.Is(err, usage.ErrPlanLimit) {
+		return nil, charge, err
 	}
-	used, err := usage.Charge(s.cfg.Store, b, o, now, credits)
-	charge := Charge{Allowed: o.PlanInfo().Credits, Consumed: credits, Used: used}
 	if err != nil {
-		if !errors.Is(err, usage.ErrPlanLimit) {
-			return nil, Charge{}, err
-		}
-		return nil, Charge{Allowed: charge.Allowed, Used: used}, err
+		return nil, Charge{}, fmt.Errorf("create images: %w", err)
 	}
-	if len(fresh) > 0 {
-		if err := b.Commit(); err != nil {
-			return nil, Charge{}, fmt.Errorf("store images: %w", err)
-		}
-	}
+	// Only now that the records are committed: a render started earlier
+	// could find no record, or one the commit then did not keep.
 	for _, img := range fresh {
 		if !img.StorageOnly { // rendered by its PUT /v1/store: no file kept before
 			s.prerender(img.ID)
@@ -176,14 +179,17 @@ func ContentID(orgID string, p *imageparams.Params, extra string) string {
 	return u.String()
 }
 
-// dedupeHit returns the image the dedupe index holds for key when it was
-// created after since and still exists.
-func (s *Service) dedupeHit(orgID, key string, since time.Time) (*Image, error) {
-	raw, err := s.cfg.Store.Get(dedupeKey(orgID, key))
-	if err != nil {
+// dedupeHit returns the image the dedupe index of r holds for key when it
+// was created after since and still exists.
+func dedupeHit(r kv.Reader, orgID, key string, since time.Time) (*Image, error) {
+	raw, err := r.Get(dedupeKey(orgID, key))
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}
-	img, err := s.records.get(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("get dedupe entry: %w", err)
+	}
+	img, err := (records{r}).get(string(raw))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/pictorhq/pictor/kv"
 )
 
 // Delete removes the organization's images among ids: records, index
@@ -34,33 +36,46 @@ func (s *Service) Delete(ctx context.Context, orgID string, ids []string) (int, 
 
 // deleteOne deletes the image if it is the organization's, and reports
 // whether its record is gone, also when removing its files then failed.
+// The record, its index entries and its render leases go in one
+// transaction under its record lock; the files once it committed.
 func (s *Service) deleteOne(ctx context.Context, orgID, id string) (bool, error) {
-	unlock := s.lock(id)
-	defer unlock()
-	img, err := s.records.get(id)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if img.OrgID != orgID {
-		return false, nil
-	}
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	b.Delete(recordKey(id))
-	if img.SortKey != "" {
-		b.Delete(listKey(orgID, img.SortKey))
-	}
-	b.Delete(legacyListKey(orgID, id)) // not migrated yet, if ever
-	if img.DedupeKey != "" {
-		if cur, err := s.cfg.Store.Get(dedupeKey(orgID, img.DedupeKey)); err == nil && string(cur) == id {
-			b.Delete(dedupeKey(orgID, img.DedupeKey))
+	var deleted bool
+	err := s.cfg.Store.Update(ctx, recordLock(id), func(txn kv.Txn) error {
+		img, err := (records{txn}).get(id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
 		}
-	}
-	if err := b.Commit(); err != nil {
+		if err != nil {
+			return err
+		}
+		if img.OrgID != orgID {
+			return nil
+		}
+		keys := [][]byte{recordKey(id), legacyListKey(orgID, id)} // the legacy entry: not migrated yet, if ever
+		if img.SortKey != "" {
+			keys = append(keys, listKey(orgID, img.SortKey))
+		}
+		if img.DedupeKey != "" {
+			if cur, err := txn.Get(dedupeKey(orgID, img.DedupeKey)); err == nil && string(cur) == id {
+				keys = append(keys, dedupeKey(orgID, img.DedupeKey))
+			}
+		}
+		for format := range fileNames {
+			keys = append(keys, leaseKey(id, format))
+		}
+		for _, k := range keys {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		deleted = true
+		return nil
+	})
+	if err != nil {
 		return false, fmt.Errorf("delete image %s: %w", id, err)
+	}
+	if !deleted {
+		return false, nil
 	}
 	// The record is gone: the files go too, even if the caller leaves.
 	if err := s.cfg.Blobs.Remove(context.WithoutCancel(ctx), id); err != nil {

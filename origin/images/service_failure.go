@@ -2,11 +2,12 @@ package images
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/usage"
@@ -15,7 +16,9 @@ import (
 // fail records a render failure that will not change on retry, and turns
 // every failure into its API error. An image whose site could not be
 // reached, or was refused, never had a page to capture: its master's
-// failure gives its credits back (see failMaster).
+// failure gives its credits back (see failMaster). A file that another
+// origin made meanwhile (its render lease was taken over) is kept: the
+// failure is then not recorded.
 func (s *Service) fail(img *Image, err error, pdf bool) error {
 	f, permanent := classify(err)
 	if !permanent {
@@ -23,7 +26,11 @@ func (s *Service) fail(img *Image, err error, pdf bool) error {
 	}
 	var uerr error
 	if pdf {
-		_, uerr = s.update(img.ID, func(img *Image) { img.PDFFailure = f })
+		_, uerr = s.update(img.ID, func(img *Image) {
+			if _, ok := img.Renditions[string(imageparams.FormatPDF)]; !ok {
+				img.PDFFailure = f
+			}
+		})
 	} else {
 		uerr = s.failMaster(img.ID, f, noPage(err))
 	}
@@ -34,48 +41,52 @@ func (s *Service) fail(img *Image, err error, pdf bool) error {
 }
 
 // failMaster records that the image's master failed for good. With refund,
-// the image's credits are given back in the same batch as the record, under
-// the organization's credit lock: the first failure of the master refunds
-// exactly once (a failed master is never rendered again), and no charge
-// sees the counters between the two.
+// the first failure of the master (a failed master is never rendered
+// again) owes the image's credits back (usage.Owe) in the transaction
+// that records it, and the organization's credits are then settled under
+// their own lock: exactly once, and no charge sees the failure recorded
+// without its refund (a charge settles first).
 func (s *Service) failMaster(id string, f *Failure, refund bool) error {
-	unlock := s.lock(id)
-	defer unlock()
-	img, err := s.records.get(id)
+	var img *Image
+	var owed bool
+	err := s.updateRecord(id, func(txn kv.Txn) error {
+		recs := records{txn}
+		var err error
+		if img, err = recs.get(id); err != nil {
+			return err
+		}
+		if img.State == StateReady {
+			return nil
+		}
+		owed = refund && img.State != StateFailed && img.Credits > 0
+		img.State, img.Failure = StateFailed, f
+		if err := recs.put(img); err != nil {
+			return err
+		}
+		if owed {
+			return usage.Owe(txn, img.OrgID, id, img.CreatedAt, int64(img.Credits))
+		}
+		return nil
+	})
 	if errors.Is(err, ErrNotFound) {
 		if rerr := s.cfg.Blobs.Remove(s.ctx, id); rerr != nil {
 			return rerr
 		}
 	}
-	if err != nil {
+	if err != nil || !owed {
 		return err
-	}
-	refund = refund && img.State != StateFailed && img.Credits > 0
-	img.State, img.Failure = StateFailed, f
-	if !refund {
-		return s.records.put(img)
 	}
 	o, err := org.NewStore(s.cfg.Store, s.cfg.Now).Get(img.OrgID)
 	if err != nil {
 		return fmt.Errorf("refund image %s: %w", id, err)
 	}
-	raw, err := json.Marshal(img)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	if err := s.cfg.Store.Update(ctx, usage.Lock(o.ID), func(txn kv.Txn) error {
+		_, err := usage.Settle(txn, o)
 		return err
-	}
-	mu := s.orgLock(img.OrgID)
-	mu.Lock()
-	defer mu.Unlock()
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	if err := b.Put(recordKey(id), raw); err != nil {
-		return err
-	}
-	if err := usage.Refund(s.cfg.Store, b, o, img.CreatedAt, int64(img.Credits)); err != nil {
-		return fmt.Errorf("refund image %s: %w", id, err)
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("refund image %s: %w", id, err)
+	}); err != nil {
+		return fmt.Errorf("refund image %s (owed; the next charge settles it): %w", id, err)
 	}
 	return nil
 }

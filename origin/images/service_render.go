@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/codec"
 	"github.com/pictorhq/pictor/origin/imageparams"
@@ -48,12 +50,39 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 			return nil, err
 		}
 	}
-	// Open under the record lock, so the file is the one the record
-	// describes even while the compactor swaps the master (same ETag,
-	// other bytes: see Rendition.ETag).
-	unlock := s.lock(id)
-	defer unlock()
-	img, err = s.records.get(id)
+	wait := 10 * time.Millisecond
+	for try := 1; try < openTries; try++ {
+		f, err := s.openFile(ctx, id, format, false)
+		if !errors.Is(err, errFileChanged) {
+			return f, err
+		}
+		select {
+		case <-time.After(wait):
+			wait *= 2
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.openFile(ctx, id, format, true)
+}
+
+// openTries bounds the opens of a file that changed while it was opened.
+const openTries = 5
+
+// errFileChanged: the file, or its record, changed while it was opened.
+var errFileChanged = errors.New("the file changed while it was opened")
+
+// openFile opens the image's file in format and checks that it is the
+// one the record describes: the record is read before and after the
+// open, and the file's size is the recorded one. The compactor of any
+// origin swaps a master for smaller bytes under the same ETag (see
+// Rendition.ETag) and then records its size, so a file opened between the
+// two is caught as errFileChanged, and opened again. On the last try
+// (last), a file whose record held still but whose size is not the
+// recorded one (a compactor that died between the two) is served as it
+// is, with its own size.
+func (s *Service) openFile(ctx context.Context, id string, format imageparams.Format, last bool) (*File, error) {
+	img, err := s.records.get(id)
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +92,40 @@ func (s *Service) Open(ctx context.Context, id string, format imageparams.Format
 	}
 	f, err := s.cfg.Blobs.Open(ctx, id, fileNames[format])
 	if err != nil {
+		if again, gerr := s.records.get(id); gerr == nil && again.Renditions[string(format)] != rend {
+			return nil, fmt.Errorf("open %s of image %s: %w", format, id, errFileChanged)
+		}
 		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
 	}
-	return &File{Object: f, Image: img, Rendition: rend, Format: format}, nil
+	size, err := f.Seek(0, io.SeekEnd)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
+	}
+	again, err := s.records.get(id)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if again.Renditions[string(format)] != rend || size != rend.Size && !last {
+		f.Close()
+		return nil, fmt.Errorf("open %s of image %s: %w", format, id, errFileChanged)
+	}
+	if size != rend.Size {
+		slog.WarnContext(ctx, "image file size differs from its record; served as it is", "image", id, "format", format,
+			"recorded", rend.Size, "size", size)
+		rend.Size = size
+	}
+	return &File{Object: f, Image: again, Rendition: rend, Format: format}, nil
 }
 
 // await runs fn once per key however many callers ask, and lets each caller
 // stop waiting when its own ctx ends without stopping the work; Close
-// stops the work and waits for it.
+// stops the work and waits for it. It keeps one maker of a file per
+// process; the render lease (leased) one per store.
 func (s *Service) await(ctx context.Context, key string, fn func(context.Context) (*Image, error)) (*Image, error) {
 	ch := s.flights.DoChan(key, func() (any, error) {
 		if !s.begin() {
@@ -92,29 +147,49 @@ func (s *Service) await(ctx context.Context, key string, fn func(context.Context
 	}
 }
 
+// masterDone: the master exists, or failed for good.
+func masterDone(img *Image) (bool, error) {
+	switch img.State {
+	case StateReady:
+		return true, nil
+	case StateFailed:
+		return true, failureError(img.Failure)
+	}
+	return false, nil
+}
+
+// renditionDone: the file in format exists (a PDF's failure is recorded
+// too).
+func renditionDone(format imageparams.Format) finished {
+	return func(img *Image) (bool, error) {
+		if _, ok := img.Renditions[string(format)]; ok {
+			return true, nil
+		}
+		if format == imageparams.FormatPDF && img.PDFFailure != nil {
+			return true, failureError(img.PDFFailure)
+		}
+		return false, nil
+	}
+}
+
 // master makes sure the PNG master exists (or its failure is recorded).
 func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 	return s.await(ctx, "png/"+id, func(ctx context.Context) (*Image, error) {
-		img, err := s.records.get(id)
-		if err != nil {
-			return nil, err
-		}
-		switch img.State {
-		case StateReady:
-			return img, nil
-		case StateFailed:
-			return nil, failureError(img.Failure)
-		}
-		req := renderRequest(img, false)
-		if err := s.route(img, req); err != nil {
-			return nil, s.fail(img, err, false)
-		}
-		res, err := s.cfg.Engine.Render(ctx, req)
-		if err != nil {
-			return nil, s.fail(img, err, false)
-		}
-		img, err = s.keep(ctx, id, imageparams.FormatPNG, res.Data, func(img *Image) {
-			img.State, img.Width, img.Height = StateReady, res.Width, res.Height
+		img, err := s.leased(ctx, id, imageparams.FormatPNG, masterDone, func(ctx context.Context, img *Image, h *held) (*Image, error) {
+			req := renderRequest(img, false)
+			if err := s.route(img, req); err != nil {
+				return nil, s.fail(img, err, false)
+			}
+			res, err := s.cfg.Engine.Render(ctx, req)
+			if err != nil {
+				return nil, s.fail(img, err, false)
+			}
+			if err := h.confirm(ctx); err != nil {
+				return nil, err
+			}
+			return s.keep(ctx, id, imageparams.FormatPNG, res.Data, func(img *Image) {
+				img.State, img.Width, img.Height = StateReady, res.Width, res.Height
+			})
 		})
 		if err != nil {
 			return nil, err
@@ -133,52 +208,45 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 // convert encodes the master as JPEG or WebP.
 func (s *Service) convert(ctx context.Context, id string, format imageparams.Format) (*Image, error) {
 	return s.await(ctx, string(format)+"/"+id, func(ctx context.Context) (*Image, error) {
-		img, err := s.records.get(id)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := img.Renditions[string(format)]; ok {
-			return img, nil
-		}
-		master, err := s.cfg.Blobs.Read(ctx, id, fileNames[imageparams.FormatPNG])
-		if err != nil {
-			return nil, err
-		}
-		var data []byte
-		if format == imageparams.FormatJPG {
-			data, err = codec.ToJPEG(master)
-		} else {
-			data, err = codec.ToWebP(master)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return s.keep(ctx, id, format, data, nil)
+		return s.leased(ctx, id, format, renditionDone(format), func(ctx context.Context, img *Image, h *held) (*Image, error) {
+			master, err := s.cfg.Blobs.Read(ctx, id, fileNames[imageparams.FormatPNG])
+			if err != nil {
+				return nil, err
+			}
+			var data []byte
+			if format == imageparams.FormatJPG {
+				data, err = codec.ToJPEG(master)
+			} else {
+				data, err = codec.ToWebP(master)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := h.confirm(ctx); err != nil {
+				return nil, err
+			}
+			return s.keep(ctx, id, format, data, nil)
+		})
 	})
 }
 
 // pdf prints the image's page to PDF.
 func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 	return s.await(ctx, "pdf/"+id, func(ctx context.Context) (*Image, error) {
-		img, err := s.records.get(id)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := img.Renditions[string(imageparams.FormatPDF)]; ok {
-			return img, nil
-		}
-		if img.PDFFailure != nil {
-			return nil, failureError(img.PDFFailure)
-		}
-		req := renderRequest(img, true)
-		if err := s.route(img, req); err != nil {
-			return nil, s.fail(img, err, true)
-		}
-		res, err := s.cfg.Engine.Render(ctx, req)
-		if err != nil {
-			return nil, s.fail(img, err, true)
-		}
-		return s.keep(ctx, id, imageparams.FormatPDF, res.Data, nil)
+		return s.leased(ctx, id, imageparams.FormatPDF, renditionDone(imageparams.FormatPDF), func(ctx context.Context, img *Image, h *held) (*Image, error) {
+			req := renderRequest(img, true)
+			if err := s.route(img, req); err != nil {
+				return nil, s.fail(img, err, true)
+			}
+			res, err := s.cfg.Engine.Render(ctx, req)
+			if err != nil {
+				return nil, s.fail(img, err, true)
+			}
+			if err := h.confirm(ctx); err != nil {
+				return nil, err
+			}
+			return s.keep(ctx, id, imageparams.FormatPDF, res.Data, nil)
+		})
 	})
 }
 
@@ -197,12 +265,20 @@ func (s *Service) keep(ctx context.Context, id string, format imageparams.Format
 	})
 }
 
-// update changes an image's record under its lock. When the image was
-// deleted while a file of it was being made, the file is removed again.
+// update changes an image's record in one transaction under its record
+// lock. When the image was deleted while a file of it was being made, the
+// file is removed again, once the transaction found the record gone.
 func (s *Service) update(id string, change func(*Image)) (*Image, error) {
-	unlock := s.lock(id)
-	defer unlock()
-	img, err := s.records.get(id)
+	var img *Image
+	err := s.updateRecord(id, func(txn kv.Txn) error {
+		var err error
+		recs := records{txn}
+		if img, err = recs.get(id); err != nil {
+			return err
+		}
+		change(img)
+		return recs.put(img)
+	})
 	if errors.Is(err, ErrNotFound) {
 		if rerr := s.cfg.Blobs.Remove(s.ctx, id); rerr != nil {
 			return nil, rerr
@@ -211,8 +287,7 @@ func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	change(img)
-	return img, s.records.put(img)
+	return img, nil
 }
 
 func setRendition(img *Image, format imageparams.Format, data []byte) {

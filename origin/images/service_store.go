@@ -250,10 +250,10 @@ func (s *Service) putTransformed(ctx context.Context, b Bucket, key, id string, 
 
 // Drop removes the files of an image whose destination keeps no service
 // copy, once written: the record stays (its Stored objects answer a repeat
-// store), and a later store renders it again.
+// store), and a later store renders it again. The files go first, then
+// the record forgets them: a file made in between is left unrecorded
+// (the next render replaces it), never recorded without its file.
 func (s *Service) Drop(id string) error {
-	unlock := s.lock(id)
-	defer unlock()
 	img, err := s.records.get(id)
 	if err != nil {
 		return err
@@ -264,11 +264,16 @@ func (s *Service) Drop(id string) error {
 	if err := s.cfg.Blobs.Remove(s.ctx, id); err != nil {
 		return fmt.Errorf("drop files of image %s: %w", id, err)
 	}
-	if img.State == StateReady {
-		img.State = StatePending
-	}
-	img.Renditions = nil
-	return s.records.put(img)
+	_, err = s.update(id, func(img *Image) {
+		if !img.StorageOnly {
+			return
+		}
+		if img.State == StateReady {
+			img.State = StatePending
+		}
+		img.Renditions = nil
+	})
+	return err
 }
 
 // errNoDestination: the image names no storage destination (or the

@@ -1,7 +1,11 @@
 package usage
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,24 +40,19 @@ func TestRefund(t *testing.T) {
 	}
 	defer s.Close()
 	o := &org.Org{ID: "o1", Plan: "free", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	apply := func(f func(b kv.Batch) error) {
+	apply := func(f func(txn kv.Txn) error) {
 		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		if err := f(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(); err != nil {
+		if err := s.Update(context.Background(), Lock(o.ID), f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	charge := func(at time.Time, n int64) {
 		t.Helper()
-		apply(func(b kv.Batch) error { _, err := Charge(s, b, o, at, n); return err })
+		apply(func(txn kv.Txn) error { _, err := Charge(txn, o, at, n); return err })
 	}
 	refund := func(at time.Time, n int64) {
 		t.Helper()
-		apply(func(b kv.Batch) error { return Refund(s, b, o, at, n) })
+		apply(func(txn kv.Txn) error { return Refund(txn, o, at, n) })
 	}
 	report := func(now time.Time) string {
 		t.Helper()
@@ -105,5 +104,126 @@ func TestRefund(t *testing.T) {
 	}
 	if rep.Data.Day["2026-01-10T00:00:00Z"] != 7 {
 		t.Fatalf("January's day bucket %v, want 7", rep.Data.Day)
+	}
+}
+
+// TestOweAndSettle: a refund owed is applied once, by the next Settle or
+// Charge (before its allowance check), to the period it was charged in;
+// owing nothing writes nothing, and two charges of one ref at two moments
+// are owed apart.
+func TestOweAndSettle(t *testing.T) {
+	s, err := pebblekv.Open("db", pebblekv.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := &org.Org{ID: "o1", Plan: "free", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	allowed := o.PlanInfo().Credits
+	jan := time.Date(2026, 1, 10, 12, 30, 0, 0, time.UTC)
+	update := func(lock string, f func(txn kv.Txn) error) {
+		t.Helper()
+		if err := s.Update(context.Background(), lock, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(Lock(o.ID), func(txn kv.Txn) error { _, err := Charge(txn, o, jan, allowed); return err })
+	// Owed under another lock (the image's), as images does.
+	update("image/a", func(txn kv.Txn) error {
+		return errors.Join(Owe(txn, o.ID, "a", jan, 2), Owe(txn, o.ID, "a", jan.Add(time.Second), 1), Owe(txn, o.ID, "b", jan, 0))
+	})
+	if got := len(dump(t, s, o)); got != 4+2 {
+		t.Fatalf("%d usage keys after two refunds owed, want the 4 counters and 2 owed: %v", got, dump(t, s, o))
+	}
+	// The charge settles first, so the 3 credits owed make room for it.
+	var used int64
+	update(Lock(o.ID), func(txn kv.Txn) error {
+		var err error
+		used, err = Charge(txn, o, jan.Add(time.Hour), 3)
+		return err
+	})
+	if used != allowed {
+		t.Fatalf("used %d after settling 3 and charging 3, want %d", used, allowed)
+	}
+	var again int64
+	update(Lock(o.ID), func(txn kv.Txn) error {
+		var err error
+		again, err = Settle(txn, o)
+		return err
+	})
+	if again != 0 || len(dump(t, s, o)) != 5 {
+		t.Fatalf("a second settle gave back %d; keys %v", again, dump(t, s, o))
+	}
+}
+
+// TestChargesHammer: concurrent charges, refunds owed under other locks and
+// settles under the credit lock never lose an update: what is used is what was charged minus
+// what was given back, and the allowance is never passed.
+func TestChargesHammer(t *testing.T) {
+	s, err := pebblekv.Open("db", pebblekv.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := &org.Org{ID: "o1", Plan: "free", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	allowed := o.PlanInfo().Credits
+	now := time.Date(2026, 1, 10, 12, 30, 0, 0, time.UTC)
+	var mu sync.Mutex
+	var charged, refunded int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
+					_, err := Charge(txn, o, now, 1)
+					return err
+				})
+				if errors.Is(err, ErrPlanLimit) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				charged++
+				mu.Unlock()
+				if i%3 != 0 {
+					continue
+				}
+				ref := fmt.Sprintf("w%d-%d", w, i)
+				if err := s.Update(context.Background(), "image/"+ref, func(txn kv.Txn) error {
+					return Owe(txn, o.ID, ref, now, 1)
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				refunded++
+				mu.Unlock()
+				if i%2 == 0 { // else the next charge settles it
+					if err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
+						_, err := Settle(txn, o)
+						return err
+					}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
+		_, err := Settle(txn, o)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	used, err := Used(s, o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used != charged-refunded || used > allowed || refunded == 0 || charged <= allowed {
+		t.Fatalf("used %d, charged %d, refunded %d, allowed %d", used, charged, refunded, allowed)
 	}
 }

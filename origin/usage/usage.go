@@ -1,7 +1,9 @@
 package usage
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -62,6 +64,7 @@ func PeriodAt(o *org.Org, t time.Time) Period {
 //	usage/<org_id>/hour/<2006-01-02T15>                     credits used
 //	usage/<org_id>/day/<2006-01-02>                         credits used
 //	usage/<org_id>/month/<2006-01>                          credits used
+//	usage/<org_id>/owed/<ref>/<charged at, unix ns, hex>     refund owed, not yet applied (JSON; see Owe)
 func periodKey(orgID string, start time.Time) []byte {
 	k := []byte("usage/" + orgID + "/period/")
 	return binary.BigEndian.AppendUint64(k, uint64(start.Unix()))
@@ -92,14 +95,18 @@ func Used(r kv.Reader, o *org.Org, now time.Time) (int64, error) {
 	return read(r, periodKey(o.ID, PeriodAt(o, now).Start))
 }
 
-// Charge adds credits to o's period and buckets in batch b, after checking
-// the allowance against what r reads. The caller holds the organization's
-// write lock until b is committed, so concurrent charges see each other.
-// It returns the credits used after the charge.
-func Charge(r kv.Reader, b kv.Batch, o *org.Org, now time.Time, credits int64) (int64, error) {
+// Charge adds credits to o's period and buckets in txn, after settling
+// the refunds o is owed (Owe) and checking the allowance. txn is an
+// Update holding the organization's credit lock (Lock), so that concurrent
+// charges, in this process or another, see each other. It returns the
+// credits used after the charge.
+func Charge(txn kv.Txn, o *org.Org, now time.Time, credits int64) (int64, error) {
+	if _, err := Settle(txn, o); err != nil {
+		return 0, err
+	}
 	allowed := o.PlanInfo().Credits
 	pk := periodKey(o.ID, PeriodAt(o, now).Start)
-	used, err := read(r, pk)
+	used, err := read(txn, pk)
 	if err != nil {
 		return 0, err
 	}
@@ -115,22 +122,30 @@ func Charge(r kv.Reader, b kv.Batch, o *org.Org, now time.Time, credits int64) (
 		bucketKey(o.ID, "day", now.Format("2006-01-02")),
 		bucketKey(o.ID, "month", now.Format("2006-01")),
 	} {
-		n, err := read(r, k)
+		n, err := read(txn, k)
 		if err != nil {
 			return 0, err
 		}
-		b.Put(k, encode(n+credits))
+		if err := txn.Put(k, encode(n+credits)); err != nil {
+			return 0, err
+		}
 	}
-	b.Put(pk, encode(used+credits))
+	if err := txn.Put(pk, encode(used+credits)); err != nil {
+		return 0, err
+	}
 	return used + credits, nil
 }
 
+// Lock is the name of the Update lock that guards o's usage counters
+// (kv.Store.Update): Charge, Refund and Settle run under it.
+func Lock(orgID string) string { return "credits/" + orgID }
+
 // Refund gives back credits that Charge added at chargedAt: it takes them
-// off that moment's period and its hour, day and month buckets, in batch b
-// after reading r. A counter it brings to zero is removed, so a charge and
-// its refund leave the store as it was. The caller holds the
-// organization's write lock until b is committed, as for Charge.
-func Refund(r kv.Reader, b kv.Batch, o *org.Org, chargedAt time.Time, credits int64) error {
+// off that moment's period and its hour, day and month buckets in txn. A
+// counter it brings to zero is removed, so a charge and its refund leave
+// the store as it was. txn holds the organization's credit lock (Lock),
+// as for Charge.
+func Refund(txn kv.Txn, o *org.Org, chargedAt time.Time, credits int64) error {
 	if credits <= 0 {
 		return nil
 	}
@@ -141,20 +156,85 @@ func Refund(r kv.Reader, b kv.Batch, o *org.Org, chargedAt time.Time, credits in
 		bucketKey(o.ID, "day", chargedAt.Format("2006-01-02")),
 		bucketKey(o.ID, "month", chargedAt.Format("2006-01")),
 	} {
-		n, err := read(r, k)
+		n, err := read(txn, k)
 		if err != nil {
 			return err
 		}
 		if n <= credits {
-			err = b.Delete(k)
+			err = txn.Delete(k)
 		} else {
-			err = b.Put(k, encode(n-credits))
+			err = txn.Put(k, encode(n-credits))
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// owedKey names a refund owed for the charge of ref (an image id) made at
+// chargedAt.
+func owedKey(orgID, ref string, chargedAt time.Time) []byte {
+	return []byte(fmt.Sprintf("usage/%s/owed/%s/%016x", orgID, ref, uint64(chargedAt.UnixNano())))
+}
+
+// owed is the value of an owed refund.
+type owed struct {
+	Credits   int64     `json:"credits"`
+	ChargedAt time.Time `json:"charged_at"`
+}
+
+// Owe records in w that the charge of credits made at chargedAt for ref
+// (an image id) is to be given back. It needs no credit lock: it is
+// written with what decides the refund (under the lock of ref), and the
+// next Settle of the organization (Charge settles first) applies it
+// exactly once. A charge and its refund are therefore two transactions
+// under two locks that never nest, and no charge ever sees the refund
+// decided but not applied.
+func Owe(w kv.Writer, orgID, ref string, chargedAt time.Time, credits int64) error {
+	if credits <= 0 {
+		return nil
+	}
+	raw, err := json.Marshal(owed{Credits: credits, ChargedAt: chargedAt.UTC()})
+	if err != nil {
+		return err
+	}
+	return w.Put(owedKey(orgID, ref, chargedAt), raw)
+}
+
+// Settle applies the refunds o is owed (Owe) in txn, which holds o's
+// credit lock (Lock), and removes them. It returns the credits given back.
+func Settle(txn kv.Txn, o *org.Org) (int64, error) {
+	prefix := []byte("usage/" + o.ID + "/owed/")
+	type due struct {
+		key []byte
+		owed
+	}
+	var dues []due
+	it := txn.Iterate(prefix, kv.IterOptions{})
+	for it.Next() {
+		var d due
+		if err := json.Unmarshal(it.Value(), &d.owed); err != nil {
+			it.Close()
+			return 0, fmt.Errorf("owed refund %q: %w", it.Key(), err)
+		}
+		d.key = bytes.Clone(it.Key())
+		dues = append(dues, d)
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, d := range dues {
+		if err := Refund(txn, o, d.ChargedAt, d.Credits); err != nil {
+			return 0, err
+		}
+		if err := txn.Delete(d.key); err != nil {
+			return 0, err
+		}
+		total += d.Credits
+	}
+	return total, nil
 }
 
 // Report is the body of GET /v1/usage.

@@ -1,12 +1,14 @@
 package usage
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/org"
 )
@@ -44,12 +46,12 @@ func TestChargeAndRead(t *testing.T) {
 	defer s.Close()
 	o := &org.Org{ID: "o1", Plan: "free", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	charge := func(at time.Time, n int64) (int64, error) {
-		b := s.NewBatch()
-		defer b.Close()
-		used, err := Charge(s, b, o, at, n)
-		if err == nil {
-			err = b.Commit()
-		}
+		var used int64
+		err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
+			var err error
+			used, err = Charge(txn, o, at, n)
+			return err
+		})
 		return used, err
 	}
 	t0 := time.Date(2026, 1, 10, 12, 30, 0, 0, time.UTC)
