@@ -53,7 +53,8 @@ func (h *Hub) ackKey(e *edge) []byte {
 	return strconv.AppendUint(bytes.Clone(h.ownAcks), e.id, 10)
 }
 
-// written is what the store holds of one stream's record.
+// written is what the store holds of one stream's record. at is when, by
+// this process's monotonic clock: Options.Now only stamps the records.
 type written struct {
 	seq uint64
 	at  time.Time
@@ -98,7 +99,7 @@ func (h *Hub) writeAcks(state map[*edge]written) time.Duration {
 		live[e] = true
 	}
 	h.mu.Unlock()
-	now := h.opts.Now()
+	now, stamp := time.Now(), h.opts.Now()
 	next := heartbeat
 	b := h.store.NewBatch()
 	defer b.Close()
@@ -110,7 +111,7 @@ func (h *Hub) writeAcks(state map[*edge]written) time.Duration {
 		age := now.Sub(w.at)
 		switch {
 		case !ok || age >= heartbeat || (seq != w.seq && age >= ackWriteInterval):
-			raw, _ := json.Marshal(ackRecord{Edge: e.name, Hub: h.instance, Seq: seq, At: now})
+			raw, _ := json.Marshal(ackRecord{Edge: e.name, Hub: h.instance, Seq: seq, At: stamp})
 			err = errors.Join(err, b.Put(h.ackKey(e), raw))
 			puts[e] = written{seq: seq, at: now}
 		case seq != w.seq:
