@@ -20,13 +20,18 @@ type contender struct {
 	op   load.Op
 	// cpu, if not nil, returns the CPU its system under test used so far.
 	cpu func() time.Duration
+	// watch, if not nil, is called before each of the contender's slices,
+	// and the function it returns after the slice with its result, before
+	// the result is merged with the others (it may set the result's CPU).
+	watch func() func(*load.Result)
 }
 
 // interleave measures contenders against each other on a shared, noisy
 // machine: rounds rounds, each giving every contender an equal slice of
 // total, in ABBA order (A B, B A, A B, ...) so that a drift in the
 // machine's load favors neither; the slices of a contender are merged
-// into one result, and the rate of each slice is kept in its Note.
+// into one result, and the rate of each slice is kept in its Note and
+// its Rounds.
 func interleave(ctx context.Context, env *Env, unit string, clients, rounds int, total time.Duration, cs []contender) ([]*load.Result, error) {
 	slice := max(total/time.Duration(rounds), 100*time.Millisecond)
 	out := make([]*load.Result, len(cs))
@@ -47,6 +52,10 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 			if c.cpu != nil {
 				before = c.cpu()
 			}
+			var watched func(*load.Result)
+			if c.watch != nil {
+				watched = c.watch()
+			}
 			self := selfCPU()
 			res, err := load.Drive(ctx, c.name, unit, load.Load{Clients: clients, Duration: slice}, env.Progress, c.op)
 			genCPU[i] += selfCPU() - self
@@ -54,6 +63,10 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 				if c.cpu != nil {
 					res.CPU = c.cpu() - before
 				}
+				if watched != nil {
+					watched(res)
+				}
+				res.Rounds = []float64{res.Rate()}
 				rates[i] = append(rates[i], load.FormatRate(res.Rate()))
 				if out[i] == nil {
 					out[i] = res
@@ -104,6 +117,7 @@ func merge(r, o *load.Result) {
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
 	r.Latency.Merge(&o.Latency)
+	r.Rounds = append(r.Rounds, o.Rounds...)
 	r.Note = joinNote(r.Note, o.Note)
 }
 
@@ -125,6 +139,9 @@ func Comparisons() []report.Comparison {
 		{Subject: "og-hot/pictor", Baseline: "og-hot/nginx"},
 		{Subject: "zipf-10k/pictor", Baseline: "zipf-10k/nginx"},
 		{Subject: "resize/pictor", Baseline: "resize/vipsthumbnail"},
+		{Subject: clusterResult(clusterCreate, sideCluster), Baseline: clusterResult(clusterCreate, sideEmbedded)},
+		{Subject: clusterResult(clusterRead, sideCluster), Baseline: clusterResult(clusterRead, sideEmbedded)},
+		{Subject: clusterResult(clusterRender, sideCluster), Baseline: clusterResult(clusterRender, sideEmbedded)},
 	}
 }
 

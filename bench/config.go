@@ -13,7 +13,7 @@ type Config struct {
 	Pictor string
 	// Chromium is the browser the CLI baseline runs.
 	Chromium string
-	// OutDir receives report.md, latency.svg and pictor.log.
+	// OutDir receives report.md, report.json, latency.svg and the servers' logs.
 	OutDir string
 	// Scenarios names the scenarios to run; empty runs all.
 	Scenarios []string
@@ -39,6 +39,9 @@ type Config struct {
 	// SoakRenders is how many renders the soak runs while it watches the
 	// server's memory.
 	SoakRenders int
+	// ClusterScript is deploy/cluster.sh, which the cluster scenario runs
+	// (up, status, down) with PICTOR_BIN set to Pictor.
+	ClusterScript string
 }
 
 // DefaultConfig returns the defaults of `make bench`.
@@ -55,6 +58,8 @@ func DefaultConfig() Config {
 		EdgeClients:  32,
 		Rounds:       4,
 		SoakRenders:  1000,
+
+		ClusterScript: "deploy/cluster.sh",
 	}
 }
 
@@ -81,6 +86,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--rounds %d: want 1 to 100", c.Rounds)
 	case c.SoakRenders < 10 || c.SoakRenders > 1_000_000:
 		return fmt.Errorf("--soak-renders %d: want 10 to 1000000", c.SoakRenders)
+	case c.ClusterScript == "":
+		return errors.New("--cluster-script must not be empty")
 	case c.StartTimeout <= 0:
 		return fmt.Errorf("--start-timeout %v: must be positive", c.StartTimeout)
 	}

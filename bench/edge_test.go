@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,9 +198,18 @@ func TestInterleave(t *testing.T) {
 	}
 	env := &Env{}
 	cpu := time.Duration(0)
+	// b's watch sees each of its slices, before and after, and sets its CPU.
+	var watched []string
+	watch := func() func(*load.Result) {
+		watched = append(watched, "before")
+		return func(r *load.Result) {
+			watched = append(watched, fmt.Sprintf("after %d", len(r.Rounds)))
+			r.CPU = 2 * time.Second
+		}
+	}
 	rs, err := interleave(context.Background(), env, "request", 1, 3, 300*time.Millisecond, []contender{
 		{name: "x/a", op: op("a"), cpu: func() time.Duration { cpu += time.Second; return cpu }},
-		{name: "x/b", op: op("b")},
+		{name: "x/b", op: op("b"), watch: watch},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -219,9 +230,15 @@ func TestInterleave(t *testing.T) {
 		if len(strings.Split(rounds, ", ")) != 3 {
 			t.Errorf("%s: note %q lacks the rate of each of 3 rounds", r.Name, r.Note)
 		}
+		if len(r.Rounds) != 3 || slices.Contains(r.Rounds, 0) {
+			t.Errorf("%s: Rounds %v, want 3 rates", r.Name, r.Rounds)
+		}
 	}
-	if rs[0].CPU != 3*time.Second || rs[1].CPU != 0 {
-		t.Errorf("CPU %v and %v, want 3s (1s per slice) and 0", rs[0].CPU, rs[1].CPU)
+	if rs[0].CPU != 3*time.Second || rs[1].CPU != 6*time.Second {
+		t.Errorf("CPU %v and %v, want 3s (1s per slice) and 6s (2s per slice, set by watch)", rs[0].CPU, rs[1].CPU)
+	}
+	if got := strings.Join(watched, ","); got != "before,after 0,before,after 0,before,after 0" {
+		t.Errorf("watch saw %s, want each of 3 slices before and after, unmerged", got)
 	}
 }
 

@@ -57,6 +57,7 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown scenario", func(c *Config) { c.Scenarios = []string{"nginx"} }, "--scenarios"},
 		{"no edge clients", func(c *Config) { c.EdgeClients = 0 }, "--edge-clients"},
 		{"no rounds", func(c *Config) { c.Rounds = 0 }, "--rounds"},
+		{"no cluster script", func(c *Config) { c.ClusterScript = "" }, "--cluster-script"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

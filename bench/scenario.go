@@ -46,7 +46,7 @@ type Env struct {
 func Scenarios() []Scenario {
 	return []Scenario{
 		renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), ogHotScenario(), ogFirstScenario(),
-		chromiumCLIScenario(), soakScenario(), renderIsolationScenario(),
+		clusterScenario(), chromiumCLIScenario(), soakScenario(), renderIsolationScenario(),
 	}
 }
 

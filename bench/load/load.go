@@ -42,6 +42,10 @@ type Result struct {
 	// Memory holds the server's memory sampled during the run, oldest
 	// first (the soak); nil when not watched.
 	Memory []MemorySample
+	// Rounds holds the rate of each slice of a run measured in rounds
+	// interleaved with another (successful requests per second), in
+	// order; nil for a run in one piece.
+	Rounds []float64
 }
 
 // MemorySample is the server's memory after Renders renders.

@@ -132,7 +132,7 @@ func Start(ctx context.Context, binary string, extra []string, log io.Writer, ti
 		return nil, fmt.Errorf("%w: %v (its log is in the report directory)", ErrStart, a.err)
 	}
 	p.URL, p.OriginURL, p.APIID, p.APIKey = a.info.URL, a.info.OriginURL, a.info.APIID, a.info.APIKey
-	p.Client = newLoopbackClient()
+	p.Client = NewLoopbackClient()
 	return p, nil
 }
 
@@ -148,9 +148,9 @@ func serveEnv(environ []string) []string {
 	return out
 }
 
-// newLoopbackClient returns a client with enough idle connections for a
+// NewLoopbackClient returns a client with enough idle connections for a
 // load run, no compression and no proxy.
-func newLoopbackClient() *http.Client {
+func NewLoopbackClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,

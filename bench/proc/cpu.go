@@ -78,6 +78,21 @@ func sumCPU(stats []procStat, root int) time.Duration {
 // TreeCPU returns the CPU time used so far by pid and its descendants,
 // from /proc; 0 where /proc is missing.
 func TreeCPU(pid int) time.Duration {
+	return sumCPU(readStats(), pid)
+}
+
+// TreesCPU is TreeCPU of each pid, from one reading of /proc.
+func TreesCPU(pids ...int) []time.Duration {
+	stats := readStats()
+	out := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		out[i] = sumCPU(stats, pid)
+	}
+	return out
+}
+
+// readStats reads the stat line of every process in /proc.
+func readStats() []procStat {
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	stats := make([]procStat, 0, len(paths))
 	for _, p := range paths {
@@ -89,5 +104,5 @@ func TreeCPU(pid int) time.Duration {
 			stats = append(stats, s)
 		}
 	}
-	return sumCPU(stats, pid)
+	return stats
 }

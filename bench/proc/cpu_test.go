@@ -73,4 +73,7 @@ func TestTreeCPU(t *testing.T) {
 			t.Fatal("no CPU time for this process after 300 ms of spinning")
 		}
 	}
+	if got := TreesCPU(os.Getpid(), -1); len(got) != 2 || got[0] == 0 || got[1] != 0 {
+		t.Fatalf("TreesCPU(self, none) = %v, want this process's CPU and 0", got)
+	}
 }

@@ -59,9 +59,11 @@ const busyLoad = 0.5
 const (
 	MarkdownFile = "report.md"
 	ChartFile    = "latency.svg"
+	JSONFile     = "report.json"
 )
 
-// Write writes the Markdown report and the latency chart into dir.
+// Write writes the Markdown report, its JSON and the latency chart into
+// dir.
 func (r *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write report: %w", err)
@@ -71,6 +73,13 @@ func (r *Report) Write(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, ChartFile), LatencySVG(r.Results), 0o644); err != nil {
 		return fmt.Errorf("write chart: %w", err)
+	}
+	j, err := r.JSON()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, JSONFile), append(j, '\n'), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write report JSON: %w", err)
 	}
 	return nil
 }

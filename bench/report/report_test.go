@@ -1,6 +1,8 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,11 +106,47 @@ func TestReportWrite(t *testing.T) {
 	if err := rep.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{MarkdownFile, ChartFile} {
+	for _, f := range []string{MarkdownFile, ChartFile, JSONFile} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil || len(b) == 0 {
 			t.Fatalf("%s: %v (%d bytes)", f, err, len(b))
 		}
+	}
+}
+
+func TestReportJSON(t *testing.T) {
+	ms := time.Millisecond
+	ok := benchtest.Result("cluster/create-cluster", 1, 101, 1, 10*time.Second, 50*ms, 150*ms)
+	ok.CPU, ok.Rounds, ok.Note = 202*ms, []float64{9.5, 10.5}, "a note"
+	failed := benchtest.Result("cluster/render-cluster", 4, 0, 3, time.Second, 0, 0)
+	rep := &Report{Meta: Meta{Host: "h", Duration: 20 * time.Second, Scenarios: []Scenario{{"cluster", "about"}}},
+		Results: []*load.Result{ok, failed}, Checks: []CheckResult{{Name: "c", Measured: "+1 ms", Pass: true}}}
+	b, err := rep.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		DurationS float64 `json:"duration_s"`
+		Results   []map[string]any
+		Checks    []map[string]any
+		Scenarios []map[string]any
+		Failures  []string
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DurationS != 20 || len(got.Results) != 2 || len(got.Checks) != 1 || got.Checks[0]["pass"] != true ||
+		got.Scenarios[0]["name"] != "cluster" || got.Failures == nil {
+		t.Fatalf("report.json = %s", b)
+	}
+	r := got.Results[0]
+	if r["name"] != "cluster/create-cluster" || r["requests"] != 102.0 || r["errors"] != 1.0 || r["rate"] != 10.1 ||
+		r["p50_ms"] != float64(ok.Latency.Quantile(0.5))/1e6 || r["cpu_per_request_ms"] != 2.0 ||
+		fmt.Sprint(r["rounds"]) != "[9.5 10.5]" || r["note"] != "a note" {
+		t.Fatalf("result %v", r)
+	}
+	if _, has := got.Results[1]["p50_ms"]; has || got.Results[1]["cpu_per_request_ms"] != nil {
+		t.Fatalf("a result without successes has latencies or CPU: %v", got.Results[1])
 	}
 }
 

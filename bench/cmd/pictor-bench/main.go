@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var list bool
 	fs.StringVar(&cfg.Pictor, "pictor", cfg.Pictor, "pictor binary to benchmark (not built by the harness)")
 	fs.StringVar(&cfg.Chromium, "chromium", cfg.Chromium, "Chromium binary of the chromium-cli baseline")
-	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory of report.md, latency.svg and pictor.log")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "directory of report.md, report.json, latency.svg and the servers' logs")
 	fs.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios to run (default all; see --list)")
 	fs.BoolVar(&list, "list", false, "list the scenarios and exit")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each measured run")
@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.EdgeClients, "edge-clients", cfg.EdgeClients, "keep-alive connections of the hot-image and zipf-10k runs (Pictor and nginx alike)")
 	fs.IntVar(&cfg.SoakRenders, "soak-renders", cfg.SoakRenders, "renders of the soak scenario, which watches the server's memory")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "interleaved rounds a comparison with a baseline is split into (--duration in total per side)")
+	fs.StringVar(&cfg.ClusterScript, "cluster-script", cfg.ClusterScript, "the script that brings the cluster scenario's cluster up and down, run with PICTOR_BIN set to --pictor")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", cfg.StartTimeout, "how long pictor serve may take to start")
 	if err := fs.Parse(args); err != nil {
 		return err
