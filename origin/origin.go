@@ -163,7 +163,7 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
-	if o.hub, err = edgehub.New(store, token); err != nil {
+	if o.hub, err = edgehub.New(store, token, edgehub.Options{Shared: o.cfg.Store != ""}); err != nil {
 		return err
 	}
 	wc := wasm.DefaultConfig()
