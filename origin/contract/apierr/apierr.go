@@ -116,9 +116,19 @@ func TooManyRequests(retryAfter time.Duration, format string, args ...any) *Erro
 	return e
 }
 
-// Internal hides cause behind a generic 500.
+// Internal hides cause behind a generic 500, unless cause is marked
+// Unavailable: a backing service that could not be reached is a 503 with
+// Retry-After wherever the error is turned into an answer.
 func Internal(cause error) *Error {
+	if isUnavailable(cause) {
+		return unavailable(cause)
+	}
 	return &Error{Status: http.StatusInternalServerError, Message: "Internal error", Cause: cause}
+}
+
+func unavailable(cause error) *Error {
+	e := &Error{Status: http.StatusServiceUnavailable, Message: "A storage service is unavailable; try again shortly", Cause: cause}
+	return e.WithHeader("Retry-After", "2")
 }
 
 // ErrBodyTimeout marks a request body that did not arrive in time: slower
@@ -150,8 +160,7 @@ func From(err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: http.StatusGatewayTimeout, Message: "Timed out", Cause: err}
 	case isUnavailable(err):
-		e := &Error{Status: http.StatusServiceUnavailable, Message: "A storage service is unavailable; try again shortly", Cause: err}
-		return e.WithHeader("Retry-After", "2")
+		return unavailable(err)
 	}
 	return Internal(err)
 }

@@ -18,8 +18,9 @@ func (d notDown) Error() string     { return string(d) }
 func (d notDown) Unavailable() bool { return false }
 
 // TestFromUnavailable: an error marked Unavailable anywhere in its chain
-// is a 503 with Retry-After; an unmarked one, or one that says it is not,
-// stays a 500.
+// is a 503 with Retry-After, through From and through Internal (which
+// handlers use for errors they do not expect); an unmarked one, or one
+// that says it is not, stays a 500.
 func TestFromUnavailable(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -32,17 +33,19 @@ func TestFromUnavailable(t *testing.T) {
 		{"says it is not", notDown("fine"), http.StatusInternalServerError},
 		{"plain", errors.New("disk on fire"), http.StatusInternalServerError},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := From(tc.err)
-			if e.Status != tc.want {
-				t.Fatalf("status %d, want %d", e.Status, tc.want)
-			}
-			if tc.want == http.StatusServiceUnavailable && (e.Header.Get("Retry-After") == "" || e.Message == "") {
-				t.Fatalf("503 without Retry-After or message: %+v", e)
-			}
-			if e.Cause != tc.err {
-				t.Fatalf("cause %v, want the error itself (logged, never sent)", e.Cause)
-			}
-		})
+		for name, convert := range map[string]func(error) *Error{"From": From, "Internal": Internal} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				e := convert(tc.err)
+				if e.Status != tc.want {
+					t.Fatalf("status %d, want %d", e.Status, tc.want)
+				}
+				if tc.want == http.StatusServiceUnavailable && (e.Header.Get("Retry-After") == "" || e.Message == "") {
+					t.Fatalf("503 without Retry-After or message: %+v", e)
+				}
+				if e.Cause != tc.err {
+					t.Fatalf("cause %v, want the error itself (logged, never sent)", e.Cause)
+				}
+			})
+		}
 	}
 }
