@@ -214,9 +214,15 @@ func (o *Origin) open() error {
 	}
 	body := o.cfg.bodyRate()
 	o.table = o.routes(box)
+	// One process on the embedded store counts in memory (no synced write
+	// per management call); origins sharing a store share the windows.
+	var limiter ratelimit.Limiter = ratelimit.NewMemory(o.cfg.Now)
+	if o.cfg.Store != "" {
+		limiter = ratelimit.NewStore(store, o.cfg.Now)
+	}
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
-		Limiter:       ratelimit.NewMemory(o.cfg.Now),
+		Limiter:       limiter,
 		Registerer:    o.registry,
 		Body:          &body,
 	}, o.table)

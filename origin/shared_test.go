@@ -2,6 +2,8 @@ package origin_test
 
 import (
 	"bytes"
+	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -53,4 +55,55 @@ func TestTwoOriginsShareStoreAndBlobs(t *testing.T) {
 	}
 	apitest.WantStatus(t, b.do(t, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &a.Owner}), 202)
 	apitest.WantError(t, a.get(t, u), 404)
+}
+
+// TestTwoOriginsShareRateLimit sends 40 parallel management writes of one
+// organization, alternating between two origins on one PostgreSQL
+// database: the window of 20 is shared, so exactly 20 pass, whichever
+// origin they reached.
+func TestTwoOriginsShareRateLimit(t *testing.T) {
+	db := pgtest.Shared(t).Database(t)
+	const masterKey = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+	shared := func(c *origin.Config) { c.Store, c.MasterKey = db, masterKey }
+	a := startOrigin(t, shared)
+	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg, c.PublicURL = false, a.URL })
+	var wg sync.WaitGroup
+	results := make([]*apitest.Response, 40)
+	errs := make([]error, 40)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := a.URL
+			if i%2 == 1 {
+				u = b.URL
+			}
+			results[i], errs[i] = apitest.Send(u, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &a.Owner, JSON: map[string]any{"permissions": []string{}}})
+		}()
+	}
+	wg.Wait()
+	passed := map[bool]int{} // by origin: true for b
+	limited := 0
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		switch r.Status {
+		case 200:
+			passed[i%2 == 1]++
+		case 429:
+			limited++
+			apitest.WantMessage(t, apitest.WantError(t, r, http.StatusTooManyRequests), "api-key:write")
+		default:
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+	}
+	if passed[false]+passed[true] != 20 || limited != 20 {
+		t.Fatalf("%d passed on the first origin and %d on the second, %d limited; want 20 and 20 in all", passed[false], passed[true], limited)
+	}
+	// The next write is refused on either origin.
+	for _, o := range []*testOrigin{a, b} {
+		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &a.Owner, JSON: map[string]any{"permissions": []string{}}})
+		apitest.WantError(t, r, http.StatusTooManyRequests)
+	}
 }
