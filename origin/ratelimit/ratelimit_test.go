@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/kv/pgkv"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
 func TestMain(m *testing.M) {
@@ -269,12 +271,25 @@ func TestStoreError(t *testing.T) {
 	if !errors.Is(err, kv.ErrClosed) || d.Allowed {
 		t.Fatalf("Allow on a closed store = %+v, %v; want kv.ErrClosed", d, err)
 	}
+	// A store on another machine that cannot be reached: the error stays
+	// kv.ErrUnavailable, which the API answers 503.
+	down := NewStore(unreachable{openPebble(t)}, nil)
+	if _, err := down.Allow(context.Background(), "k", 5, time.Minute); !errors.Is(err, kv.ErrUnavailable) || apierr.From(err).Status != http.StatusServiceUnavailable {
+		t.Fatalf("Allow on an unreachable store: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	l2 := NewStore(openPebble(t), nil)
 	if _, err := l2.Allow(ctx, "k", 5, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Allow with a canceled context: %v, want context.Canceled", err)
 	}
+}
+
+// unreachable is a store whose server cannot be reached.
+type unreachable struct{ kv.Store }
+
+func (unreachable) Update(context.Context, string, func(kv.Txn) error) error {
+	return kv.ErrUnavailable
 }
 
 // pgPair opens two handles on one fresh PostgreSQL database: two origins

@@ -81,7 +81,7 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, window time.Du
 		return txn.Put(logKey(key), encodeLog(limit, times))
 	})
 	if err != nil {
-		return Decision{}, fmt.Errorf("rate limit: %w", err)
+		return Decision{}, fmt.Errorf("update the log of %s: %w", key, err)
 	}
 	return d, nil
 }
