@@ -2,6 +2,8 @@ package origin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +67,7 @@ type Origin struct {
 	engine    *render.Engine
 	images    *images.Service
 	hub       *edgehub.Hub
+	purger    atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
 	sandbox   *wasm.Engine
 	tpls      *template.Store
 	ogcs      *ogconfig.Store
@@ -163,7 +166,16 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
-	if o.hub, err = edgehub.New(store, token, edgehub.Options{Shared: o.cfg.Store != ""}); err != nil {
+	// Events other origins publish reach the edge in this process too.
+	apply := func(ev contract.Event) {
+		if err := o.purgeHere(context.Background(), ev); err != nil {
+			slog.Error("an edge purge from another origin failed", "kind", ev.Kind, "error", err)
+		}
+	}
+	if o.cfg.Purger != nil {
+		o.SetPurger(o.cfg.Purger)
+	}
+	if o.hub, err = edgehub.New(store, token, edgehub.Options{Shared: o.cfg.Store != "", Apply: apply}); err != nil {
 		return err
 	}
 	wc := wasm.DefaultConfig()
@@ -289,18 +301,37 @@ func validStoreURL(u string) error {
 	return nil
 }
 
-// AdminService returns the operator commands over an open store.
-func AdminService(store kv.Store, masterKey, dataDir string) (*admin.Service, error) {
+// AdminService returns the operator commands over a store that no origin
+// of this process holds (shared tells a store shared by origins). A
+// suspension revokes the organization's MCP connections and appends the
+// purge to the edges' log, as a running origin's does: origins sharing the
+// store hand it to their edges at once, and the command waits for the
+// edges' acknowledgements; on the embedded store, edges get it when they
+// next connect to its origin. done releases what the service started.
+func AdminService(store kv.Store, masterKey, dataDir string, shared bool) (svc *admin.Service, done func(), err error) {
 	box, err := seal.Load(masterKey, dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	// The hub serves no edge here: its token only has to be valid.
+	token := make([]byte, 32)
+	rand.Read(token)
+	hub, err := edgehub.New(store, hex.EncodeToString(token), edgehub.Options{Shared: shared})
+	if err != nil {
+		return nil, nil, err
 	}
 	orgs := org.NewStore(store, nil)
-	return &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil)}, nil
+	svc = &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil), OnSuspend: func(ctx context.Context, orgID string) error {
+		if err := oauth.RevokeOrg(ctx, store, orgID); err != nil {
+			return err
+		}
+		return hub.Publish(ctx, contract.OrgSuspended, []string{orgID})
+	}}
+	return svc, hub.Close, nil
 }
 
 // SetPurger connects an edge of the same process, before Start.
-func (o *Origin) SetPurger(p Purger) { o.cfg.Purger = p }
+func (o *Origin) SetPurger(p Purger) { o.purger.Store(&p) }
 
 // Handler returns the API handler (for tests and embedding).
 func (o *Origin) Handler() http.Handler { return o.router }

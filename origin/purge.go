@@ -51,23 +51,32 @@ func loadEdgeToken(configured, dataDir string) (string, error) {
 // purge tells every edge to drop what an event names: the edge in this
 // process directly, the others through the hub's log.
 func (o *Origin) purge(ctx context.Context, kind string, ids []string) error {
-	if p := o.cfg.Purger; p != nil {
-		var err error
-		switch kind {
-		case contract.ImagesDeleted:
-			err = p.PurgeImages(ctx, ids)
-		case contract.OrgSuspended:
-			for _, id := range ids {
-				err = errors.Join(err, p.PurgeOrg(ctx, id))
-			}
-		case contract.KeyDisabled, contract.TagsPurged:
-			for _, id := range ids {
-				err = errors.Join(err, p.PurgeTag(ctx, id))
-			}
-		}
-		if err != nil {
-			return err
-		}
+	if err := o.purgeHere(ctx, contract.Event{Kind: kind, IDs: ids}); err != nil {
+		return err
 	}
 	return o.hub.Publish(ctx, kind, ids)
+}
+
+// purgeHere applies an event to the edge in this process, if there is one:
+// the events this origin publishes, and those other origins sharing the
+// store published (the hub's Apply).
+func (o *Origin) purgeHere(ctx context.Context, ev contract.Event) error {
+	p := o.purger.Load()
+	if p == nil {
+		return nil
+	}
+	var err error
+	switch ev.Kind {
+	case contract.ImagesDeleted:
+		err = (*p).PurgeImages(ctx, ev.IDs)
+	case contract.OrgSuspended:
+		for _, id := range ev.IDs {
+			err = errors.Join(err, (*p).PurgeOrg(ctx, id))
+		}
+	case contract.KeyDisabled, contract.TagsPurged:
+		for _, id := range ev.IDs {
+			err = errors.Join(err, (*p).PurgeTag(ctx, id))
+		}
+	}
+	return err
 }

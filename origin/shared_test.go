@@ -2,12 +2,15 @@ package origin_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pictorhq/pictor/kv/pgkv"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
@@ -106,4 +109,77 @@ func TestTwoOriginsShareRateLimit(t *testing.T) {
 		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &a.Owner, JSON: map[string]any{"permissions": []string{}}})
 		apitest.WantError(t, r, http.StatusTooManyRequests)
 	}
+}
+
+// purgeEvents is the edge of a serve process as its origin sees it: every
+// purge it is told, on a channel.
+type purgeEvents chan string
+
+func (p purgeEvents) PurgeImages(_ context.Context, ids []string) error {
+	for _, id := range ids {
+		p <- "image " + id
+	}
+	return nil
+}
+func (p purgeEvents) PurgeOrg(_ context.Context, id string) error { p <- "org " + id; return nil }
+func (p purgeEvents) PurgeTag(_ context.Context, t string) error  { p <- "tag " + t; return nil }
+
+func (p purgeEvents) want(t *testing.T, what, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-p:
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s: no purge %q", what, want)
+		}
+	}
+}
+
+// TestSharedPurgesReachEveryProcess: with two serve-like origins on one
+// store, each with an edge in its process, a delete on one purges the
+// other's edge, and a suspension made with the admin commands on the store
+// (pictor admin org suspend --store) purges both and cuts the
+// organization's MCP connections.
+func TestSharedPurgesReachEveryProcess(t *testing.T) {
+	db := pgtest.Shared(t).Database(t)
+	const masterKey = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988"
+	edgeA, edgeB := make(purgeEvents, 64), make(purgeEvents, 64)
+	shared := func(c *origin.Config) { c.Store, c.MasterKey, c.CompactIdle = db, masterKey, -1 }
+	a := startOrigin(t, shared, func(c *origin.Config) { c.Purger = edgeA })
+	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg, c.PublicURL, c.Purger = false, a.URL, edgeB })
+	b.Owner, b.OrgID = a.Owner, a.OrgID
+
+	id, _ := a.create(t, a.Owner, map[string]any{"html": redBox, "device_scale": 1})
+	apitest.WantStatus(t, a.do(t, apitest.Request{Method: "DELETE", Path: "/v1/image/" + id, Creds: &a.Owner}), 202)
+	edgeA.want(t, "the deleting origin's edge", "image "+id)
+	edgeB.want(t, "the other origin's edge", "image "+id)
+
+	g := mcpConnect(t, a, a.Owner, []string{"usage:read"})
+	store, err := pgkv.Open(t.Context(), db, pgkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc, done, err := origin.AdminService(store, masterKey, t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if _, err := svc.SetSuspended(a.OrgID, true); err != nil {
+		t.Fatal(err)
+	}
+	edgeA.want(t, "suspension, first origin's edge", "org "+a.OrgID)
+	edgeB.want(t, "suspension, second origin's edge", "org "+a.OrgID)
+	// Resuming does not bring the MCP connection back: it was revoked.
+	if _, err := svc.SetSuspended(a.OrgID, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := mcpPost(t, a.URL+"/mcp", g.Access, mcpToolsList); r.Status != 401 {
+		t.Fatalf("an MCP token of a suspended (then resumed) organization: %d %s", r.Status, r.Body)
+	}
+	apitest.WantStatus(t, a.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &a.Owner}), 200)
 }

@@ -94,9 +94,10 @@ func withCommands(dataDir, storeURL string, e env, fn func(commands) error) erro
 		return err
 	}
 	defer store.Close()
-	svc, err := origin.AdminService(store, e.getenv("PICTOR_MASTER_KEY"), dataDir)
+	svc, done, err := origin.AdminService(store, e.getenv("PICTOR_MASTER_KEY"), dataDir, storeURL != "")
 	if err != nil {
 		return err
 	}
+	defer done()
 	return fn(svc)
 }

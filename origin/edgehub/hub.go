@@ -55,6 +55,11 @@ type Options struct {
 	PollInterval time.Duration
 	// AckTimeout bounds Publish's wait for the edges; 0 means AckTimeout.
 	AckTimeout time.Duration
+	// Apply, when set, receives every event another process appended to
+	// the log, in order, once each, for an edge inside this process (pictor
+	// serve), whose purges the caller makes directly for its own events.
+	// The tailer waits for it.
+	Apply func(contract.Event)
 	// Now is the clock of the acknowledgement records; nil means time.Now.
 	// The records of every hub are compared with it, so the origins'
 	// clocks must agree to well within a second.
@@ -208,7 +213,7 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 			return err
 		}
 		ev.Seq = head + 1
-		raw, err := json.Marshal(ev)
+		raw, err := json.Marshal(stored{Event: ev, Hub: h.instance})
 		if err != nil {
 			return err
 		}

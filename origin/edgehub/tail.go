@@ -35,6 +35,14 @@ func (h *Hub) tail() {
 	}
 }
 
+// stored is an event as the log keeps it: with the instance of the hub
+// that appended it, so that a hub tells its own events from the others'.
+// Streams send the Event alone.
+type stored struct {
+	contract.Event
+	Hub string `json:"hub,omitempty"`
+}
+
 // deliver reads the events past h.delivered and pushes each to every
 // stream. Only the tailer calls it.
 func (h *Hub) deliver() error {
@@ -45,8 +53,9 @@ func (h *Hub) deliver() error {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(it.Key()[len(prefix):])
-		var ev contract.Event
-		ok := json.Unmarshal(it.Value(), &ev) == nil && ev.Seq == seq
+		var rec stored
+		ok := json.Unmarshal(it.Value(), &rec) == nil && rec.Seq == seq
+		ev := rec.Event
 		if !ok {
 			slog.Error("unreadable edge event skipped", "seq", seq)
 		}
@@ -67,6 +76,9 @@ func (h *Hub) deliver() error {
 		}
 		h.delivered = seq
 		h.mu.Unlock()
+		if ok && rec.Hub != h.instance && h.opts.Apply != nil {
+			h.opts.Apply(ev)
+		}
 		select {
 		case <-h.closing:
 			return nil

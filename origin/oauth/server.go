@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/perm"
 )
 
@@ -220,4 +221,15 @@ func joinScopes(ps []perm.Permission) string {
 		names[i] = string(p)
 	}
 	return strings.Join(names, " ")
+}
+
+// RevokeOrg revokes for good every connection of an organization in store,
+// as Server.RevokeOrg does, for a process that runs no authorization server
+// (the admin command on a store no origin holds, or a shared one).
+// Grants are cut with the default AccessTTL.
+func RevokeOrg(ctx context.Context, store kv.Store, orgID string) error {
+	cfg := DefaultConfig()
+	cfg.Store = store
+	s := &Server{cfg: cfg, now: time.Now, log: slog.Default()}
+	return s.RevokeOrg(ctx, orgID)
 }
