@@ -27,10 +27,14 @@ import (
 // DefaultRenderLease is Config.RenderLease's default.
 const DefaultRenderLease = 30 * time.Second
 
-// Poll interval bounds of a wait for another origin's render.
+// Poll interval bounds of a wait for another origin's render: a twentieth
+// of the lease within them. The upper one keeps what a GET loses to the
+// poll small next to a render (an edge sends a GET right after its
+// creation to any origin, often not the one rendering it); a poll is two
+// point reads.
 const (
 	minLeasePoll = 10 * time.Millisecond
-	maxLeasePoll = 1500 * time.Millisecond
+	maxLeasePoll = 250 * time.Millisecond
 )
 
 // leaseKey holds the render lease of an image's file in format (see
