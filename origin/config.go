@@ -110,6 +110,10 @@ type Config struct {
 	// are the edge's defaults (10 s, 4 KiB/s) with that margin.
 	BodyGrace   time.Duration
 	BodyMinRate int64
+	// RenderLease bounds how long origins sharing a store wait for a render
+	// another origin holds before taking it over (images.Config.RenderLease;
+	// 0 keeps its default).
+	RenderLease time.Duration
 	// CompactIdle is how long the render engine must have been idle before
 	// fresh PNG masters are re-compressed in the background; 0 means 1 s,
 	// a negative value never (image.Service.Compact still does it).
@@ -178,6 +182,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyGrace < 0 {
 		return fmt.Errorf("--body-grace %v: want a positive duration", c.BodyGrace)
+	}
+	if c.RenderLease != 0 && (c.RenderLease < time.Second || c.RenderLease > time.Hour) {
+		return fmt.Errorf("--render-lease %v: want 1s to 1h", c.RenderLease)
 	}
 	if c.BodyMinRate < 0 || c.BodyMinRate > 1<<30 {
 		return fmt.Errorf("--body-min-rate %d: want 1 byte to 1 GiB per second", c.BodyMinRate)

@@ -286,6 +286,8 @@ func TestEdgeLimitFlags(t *testing.T) {
 		{"negative header timeout", nil, []string{"--header-timeout", "-1s"}, "--header-timeout"},
 		{"negative body grace", nil, []string{"--body-grace", "-1s"}, "--body-grace"},
 		{"negative minimum body rate", map[string]string{"PICTOR_BODY_MIN_RATE": "-1"}, nil, "--body-min-rate"},
+		{"render lease too short", nil, []string{"--render-lease", "10ms"}, "--render-lease"},
+		{"render lease not a duration", map[string]string{"PICTOR_RENDER_LEASE": "long"}, nil, "PICTOR_RENDER_LEASE"},
 	} {
 		t.Run("origin/"+tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

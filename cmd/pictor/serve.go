@@ -15,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/logging"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/og"
 	"github.com/pictorhq/pictor/origin/storage"
 )
@@ -46,6 +47,7 @@ type renderFlags struct {
 	tabs, queue, ogBudget                     int
 	fontsURL, browser, browserUser, wasmCache string
 	noSandbox, siteIsolation                  bool
+	lease                                     time.Duration
 	storage                                   storage.Config
 	blobs                                     blob.Config
 }
@@ -60,6 +62,7 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
 	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
 	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
+	fs.DurationVar(&r.lease, "render-lease", images.DefaultRenderLease, "how long another origin sharing the store waits for a render whose origin stopped renewing its lease (died) before rendering itself")
 	fs.IntVar(&r.ogBudget, "og-render-budget", og.DefaultBudget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
 	r.storage = storage.DefaultConfig()
 	registerStorage(fs, &r.storage)
@@ -85,6 +88,7 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.ChromiumSiteIsolation = t.render.siteIsolation
 	cfg.WasmCacheDir = t.render.wasmCache
 	cfg.OGRenderBudget = t.render.ogBudget
+	cfg.RenderLease = t.render.lease
 	cfg.Storage = t.render.storage
 	cfg.Blobs = t.render.blobs
 	cfg.EdgeToken = t.edgeToken

@@ -97,7 +97,9 @@ func startCluster(t *testing.T) *cluster {
 			c.env = append(c.env, kv)
 		}
 	}
-	c.env = append(c.env, "PICTOR_BIN="+bin, "PICTOR_ALLOW_PRIVATE_URLS=true", "PICTOR_LOG_LEVEL=info")
+	c.env = append(c.env, "PICTOR_BIN="+bin, "PICTOR_ALLOW_PRIVATE_URLS=true", "PICTOR_LOG_LEVEL=info",
+		// A killed origin's renders are taken over sooner than the default 30 s.
+		"PICTOR_RENDER_LEASE=5s")
 	t.Cleanup(func() {
 		began := time.Now()
 		if _, err := c.sh("down"); err != nil {
