@@ -17,11 +17,13 @@ import (
 
 // Engine renders requests on a pool of Chromium tabs.
 //
-// A render first takes an admission token (Tabs+Queue of them: a full set
-// answers ErrQueueFull at once), then a slot (Tabs of them). It keeps the
-// admission token until Render returns, and the slot until its tab has been
-// cleaned for the next render, so at most Tabs renders use Chromium at once
-// and at most Tabs+Queue callers are inside Render.
+// A render is first admitted (Tabs+Queue renders at most, Tabs+⌈Queue/2⌉ of
+// one organization: more answer ErrQueueFull at once), then waits for a slot
+// (Tabs of them), handed out round-robin between the organizations waiting
+// (see tabQueue). It stays admitted until Render returns, and keeps the slot
+// until its tab has been cleaned for the next render, so at most Tabs
+// renders use Chromium at once and at most Tabs+Queue callers are inside
+// Render.
 //
 // Browsers: one is current, and a watcher goroutine per browser closes it
 // (killing whatever is left of its processes): once no render uses it after
@@ -29,13 +31,13 @@ import (
 // fail with ErrBrowser and are tried again on a new browser.
 type Engine struct {
 	cfg      Config
-	account  account       // who Chromium runs as
-	profiles string        // where the browsers' profiles are: cfg.ProfileDir, or ProfileRoot of it
-	admitted chan struct{} // a token per caller inside Render
+	account  account   // who Chromium runs as
+	profiles string    // where the browsers' profiles are: cfg.ProfileDir, or ProfileRoot of it
+	tabs     *tabQueue // admission and the slots' turns
 	// lastActive is when a render last entered or left Render, in Unix
 	// nanoseconds.
 	lastActive atomic.Int64
-	slots      chan struct{} // a token per render using a tab, until the tab is clean
+	slots      chan struct{} // tabs.slots: a token per render using a tab, until the tab is clean
 	quit       chan struct{} // closed when Stop begins: waiting renders give up
 	kill       context.Context
 	killNow    context.CancelFunc // aborts browser launches when Stop gives up waiting
@@ -120,13 +122,15 @@ func New(cfg Config) (*Engine, error) {
 		profiles = ProfileRoot(cfg.ProfileDir)
 	}
 	kill, killNow := context.WithCancel(context.Background())
+	quit := make(chan struct{})
+	tabs := newTabQueue(cfg.Tabs, cfg.Queue, quit)
 	return &Engine{
 		cfg:      cfg,
 		account:  acct,
 		profiles: profiles,
-		admitted: make(chan struct{}, cfg.Tabs+cfg.Queue),
-		slots:    make(chan struct{}, cfg.Tabs),
-		quit:     make(chan struct{}),
+		tabs:     tabs,
+		slots:    tabs.slots,
+		quit:     quit,
 		kill:     kill,
 		killNow:  killNow,
 		metrics:  newMetrics(cfg.Registerer),
@@ -227,8 +231,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	return err
 }
 
-// Render runs r and returns its output. It waits for a tab while the queue
-// has room and fails at once with ErrQueueFull when it has none. Config.Timeout
+// Render runs r and returns its output. It waits for a tab, its turn coming
+// round-robin between organizations, while the queue has room for it, and
+// fails at once with ErrQueueFull when it has none. Config.Timeout
 // bounds the render from the moment it has a slot; a render the browser fails
 // under (ErrBrowser) is tried once more on a fresh tab within that deadline.
 // When ctx ends first, the error wraps ctx.Err().
@@ -238,16 +243,18 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 		return nil, ErrStopped
 	default:
 	}
-	select {
-	case e.admitted <- struct{}{}:
-	default:
-		e.metrics.renders.WithLabelValues("queue_full").Inc()
-		return nil, ErrQueueFull
+	if err := e.tabs.admit(r.OrgID); err != nil {
+		label := "queue_full"
+		if errors.Is(err, errOrgShare) {
+			label = "org_queue_full"
+		}
+		e.metrics.renders.WithLabelValues(label).Inc()
+		return nil, err
 	}
 	e.lastActive.Store(time.Now().UnixNano())
 	defer func() {
 		e.lastActive.Store(time.Now().UnixNano())
-		<-e.admitted
+		e.tabs.leave(r.OrgID)
 	}()
 	e.mu.Lock()
 	if e.stopped {
@@ -257,7 +264,7 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	e.running++
 	e.mu.Unlock()
 
-	if err := e.waitSlot(ctx); err != nil {
+	if err := e.waitSlot(ctx, r.OrgID); err != nil {
 		e.done()
 		e.metrics.renders.WithLabelValues(outcome(err)).Inc()
 		return nil, err
@@ -279,7 +286,7 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	go func() {
 		defer e.done()
 		e.release(t)
-		<-e.slots
+		e.tabs.release()
 	}()
 	return res, err
 }
@@ -288,7 +295,7 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 // one is), so that background work (recompressing masters) can stay out of
 // the renders' way.
 func (e *Engine) IdleFor() time.Duration {
-	if len(e.admitted) > 0 {
+	if e.tabs.busy() {
 		return 0
 	}
 	return time.Since(time.Unix(0, e.lastActive.Load()))
@@ -305,23 +312,14 @@ func (e *Engine) done() {
 	}
 }
 
-// waitSlot takes a slot, waiting while ctx lasts and the engine runs.
-func (e *Engine) waitSlot(ctx context.Context) error {
+// waitSlot takes a slot for a render of org, waiting for its turn while ctx
+// lasts and the engine runs.
+func (e *Engine) waitSlot(ctx context.Context, org string) error {
 	e.metrics.queued.Inc()
 	defer e.metrics.queued.Dec()
 	queuedAt := time.Now()
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("wait for a tab: %w", ctx.Err())
-	case <-e.quit:
-		return ErrStopped
-	}
-	select {
-	case <-e.quit: // both were ready; stopping wins
-		<-e.slots
-		return ErrStopped
-	default:
+	if err := e.tabs.wait(ctx, org); err != nil {
+		return err
 	}
 	e.metrics.queueWait.Observe(time.Since(queuedAt).Seconds())
 	return nil
