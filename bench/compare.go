@@ -18,6 +18,9 @@ type contender struct {
 	// name is its result's name, "scenario/what".
 	name string
 	op   load.Op
+	// clients, if positive, replaces interleave's clients for this
+	// contender (a server's queue kept full against a tool's pages).
+	clients int
 	// cpu, if not nil, returns the CPU its system under test used so far.
 	cpu func() time.Duration
 	// watch, if not nil, is called before each of the contender's slices,
@@ -28,10 +31,10 @@ type contender struct {
 
 // interleave measures contenders against each other on a shared, noisy
 // machine: rounds rounds, each giving every contender an equal slice of
-// total, in ABBA order (A B, B A, A B, ...) so that a drift in the
-// machine's load favors neither; the slices of a contender are merged
-// into one result, and the rate of each slice is kept in its Note and
-// its Rounds.
+// total with clients clients (unless it sets its own), in ABBA order
+// (A B, B A, A B, ...) so that a drift in the machine's load favors
+// neither; the slices of a contender are merged into one result, and the
+// rate of each slice is kept in its Note and its Rounds.
 func interleave(ctx context.Context, env *Env, unit string, clients, rounds int, total time.Duration, cs []contender) ([]*load.Result, error) {
 	slice := max(total/time.Duration(rounds), 100*time.Millisecond)
 	out := make([]*load.Result, len(cs))
@@ -56,8 +59,12 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 			if c.watch != nil {
 				watched = c.watch()
 			}
+			n := clients
+			if c.clients > 0 {
+				n = c.clients
+			}
 			self := selfCPU()
-			res, err := load.Drive(ctx, c.name, unit, load.Load{Clients: clients, Duration: slice}, env.Progress, c.op)
+			res, err := load.Drive(ctx, c.name, unit, load.Load{Clients: n, Duration: slice}, env.Progress, c.op)
 			genCPU[i] += selfCPU() - self
 			if res != nil {
 				if c.cpu != nil {
@@ -134,7 +141,7 @@ func joinNote(a, b string) string {
 
 // Comparisons returns the pairs the report sets side by side.
 func Comparisons() []report.Comparison {
-	return []report.Comparison{
+	return append([]report.Comparison{
 		{Subject: "hot-image/pictor", Baseline: "hot-image/nginx"},
 		{Subject: "og-hot/pictor", Baseline: "og-hot/nginx"},
 		{Subject: "zipf-10k/pictor", Baseline: "zipf-10k/nginx"},
@@ -142,7 +149,7 @@ func Comparisons() []report.Comparison {
 		{Subject: clusterResult(clusterCreate, sideCluster), Baseline: clusterResult(clusterCreate, sideEmbedded)},
 		{Subject: clusterResult(clusterRead, sideCluster), Baseline: clusterResult(clusterRead, sideEmbedded)},
 		{Subject: clusterResult(clusterRender, sideCluster), Baseline: clusterResult(clusterRender, sideEmbedded)},
-	}
+	}, pageComparisons()...)
 }
 
 // versusNginx measures Pictor's edge against nginx serving the same bytes,

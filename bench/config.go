@@ -39,6 +39,9 @@ type Config struct {
 	// SoakRenders is how many renders the soak runs while it watches the
 	// server's memory.
 	SoakRenders int
+	// ToolsDir caches what the harness installs itself: the pinned
+	// puppeteer-core of the render-vs-page baseline.
+	ToolsDir string
 	// ClusterScript is deploy/cluster.sh, which the cluster scenario runs
 	// (up, status, down) with PICTOR_BIN set to Pictor.
 	ClusterScript string
@@ -58,6 +61,7 @@ func DefaultConfig() Config {
 		EdgeClients:  32,
 		Rounds:       4,
 		SoakRenders:  1000,
+		ToolsDir:     ".tools",
 
 		ClusterScript: "deploy/cluster.sh",
 	}
@@ -86,6 +90,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--rounds %d: want 1 to 100", c.Rounds)
 	case c.SoakRenders < 10 || c.SoakRenders > 1_000_000:
 		return fmt.Errorf("--soak-renders %d: want 10 to 1000000", c.SoakRenders)
+	case c.ToolsDir == "":
+		return errors.New("--tools-dir must not be empty")
 	case c.ClusterScript == "":
 		return errors.New("--cluster-script must not be empty")
 	case c.StartTimeout <= 0:

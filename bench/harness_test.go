@@ -58,6 +58,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no edge clients", func(c *Config) { c.EdgeClients = 0 }, "--edge-clients"},
 		{"no rounds", func(c *Config) { c.Rounds = 0 }, "--rounds"},
 		{"no cluster script", func(c *Config) { c.ClusterScript = "" }, "--cluster-script"},
+		{"no tools directory", func(c *Config) { c.ToolsDir = "" }, "--tools-dir"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

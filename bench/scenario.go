@@ -45,7 +45,7 @@ type Env struct {
 // last, so that it runs on a quiet machine.
 func Scenarios() []Scenario {
 	return []Scenario{
-		renderCardScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), ogHotScenario(), ogFirstScenario(),
+		renderCardScenario(), renderVsPageScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), ogHotScenario(), ogFirstScenario(),
 		clusterScenario(), chromiumCLIScenario(), soakScenario(), renderIsolationScenario(),
 	}
 }

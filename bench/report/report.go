@@ -124,7 +124,7 @@ func (r *Report) Markdown() string {
 		b.WriteString(cmp)
 	}
 	if cpu := CPUTable(r.Results); cpu != "" {
-		b.WriteString("\nCPU time of the system under test (`pictor serve` with its Chromium; each CLI Chromium with its helpers) " +
+		b.WriteString("\nCPU time of the system under test (`pictor serve` with its Chromium; each CLI Chromium with its helpers; Node with the Chromium Puppeteer drives) " +
 			"per successful request, and how many cores it kept busy on average. N cores cap a run at N ÷ (CPU per request) requests per second.\n\n")
 		b.WriteString(cpu)
 	}
