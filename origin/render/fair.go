@@ -46,9 +46,10 @@ type tabQueue struct {
 // its whole share of the engine.
 var errOrgShare = errors.New("the organization's share of the queue is taken")
 
-// waiter is a render waiting for a slot; granted is set, and ready closed,
-// when a slot is handed to it.
+// waiter is a render of org waiting for a slot; granted is set, and ready
+// closed, when a slot is handed to it.
 type waiter struct {
+	org     string
 	ready   chan struct{}
 	granted bool
 }
@@ -110,48 +111,61 @@ func (q *tabQueue) busy() bool {
 // wait takes a slot for a render of org, waiting for its turn while ctx
 // lasts and the engine runs. A slot taken must be given back with release.
 func (q *tabQueue) wait(ctx context.Context, org string) error {
+	w, err := q.enqueue(org)
+	if w == nil {
+		return err
+	}
+	return q.await(ctx, w)
+}
+
+// enqueue takes a slot for a render of org when one is free and nobody
+// waits (nil, nil), or puts a waiter at the end of org's line.
+func (q *tabQueue) enqueue(org string) (*waiter, error) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.stopping() {
-		q.mu.Unlock()
-		return ErrStopped
+		return nil, ErrStopped
 	}
 	if len(q.ring) == 0 {
 		select {
 		case q.slots <- struct{}{}:
-			q.mu.Unlock()
-			return nil
+			return nil, nil
 		default:
 		}
 	}
-	w := &waiter{ready: make(chan struct{})}
+	w := &waiter{org: org, ready: make(chan struct{})}
 	if len(q.waiting[org]) == 0 {
 		q.ring = append(q.ring, org)
 	}
 	q.waiting[org] = append(q.waiting[org], w)
-	q.mu.Unlock()
+	return w, nil
+}
 
+// await waits until w has its slot, its context ends or the engine stops.
+// A slot that reaches w as it gives up goes on to the next waiter.
+func (q *tabQueue) await(ctx context.Context, w *waiter) error {
 	var err error
 	select {
 	case <-w.ready:
-		select {
-		case <-q.quit: // both were ready; stopping wins
-			q.release()
-			return ErrStopped
-		default:
-			return nil
-		}
 	case <-ctx.Done():
-		err = fmt.Errorf("wait for a tab: %w", ctx.Err())
 	case <-q.quit:
+	}
+	// Stopping wins over a slot, and so does an ended context: a caller
+	// gone takes no tab.
+	switch {
+	case q.stopping():
 		err = ErrStopped
+	case ctx.Err() != nil:
+		err = fmt.Errorf("wait for a tab: %w", ctx.Err())
+	default:
+		return nil // ready
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if w.granted {
-		// The slot came as the wait ended: it goes on to the next.
 		q.releaseLocked()
 	} else {
-		q.removeLocked(org, w)
+		q.removeLocked(w)
 	}
 	return err
 }
@@ -184,8 +198,9 @@ func (q *tabQueue) releaseLocked() {
 	close(w.ready)
 }
 
-// removeLocked takes w, which was not granted a slot, out of org's line.
-func (q *tabQueue) removeLocked(org string, w *waiter) {
+// removeLocked takes w, which was not granted a slot, out of its line.
+func (q *tabQueue) removeLocked(w *waiter) {
+	org := w.org
 	line := slices.DeleteFunc(q.waiting[org], func(x *waiter) bool { return x == w })
 	if len(line) > 0 {
 		q.waiting[org] = line
