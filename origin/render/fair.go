@@ -219,14 +219,3 @@ func (q *tabQueue) stopping() bool {
 		return false
 	}
 }
-
-// waiters returns how many renders wait for a slot, per organization.
-func (q *tabQueue) waiters() map[string]int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := make(map[string]int, len(q.waiting))
-	for org, line := range q.waiting {
-		n[org] = len(line)
-	}
-	return n
-}
