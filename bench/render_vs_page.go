@@ -159,9 +159,12 @@ func runRenderVsPage(ctx context.Context, env *Env) (results []*load.Result, err
 		}
 	}
 	for _, c := range pageCards {
-		for _, fast := range []bool{true, false} {
+		for _, mode := range []struct {
+			side string
+			fast bool
+		}{{sidePage, true}, {sidePageSlow, false}} {
 			n := cfg.PoolSize * max(cfg.Warmup, 1)
-			if err := warm(ctx, env, pageResult(c.name, sidePage+"-warm-up"), load.Load{Clients: cfg.PoolSize, Requests: n}, pageOp(c, fast, &pageSide{})); err != nil {
+			if err := warm(ctx, env, pageResult(c.name, mode.side+"-warm-up"), load.Load{Clients: cfg.PoolSize, Requests: n}, pageOp(c, mode.fast, &pageSide{})); err != nil {
 				return nil, err
 			}
 		}
