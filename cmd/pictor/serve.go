@@ -55,7 +55,7 @@ type renderFlags struct {
 func (r *renderFlags) register(fs *flagSet) {
 	def := origin.DefaultConfig()
 	fs.IntVar(&r.tabs, "render-tabs", def.RenderTabs, "Chromium tabs rendering at once")
-	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503")
+	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503; one organization may hold at most half of them")
 	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
 	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
 	fs.StringVar(&r.browserUser, "chromium-user", "", "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
