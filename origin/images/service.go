@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/egress"
@@ -97,7 +95,9 @@ type Proxies interface {
 type Service struct {
 	cfg     Config
 	records records
-	flights singleflight.Group
+	// flights are the files being made, by key (await).
+	flightsMu sync.Mutex
+	flights   map[string]*flight
 	// instance names this service as a render lease's holder.
 	instance string
 	// renewed, when set before the first render, is told of each render
@@ -133,7 +133,7 @@ func NewService(cfg Config) (*Service, error) {
 		slog.Info("image list index migrated to sort keys", "images", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, records: records{cfg.Store}, instance: rand.Text(), compact: make(chan string, 256),
+	s := &Service{cfg: cfg, records: records{cfg.Store}, instance: rand.Text(), compact: make(chan string, 256), flights: map[string]*flight{},
 		ahead: make(chan struct{}, max(1, cfg.BackgroundRenders)), ctx: ctx, cancel: cancel}
 	if cfg.CompactIdle > 0 {
 		s.wg.Add(1)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
@@ -18,7 +19,8 @@ import (
 )
 
 // File is an open rendition ready to be served. Its Object streams from
-// the blob store and is read with the context given to Open.
+// the blob store and is read with the context given to Open, or, for a
+// file made for this Open, reads the bytes just made (see flight).
 type File struct {
 	blob.Object
 	Image     *Image
@@ -31,23 +33,31 @@ type File struct {
 func (f *File) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, f.Object) }
 
 // Open returns the file of the image in the format, rendering or converting
-// it first when needed. A recorded failure is returned as an *apierr.Error.
+// it first when needed: then the file is answered from the bytes made,
+// while they are stored. A recorded failure is returned as an
+// *apierr.Error.
 func (s *Service) Open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
 	img, err := s.records.get(id)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := img.Renditions[string(format)]; !ok {
-		if format == imageparams.FormatPDF {
-			_, err = s.pdf(ctx, id)
-		} else {
-			_, err = s.master(ctx, id)
-			if err == nil && format != imageparams.FormatPNG {
-				_, err = s.convert(ctx, id, format)
+		var file *fresh
+		switch format {
+		case imageparams.FormatPDF:
+			file, err = s.awaitFile(ctx, "pdf/"+id, s.makePDF(id))
+		case imageparams.FormatPNG:
+			file, err = s.awaitFile(ctx, "png/"+id, s.makeMaster(id))
+		default:
+			if _, err = s.master(ctx, id); err == nil {
+				file, err = s.awaitFile(ctx, string(format)+"/"+id, s.makeConversion(id, format))
 			}
 		}
 		if err != nil {
 			return nil, err
+		}
+		if file != nil {
+			return file.open(format), nil
 		}
 	}
 	wait := 10 * time.Millisecond
@@ -122,31 +132,6 @@ func (s *Service) openFile(ctx context.Context, id string, format imageparams.Fo
 	return &File{Object: f, Image: again, Rendition: rend, Format: format}, nil
 }
 
-// await runs fn once per key however many callers ask, and lets each caller
-// stop waiting when its own ctx ends without stopping the work; Close
-// stops the work and waits for it. It keeps one maker of a file per
-// process; the render lease (leased) one per store.
-func (s *Service) await(ctx context.Context, key string, fn func(context.Context) (*Image, error)) (*Image, error) {
-	ch := s.flights.DoChan(key, func() (any, error) {
-		if !s.begin() {
-			return nil, errClosed
-		}
-		defer s.wg.Done()
-		wctx, cancel := context.WithTimeout(s.ctx, 3*time.Minute)
-		defer cancel()
-		return fn(wctx)
-	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*Image), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // masterDone: the master exists, or failed for good.
 func masterDone(img *Image) (bool, error) {
 	switch img.State {
@@ -174,7 +159,12 @@ func renditionDone(format imageparams.Format) finished {
 
 // master makes sure the PNG master exists (or its failure is recorded).
 func (s *Service) master(ctx context.Context, id string) (*Image, error) {
-	return s.await(ctx, "png/"+id, func(ctx context.Context) (*Image, error) {
+	return s.await(ctx, "png/"+id, s.makeMaster(id))
+}
+
+// makeMaster renders the image's PNG master.
+func (s *Service) makeMaster(id string) func(context.Context, *flight) (*Image, error) {
+	return func(ctx context.Context, f *flight) (*Image, error) {
 		img, err := s.leased(ctx, id, imageparams.FormatPNG, masterDone, func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, false)
 			if err := s.route(img, req); err != nil {
@@ -187,7 +177,7 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 			if err := h.confirm(ctx); err != nil {
 				return nil, err
 			}
-			return s.keep(ctx, id, imageparams.FormatPNG, res.Data, func(img *Image) {
+			return s.publishAndKeep(ctx, f, img, imageparams.FormatPNG, res.Data, func(img *Image) {
 				img.State, img.Width, img.Height = StateReady, res.Width, res.Height
 			})
 		})
@@ -202,12 +192,17 @@ func (s *Service) master(ctx context.Context, id string) (*Image, error) {
 		}
 		s.storeLater(img)
 		return img, nil
-	})
+	}
 }
 
 // convert encodes the master as JPEG or WebP.
 func (s *Service) convert(ctx context.Context, id string, format imageparams.Format) (*Image, error) {
-	return s.await(ctx, string(format)+"/"+id, func(ctx context.Context) (*Image, error) {
+	return s.await(ctx, string(format)+"/"+id, s.makeConversion(id, format))
+}
+
+// makeConversion encodes the stored master as JPEG or WebP.
+func (s *Service) makeConversion(id string, format imageparams.Format) func(context.Context, *flight) (*Image, error) {
+	return func(ctx context.Context, f *flight) (*Image, error) {
 		return s.leased(ctx, id, format, renditionDone(format), func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			master, err := s.cfg.Blobs.Read(ctx, id, fileNames[imageparams.FormatPNG])
 			if err != nil {
@@ -225,14 +220,14 @@ func (s *Service) convert(ctx context.Context, id string, format imageparams.For
 			if err := h.confirm(ctx); err != nil {
 				return nil, err
 			}
-			return s.keep(ctx, id, format, data, nil)
+			return s.publishAndKeep(ctx, f, img, format, data, nil)
 		})
-	})
+	}
 }
 
-// pdf prints the image's page to PDF.
-func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
-	return s.await(ctx, "pdf/"+id, func(ctx context.Context) (*Image, error) {
+// makePDF prints the image's page to PDF.
+func (s *Service) makePDF(id string) func(context.Context, *flight) (*Image, error) {
+	return func(ctx context.Context, f *flight) (*Image, error) {
 		return s.leased(ctx, id, imageparams.FormatPDF, renditionDone(imageparams.FormatPDF), func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, true)
 			if err := s.route(img, req); err != nil {
@@ -245,15 +240,40 @@ func (s *Service) pdf(ctx context.Context, id string) (*Image, error) {
 			if err := h.confirm(ctx); err != nil {
 				return nil, err
 			}
-			return s.keep(ctx, id, imageparams.FormatPDF, res.Data, nil)
+			return s.publishAndKeep(ctx, f, img, imageparams.FormatPDF, res.Data, nil)
 		})
-	})
+	}
 }
 
 // keep stores a file made for the image (a render's or a conversion's) and
 // records it as the image's rendition in its format; change, when set,
 // edits the same record update.
 func (s *Service) keep(ctx context.Context, id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
+	return s.store(ctx, id, format, data, renditionOf(data), change)
+}
+
+// publishAndKeep is keep for the work of flight f, img being the record
+// read when the work began: the flight publishes the file first (its
+// bytes, and the record as the update writes it), so that the GETs
+// waiting for it are answered while it is stored. When storing then
+// fails, those GETs had a file the record never holds: the flight ends
+// with the error, and the next GET makes the file again, with the ETag of
+// its own bytes.
+func (s *Service) publishAndKeep(ctx context.Context, f *flight, img *Image, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
+	rend := renditionOf(data)
+	early := *img
+	early.Renditions = maps.Clone(img.Renditions)
+	if change != nil {
+		change(&early)
+	}
+	setRendition(&early, format, rend)
+	f.publish(&fresh{data: data, image: &early, rendition: rend})
+	return s.store(ctx, img.ID, format, data, rend, change)
+}
+
+// store writes data as the image's file in format, then records it as
+// rend.
+func (s *Service) store(ctx context.Context, id string, format imageparams.Format, data []byte, rend Rendition, change func(*Image)) (*Image, error) {
 	if err := s.cfg.Blobs.Put(ctx, id, fileNames[format], data); err != nil {
 		return nil, err
 	}
@@ -261,7 +281,7 @@ func (s *Service) keep(ctx context.Context, id string, format imageparams.Format
 		if change != nil {
 			change(img)
 		}
-		setRendition(img, format, data)
+		setRendition(img, format, rend)
 	})
 }
 
@@ -290,12 +310,18 @@ func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 	return img, nil
 }
 
-func setRendition(img *Image, format imageparams.Format, data []byte) {
+// renditionOf describes data as a rendition: its size, and the ETag its
+// bytes give.
+func renditionOf(data []byte) Rendition {
+	sum := sha256.Sum256(data)
+	return Rendition{Size: int64(len(data)), ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+func setRendition(img *Image, format imageparams.Format, rend Rendition) {
 	if img.Renditions == nil {
 		img.Renditions = map[string]Rendition{}
 	}
-	sum := sha256.Sum256(data)
-	img.Renditions[string(format)] = Rendition{Size: int64(len(data)), ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	img.Renditions[string(format)] = rend
 }
 
 // renderRequest maps an image's parameters to a render.

@@ -23,7 +23,7 @@ func TestCloseWaitsForRenders(t *testing.T) {
 	ctx, stopWaiting := context.WithCancel(context.Background())
 	waited := make(chan error)
 	go func() {
-		_, err := e.svc.await(ctx, "png/test", func(ctx context.Context) (*Image, error) {
+		_, err := e.svc.await(ctx, "png/test", func(ctx context.Context, _ *flight) (*Image, error) {
 			close(started)
 			<-ctx.Done() // Close ends the work's context...
 			close(sawClose)
@@ -62,7 +62,7 @@ func TestCloseWaitsForRenders(t *testing.T) {
 	}
 
 	ran := false
-	_, err := e.svc.await(context.Background(), "png/after", func(context.Context) (*Image, error) {
+	_, err := e.svc.await(context.Background(), "png/after", func(context.Context, *flight) (*Image, error) {
 		ran = true
 		return nil, nil
 	})
