@@ -180,7 +180,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	// run them again, a bounded number of times. The last time, a capture
 	// the page replaced by a page of its own stands.
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, tg, r, docs, remaining, fail)
+		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail)
 		if errors.Is(err, errReplaced) && attempt == 2 {
 			return res, nil
 		}
@@ -252,7 +252,7 @@ func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
 // render_when_ready, ms_delay and full_screen's scrolling, and one that
 // waits for fonts and images and measures the clip. Without those options
 // both are the same evaluation.
-func (e *Engine) afterLoad(ctx context.Context, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
+func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
 	fail context.CancelCauseFunc) (*Result, error) {
 	// The steps wait for the page's main thread; a capture or a print may
 	// keep it busy for long on a big document, so they are not watched.
@@ -323,6 +323,7 @@ func (e *Engine) afterLoad(ctx context.Context, tg *chromedp.Target, r *Request,
 			return nil, err
 		}
 		unwatch()
+		e.loaded(t)
 		res, err := printPDF(ctx, tg, r, e.cfg.MaxPDFBytes)
 		if err != nil {
 			return nil, err
@@ -335,6 +336,7 @@ func (e *Engine) afterLoad(ctx context.Context, tg *chromedp.Target, r *Request,
 		return nil, err
 	}
 	unwatch()
+	e.loaded(t)
 	res, err := capture(ctx, tg, r, clip)
 	if err != nil {
 		return nil, err

@@ -21,9 +21,13 @@ import (
 // one organization: more answer ErrQueueFull at once), then waits for a slot
 // (Tabs of them), handed out round-robin between the organizations waiting
 // (see tabQueue). It stays admitted until Render returns, and keeps the slot
-// until its tab has been cleaned for the next render, so at most Tabs
-// renders use Chromium at once and at most Tabs+Queue callers are inside
-// Render.
+// until it let go of its tab, so at most Tabs renders use Chromium at once
+// and at most Tabs+Queue callers are inside Render.
+//
+// Tabs: a tab that served a render is reset (see release) once no other
+// render is loading its page, so that the reset does not slow down a
+// navigation; until then it is dirty, and a render of its organization that
+// finds no clean tab has it reset at once.
 //
 // Browsers: one is current, and a watcher goroutine per browser closes it
 // (killing whatever is left of its processes): once no render uses it after
@@ -47,8 +51,12 @@ type Engine struct {
 	current  *browser              // where new renders go; nil until a launch
 	browsers map[*browser]struct{} // launched and not yet closed
 	idle     []*tab                // clean tabs of current, least recently used first
+	dirty    []*tab                // tabs waiting for their reset (resetLater)
+	loading  int                   // renders between taking a tab and starting their capture
+	quiet    chan struct{}         // closed and replaced when loading drops to 0
+	busy     chan struct{}         // closed and replaced when loading rises from 0
 	stopped  bool
-	running  int           // renders, from admission until their tab is clean
+	running  int           // renders, from admission until their tab is clean (or dropped)
 	drained  chan struct{} // made by Stop while renders run, closed when running drops to 0
 	// The wait groups only grow under mu while !stopped, so Stop may wait on
 	// them once it has set stopped.
@@ -56,6 +64,12 @@ type Engine struct {
 	watchers sync.WaitGroup // one watch goroutine per launched browser
 
 	startMu sync.Mutex // serializes browser launches
+
+	// dirtyFor is the longest a tab waits for its reset (resetDelay; tests
+	// lengthen it), and resetStarted, when set, is told of each reset as it
+	// starts with how many renders are loading: an observer, for tests.
+	dirtyFor     time.Duration
+	resetStarted func(t *tab, loading int)
 
 	guardOnce  sync.Once
 	guard      sync.WaitGroup // guardMemory, once started
@@ -135,6 +149,9 @@ func New(cfg Config) (*Engine, error) {
 		killNow:  killNow,
 		metrics:  newMetrics(cfg.Registerer),
 		browsers: map[*browser]struct{}{},
+		quiet:    make(chan struct{}),
+		busy:     make(chan struct{}),
+		dirtyFor: resetDelay,
 	}, nil
 }
 
@@ -364,6 +381,7 @@ func (e *Engine) renderOnce(ctx context.Context, deadline time.Time, r *Request)
 	rctx, rcancel := context.WithDeadline(t.ctx, deadline)
 	stop := context.AfterFunc(ctx, rcancel)
 	res, err := e.render(rctx, t, r)
+	e.loaded(t)
 	stop()
 	interrupted := rctx.Err()
 	rcancel()
@@ -469,6 +487,11 @@ func (e *Engine) retireLocked(b *browser) []*tab {
 		return nil
 	}
 	b.retired = true
+	for _, t := range e.dirty {
+		if t.b == b {
+			t.hurryLocked() // it is closed, not reset: no need to wait
+		}
+	}
 	var drop []*tab
 	e.idle = slices.DeleteFunc(e.idle, func(t *tab) bool {
 		if t.b == b {
@@ -516,7 +539,8 @@ func (e *Engine) watch(b *browser) {
 }
 
 // acquire returns a tab for the organization: an idle one it used before,
-// a fresh idle one, or a new one.
+// a fresh idle one, one of its own whose reset it hurries and waits for, or
+// a new one. The render is loading from then on (see loaded).
 func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	b, err := e.claim(ctx, true)
 	if err != nil {
@@ -524,7 +548,20 @@ func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	}
 	e.mu.Lock()
 	t := e.takeIdleLocked(b, org)
+	var cleaned <-chan struct{}
+	if t == nil {
+		cleaned = e.hurryLocked(b, org)
+	}
 	e.mu.Unlock()
+	if cleaned != nil {
+		select {
+		case <-cleaned:
+		case <-ctx.Done():
+		}
+		e.mu.Lock()
+		t = e.takeIdleLocked(b, org) // another render may have been quicker
+		e.mu.Unlock()
+	}
 	if t == nil {
 		t, err = e.newTab(ctx, b)
 		if err != nil {
@@ -536,7 +573,47 @@ func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	}
 	t.org = org
 	t.uses++
+	e.mu.Lock()
+	t.loading = true
+	e.loading++
+	if e.loading == 1 {
+		close(e.busy)
+		e.busy = make(chan struct{})
+	}
+	e.mu.Unlock()
 	return t, nil
+}
+
+// loaded ends the loading part of t's render: its navigation and page
+// steps, which a reset in another tab slows down (it competes for the
+// browser's main thread); a capture hardly minds one. The render calls it
+// as its capture or print begins, and renderOnce once the render ended;
+// repeated calls do nothing.
+func (e *Engine) loaded(t *tab) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !t.loading {
+		return
+	}
+	t.loading = false
+	e.loading--
+	if e.loading == 0 {
+		close(e.quiet)
+		e.quiet = make(chan struct{})
+	}
+}
+
+// hurryLocked finds a dirty tab of b that served org and has its reset
+// start at once; it returns a channel closed once that tab is idle, or
+// dropped (nil when there is none).
+func (e *Engine) hurryLocked(b *browser, org string) <-chan struct{} {
+	for i := len(e.dirty) - 1; i >= 0; i-- {
+		if t := e.dirty[i]; t.b == b && t.org == org {
+			t.hurryLocked()
+			return t.cleaned
+		}
+	}
+	return nil
 }
 
 // takeIdleLocked removes and returns the most recently used idle tab of b
@@ -554,16 +631,95 @@ func (e *Engine) takeIdleLocked(b *browser, org string) *tab {
 	return nil
 }
 
-// release takes back a tab after a render: cleaned and kept when it can
-// serve again, closed when broken, worn out, or on a retired browser. The
-// idle pool keeps at most Tabs tabs, dropping the least recently used.
+// resetGrace is how long a dirty tab waits for a render to start loading
+// in another tab before it is reset anyway, and resetDelay the longest it
+// stays dirty: a page left running after its render uses the machine until
+// its tab is reset.
+const (
+	resetGrace = 50 * time.Millisecond
+	resetDelay = time.Second
+)
+
+// release takes back a tab after a render. One that can serve again is
+// reset for its next render, cleaned and kept; one broken, worn out, or
+// on a retired browser is closed. The reset runs later (resetLater), so
+// the render's slot is free at once: at most Tabs tabs wait for theirs;
+// one more is reset now.
 func (e *Engine) release(t *tab) {
 	if t == nil {
 		return
 	}
 	e.mu.Lock()
 	keep := !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
+	later := keep && len(e.dirty) < e.cfg.Tabs
+	if later {
+		t.hurry, t.cleaned, t.hurried = make(chan struct{}), make(chan struct{}), false
+		e.dirty = append(e.dirty, t)
+		e.running++ // until the tab is clean: Stop waits for it
+	}
 	e.mu.Unlock()
+	if later {
+		go func() {
+			defer e.done()
+			e.resetLater(t)
+		}()
+		return
+	}
+	e.settle(t, keep)
+}
+
+// resetLater resets a dirty tab once no other render is loading, so that
+// the reset does not slow down a navigation: right after a render that
+// began loading while t waited reaches its capture, or when none began
+// within resetGrace (the browser is idle), or when a render of t's
+// organization needs it (hurry), or after resetDelay, or as the engine
+// stops or t's browser goes.
+func (e *Engine) resetLater(t *tab) {
+	grace := time.NewTimer(resetGrace)
+	defer grace.Stop()
+	limit := time.NewTimer(e.dirtyFor)
+	defer limit.Stop()
+	graceC := grace.C
+	for waiting := true; waiting; {
+		e.mu.Lock()
+		var started, captured <-chan struct{}
+		if e.loading == 0 {
+			started = e.busy
+		} else {
+			captured, graceC = e.quiet, nil // the reset follows the loading render's capture
+		}
+		e.mu.Unlock()
+		select {
+		case <-started: // a render began loading: wait for its capture
+		case <-captured:
+			waiting = false
+		case <-graceC:
+			waiting = false
+		case <-t.hurry:
+			waiting = false
+		case <-limit.C:
+			waiting = false
+		case <-e.quit:
+			waiting = false
+		case <-t.ctx.Done():
+			waiting = false
+		}
+	}
+	e.settle(t, true)
+}
+
+// settle resets t when keep, and returns it to the idle tabs when it can
+// serve again, else closes it; it ends t's claim on its browser and its
+// time as a dirty tab. The idle pool keeps at most Tabs tabs, dropping the
+// least recently used.
+func (e *Engine) settle(t *tab, keep bool) {
+	e.mu.Lock()
+	keep = keep && !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
+	loading := e.loading
+	e.mu.Unlock()
+	if keep && e.resetStarted != nil {
+		e.resetStarted(t, loading)
+	}
 	if keep {
 		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 		keep = t.reset(ctx) == nil
@@ -571,6 +727,9 @@ func (e *Engine) release(t *tab) {
 	}
 	var drop []*tab
 	e.mu.Lock()
+	if i := slices.Index(e.dirty, t); i >= 0 {
+		e.dirty = slices.Delete(e.dirty, i, i+1)
+	}
 	if keep && e.current == t.b && !e.stopped {
 		e.idle = append(e.idle, t)
 		if n := len(e.idle) - e.cfg.Tabs; n > 0 {
@@ -581,8 +740,13 @@ func (e *Engine) release(t *tab) {
 		drop = append(drop, t)
 	}
 	e.doneOn(t.b)
+	cleaned := t.cleaned // no longer dirty: nobody else finds it
+	t.cleaned = nil
 	e.mu.Unlock()
 	closeTabs(drop)
+	if cleaned != nil {
+		close(cleaned)
+	}
 }
 
 // closeTabs closes tabs, each of which takes a round trip to the browser;

@@ -156,7 +156,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // quiesce returns once no render runs and every released tab is clean: it
-// takes every slot, as each render holds one until its tab is clean.
+// takes every slot, as each render holds one until it released its tab,
+// then has the released tabs that wait for their reset reset now.
 func quiesce(t *testing.T, e *Engine) {
 	t.Helper()
 	for range cap(e.slots) {
@@ -168,6 +169,21 @@ func quiesce(t *testing.T, e *Engine) {
 	}
 	for range cap(e.slots) {
 		<-e.slots
+	}
+	// The tabs of the renders that ended may still wait for their reset.
+	e.mu.Lock()
+	var cleaned []<-chan struct{}
+	for _, d := range e.dirty {
+		d.hurryLocked()
+		cleaned = append(cleaned, d.cleaned)
+	}
+	e.mu.Unlock()
+	for _, c := range cleaned {
+		select {
+		case <-c:
+		case <-time.After(patience):
+			t.Fatal("a tab's reset never ended")
+		}
 	}
 }
 

@@ -1,6 +1,15 @@
 package render
 
-import "testing"
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // TestResetClearsWindowName: window.name survives navigations in a tab,
 // so the reset clears it: a render's page does not see the one the
@@ -13,5 +22,110 @@ window.name = "left behind";`)
 		if c := renderBox(t, e, i, page); c != boxGreen {
 			t.Fatalf("render %d: box is %v: the page saw the previous render's window.name", i, c)
 		}
+	}
+}
+
+// leavesTraces is a page that sees whether a previous render left a
+// cookie, local or session storage, or window.name, and leaves each.
+var leavesTraces = boxPage(`const ok = document.cookie === "" && localStorage.length === 0 &&
+  sessionStorage.length === 0 && window.name === "";
+document.cookie = "left=behind; max-age=3600";
+localStorage.setItem("left", "behind");
+sessionStorage.setItem("left", "behind");
+window.name = "left behind";`)
+
+// TestResetLaterClean: a tab reset after its render (once no other render
+// loads) or when the next render of its organization needs it at once
+// (one tab: the render hurries the reset and waits for it) serves that
+// render as a first visit: no cookie, storage or window.name of the page
+// before, and no new tab is opened for it.
+func TestResetLaterClean(t *testing.T) {
+	tests := []struct {
+		name string
+		tabs int
+	}{
+		{name: "one tab, the next render hurries the reset", tabs: 1},
+		{name: "two tabs, each reset while the other renders", tabs: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			e := newEngine(t, metered(reg, func(c *Config) { c.Tabs = tt.tabs }))
+			opened := metric(t, reg, "pictor_render_tabs_opened_total")
+			for i := range 2*tt.tabs + 2 {
+				if c := renderBox(t, e, i, leavesTraces); c != boxGreen {
+					t.Fatalf("render %d: box is %v: the page saw what the previous render on its tab left", i, c)
+				}
+			}
+			if got := metric(t, reg, "pictor_render_tabs_opened_total"); got != opened {
+				t.Fatalf("%v tabs opened for renders of one organization on %d warm tabs", got-opened, tt.tabs)
+			}
+		})
+	}
+}
+
+// TestResetAfterOthersLoad: the tab of a render that ended while another
+// render loads its page is reset once that render began its capture, not
+// while it loads, and is then clean for the next render.
+func TestResetAfterOthersLoad(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 2 })
+	e.dirtyFor = 10 * time.Minute // only the other render's capture lets the reset start
+	var mu sync.Mutex
+	var resets []int // renders loading as each reset started
+	e.resetStarted = func(_ *tab, loading int) {
+		mu.Lock()
+		defer mu.Unlock()
+		resets = append(resets, loading)
+	}
+	asked := make(chan struct{}, 1)
+	answer := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Write([]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`))
+	}))
+	defer slow.Close()
+	defer close(answer) // before the server's Close, should the test fail early
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The load event waits for the image: the render loads until answer.
+	loading := start(e, ctx, &Request{OrgID: "o", HTML: `<img src="` + slow.URL + `/i.svg" width="10" height="10">`,
+		MaxWait: time.Minute, MaxWidth: 16384, MaxHeight: 16384})
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the slow page's image was never asked for")
+	}
+	if c := renderBox(t, e, 0, leavesTraces); c != boxGreen {
+		t.Fatalf("box is %v", c)
+	}
+	mu.Lock()
+	early := len(resets)
+	mu.Unlock()
+	answer <- struct{}{}
+	if out := wait(t, loading); out.err != nil {
+		t.Fatal(out.err)
+	}
+	quiesce(t, e)
+	mu.Lock()
+	defer mu.Unlock()
+	if early != 0 || len(resets) != 2 {
+		t.Fatalf("%d resets while the other render loaded, %d in all; want 0 and 2", early, len(resets))
+	}
+	for i, n := range resets {
+		if n != 0 {
+			t.Fatalf("reset %d started while %d renders loaded", i, n)
+		}
+	}
+	if c := renderBox(t, e, 1, leavesTraces); c != boxGreen {
+		t.Fatalf("the next render's box is %v: the reset left traces", c)
 	}
 }

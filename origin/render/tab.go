@@ -41,6 +41,13 @@ type tab struct {
 	closed  sync.Once
 	onClose func()
 
+	// Under the engine's mu: loading says the tab's render has not begun
+	// its capture yet (Engine.loaded); while the tab is dirty (waits for
+	// its reset), hurry, closed once (hurried), starts the reset now, and
+	// cleaned closes when the tab is reset and idle, or closed.
+	loading, hurried bool
+	hurry, cleaned   chan struct{}
+
 	emulation *emulationState          // what the emulation commands last set; nil when unknown
 	doc       atomic.Pointer[document] // what the internal host serves now
 	origins   map[string]bool          // origins to clear before the tab is reused
@@ -172,6 +179,15 @@ func (t *tab) reset(ctx context.Context) error {
 		clear(t.origins)
 		return nil
 	}))
+}
+
+// hurryLocked starts the reset of the dirty tab now; the engine's mu is
+// held.
+func (t *tab) hurryLocked() {
+	if !t.hurried {
+		t.hurried = true
+		close(t.hurry)
+	}
 }
 
 // close ends the tab, its browser context and its egress session. Repeated
