@@ -93,7 +93,7 @@ func (h *Handler) open(ctx context.Context, id string, format imageparams.Format
 	if err != nil || o.Suspended || img.StorageOnly {
 		return nil, notFound // a storage-only image has no public URL
 	}
-	f, err := h.Service.Open(ctx, id, format)
+	f, err := h.Service.OpenForGet(ctx, id, format)
 	if errors.Is(err, ErrNotFound) {
 		return nil, notFound
 	}

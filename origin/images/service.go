@@ -103,6 +103,9 @@ type Service struct {
 	// renewed, when set before the first render, is told of each render
 	// lease renewed: an observer, for tests.
 	renewed func(id string)
+	// storing, when set before the first delete, is told of each delete
+	// that waits for a file being stored: an observer, for tests.
+	storing func(id string)
 	compact chan string
 	stores  chan string    // images whose master is to be written to their destination
 	dropped atomic.Uint64  // writes refused by a full stores queue

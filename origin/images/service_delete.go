@@ -77,7 +77,11 @@ func (s *Service) deleteOne(ctx context.Context, orgID, id string) (bool, error)
 	if !deleted {
 		return false, nil
 	}
-	// The record is gone: the files go too, even if the caller leaves.
+	// The record is gone: the files go too, even if the caller leaves. A
+	// file whose bytes a GET was answered from may still be being stored:
+	// its flight then finds the record gone and removes it; the delete
+	// returns after that.
+	s.waitStores(ctx, id)
 	if err := s.cfg.Blobs.Remove(context.WithoutCancel(ctx), id); err != nil {
 		return true, err
 	}

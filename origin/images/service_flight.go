@@ -12,12 +12,14 @@ import (
 // once per process, however many callers ask (await). Once the file is
 // made and this process is sure to be its maker (it holds the render
 // lease), the flight publishes the bytes before storing them: a GET
-// waiting for the file is answered from them (awaitFile) while the blob
-// store writes them and the record is updated, which on this machine is
-// a fifth of a card's latency (docs/render-performance.md, issue 19). The
-// answer is the one a later GET of the stored file gives: the same bytes,
-// the ETag of those bytes (computed once, for both), the record the
-// update writes.
+// waiting for a master or a PDF is answered from them (awaitFile,
+// OpenForGet) while the blob store writes them and the record is updated,
+// 10 to 40 ms of a card's latency on this machine, the more the busier
+// its disk (docs/render-performance.md, issue 19). The answer is the one a
+// later GET of the stored file gives: the same bytes, the ETag of those
+// bytes (computed once, for both), the record the update writes. A delete
+// of the image waits for the flights that published (waitStores), so that
+// it still returns after every stored file is removed.
 type flight struct {
 	published chan struct{} // closed when file is set
 	file      *fresh
@@ -118,4 +120,31 @@ func (s *Service) fly(key string, fn func(context.Context, *flight) (*Image, err
 		close(f.done)
 	}()
 	return f
+}
+
+// waitStores waits, while ctx lasts, for this process's flights of the
+// image that published their file and are storing it.
+func (s *Service) waitStores(ctx context.Context, id string) {
+	var storing []*flight
+	s.flightsMu.Lock()
+	for format := range fileNames {
+		if f := s.flights[string(format)+"/"+id]; f != nil {
+			select {
+			case <-f.published:
+				storing = append(storing, f)
+			default: // still making it: its store finds the record gone
+			}
+		}
+	}
+	s.flightsMu.Unlock()
+	for _, f := range storing {
+		if s.storing != nil {
+			s.storing(id)
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

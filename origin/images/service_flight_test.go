@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	f, err := e.svc.Open(ctx, img.ID, imageparams.FormatPNG) // answered while the write is held
+	f, err := e.svc.OpenForGet(ctx, img.ID, imageparams.FormatPNG) // answered while the write is held
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	}
 
 	held.failWith = nil
-	f, err = e.svc.Open(ctx, img.ID, imageparams.FormatPNG)
+	f, err = e.svc.OpenForGet(ctx, img.ID, imageparams.FormatPNG)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +169,78 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	}
 	if n := eng.calls.Load(); n != 2 {
 		t.Fatalf("%d renders, want 2", n)
+	}
+}
+
+// TestOpenWaitsForStore: Open (for other callers than a GET: storage
+// destinations, OG pages) returns the stored file, after the write.
+func TestOpenWaitsForStore(t *testing.T) {
+	e, held, _ := flightEnv(t, fileNames[imageparams.FormatPNG])
+	img := e.create(e.newOrg("pro"), Item{Params: html("x"), StorageOnly: true}) // no background render
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opened := make(chan error, 1)
+	go func() {
+		f, err := e.svc.Open(ctx, img.ID, imageparams.FormatPNG)
+		if err == nil {
+			f.Close()
+		}
+		opened <- err
+	}()
+	<-held.entered
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned (%v) while the master was being written", err)
+	default:
+	}
+	held.let()
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(img.ID); got.State != StateReady {
+		t.Fatalf("Open returned before the record held the master: %+v", got)
+	}
+}
+
+// TestDeleteAfterAnsweredGet: a delete of an image whose master a GET was
+// just answered from, while the master is still being written, returns
+// once the write ended and every file of the image is gone.
+func TestDeleteAfterAnsweredGet(t *testing.T) {
+	e, held, _ := flightEnv(t, fileNames[imageparams.FormatPNG])
+	waiting := make(chan string, 1)
+	e.svc.storing = func(id string) { waiting <- id }
+	o := e.newOrg("pro")
+	img := e.create(o, Item{Params: html("x"), StorageOnly: true}) // no background render
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := e.svc.OpenForGet(ctx, img.ID, imageparams.FormatPNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	<-held.entered
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Delete(ctx, o.ID, []string{img.ID})
+		deleted <- err
+	}()
+	select {
+	case id := <-waiting:
+		if id != img.ID {
+			t.Fatalf("the delete waited for image %s", id)
+		}
+	case err := <-deleted:
+		t.Fatalf("the delete returned (%v) while the master was still being written", err)
+	}
+	held.let()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(e.dir, "images", "*", img.ID, "*")); len(files) > 0 {
+		t.Fatalf("files of the deleted image left: %v", files)
+	}
+	if _, err := e.svc.Get(img.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the record after the delete: %v", err)
 	}
 }
 

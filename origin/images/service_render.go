@@ -33,24 +33,37 @@ type File struct {
 func (f *File) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, f.Object) }
 
 // Open returns the file of the image in the format, rendering or converting
-// it first when needed: then the file is answered from the bytes made,
-// while they are stored. A recorded failure is returned as an
-// *apierr.Error.
+// it first when needed, once it is stored. A recorded failure is returned
+// as an *apierr.Error.
 func (s *Service) Open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+	return s.open(ctx, id, format, false)
+}
+
+// OpenForGet is Open for a GET, which answers at once: a master or PDF
+// rendered for it is returned from the bytes just made, while they are
+// stored (see flight). Conversions are stored first, as with Open.
+func (s *Service) OpenForGet(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+	return s.open(ctx, id, format, true)
+}
+
+func (s *Service) open(ctx context.Context, id string, format imageparams.Format, early bool) (*File, error) {
 	img, err := s.records.get(id)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := img.Renditions[string(format)]; !ok {
 		var file *fresh
-		switch format {
-		case imageparams.FormatPDF:
+		switch {
+		case format == imageparams.FormatPDF && early:
 			file, err = s.awaitFile(ctx, "pdf/"+id, s.makePDF(id))
-		case imageparams.FormatPNG:
+		case format == imageparams.FormatPDF:
+			_, err = s.await(ctx, "pdf/"+id, s.makePDF(id))
+		case format == imageparams.FormatPNG && early:
 			file, err = s.awaitFile(ctx, "png/"+id, s.makeMaster(id))
 		default:
-			if _, err = s.master(ctx, id); err == nil {
-				file, err = s.awaitFile(ctx, string(format)+"/"+id, s.makeConversion(id, format))
+			_, err = s.master(ctx, id)
+			if err == nil && format != imageparams.FormatPNG {
+				_, err = s.convert(ctx, id, format)
 			}
 		}
 		if err != nil {
