@@ -95,6 +95,11 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	return cfg
 }
 
+// serveCacheMem is serve's default edge memory cache: half a separate
+// edge's, since the origin's Chromium shares the machine and the whole
+// service must stay under 1.5 GiB with the default pool (the soak).
+const serveCacheMem = 128 << 20
+
 func runServe(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("serve", e.stderr, e.getenv)
 	var t tierFlags
@@ -107,7 +112,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
 	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
-	fs.Int64Var(&t.cacheMem, "cache-mem", def.CacheMem, "edge memory cache size in bytes")
+	fs.Int64Var(&t.cacheMem, "cache-mem", serveCacheMem, "edge memory cache size in bytes (a separate edge's default is twice this)")
 	fs.Int64Var(&t.cacheDisk, "cache-disk", def.CacheDisk, "edge disk cache size in bytes")
 	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges (default: <data-dir>/edge.token)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")

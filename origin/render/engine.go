@@ -652,12 +652,23 @@ func (e *Engine) release(t *tab) {
 	e.mu.Lock()
 	keep := !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
 	later := keep && len(e.dirty) < e.cfg.Tabs
+	var drop []*tab
 	if later {
 		t.hurry, t.cleaned, t.hurried = make(chan struct{}), make(chan struct{}), false
 		e.dirty = append(e.dirty, t)
 		e.running++ // until the tab is clean: Stop waits for it
+		// Dirty and idle tabs together stay within Tabs, as the idle ones
+		// alone did before resets waited: a dirty tab still holds its page,
+		// and the memory bound counts every open tab. The least recently
+		// used idle tab goes.
+		if n := len(e.idle) + len(e.dirty) - e.cfg.Tabs; n > 0 {
+			n = min(n, len(e.idle))
+			drop = append(drop, e.idle[:n]...)
+			e.idle = slices.Delete(e.idle, 0, n)
+		}
 	}
 	e.mu.Unlock()
+	closeTabs(drop)
 	if later {
 		go func() {
 			defer e.done()
@@ -710,8 +721,8 @@ func (e *Engine) resetLater(t *tab) {
 
 // settle resets t when keep, and returns it to the idle tabs when it can
 // serve again, else closes it; it ends t's claim on its browser and its
-// time as a dirty tab. The idle pool keeps at most Tabs tabs, dropping the
-// least recently used.
+// time as a dirty tab. Idle and dirty tabs together are at most Tabs,
+// dropping the least recently used idle ones.
 func (e *Engine) settle(t *tab, keep bool) {
 	e.mu.Lock()
 	keep = keep && !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
@@ -732,7 +743,8 @@ func (e *Engine) settle(t *tab, keep bool) {
 	}
 	if keep && e.current == t.b && !e.stopped {
 		e.idle = append(e.idle, t)
-		if n := len(e.idle) - e.cfg.Tabs; n > 0 {
+		if n := len(e.idle) + len(e.dirty) - e.cfg.Tabs; n > 0 {
+			n = min(n, len(e.idle))
 			drop = append(drop, e.idle[:n]...)
 			e.idle = slices.Delete(e.idle, 0, n)
 		}
