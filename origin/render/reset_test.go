@@ -129,3 +129,69 @@ func TestResetAfterOthersLoad(t *testing.T) {
 		t.Fatalf("the next render's box is %v: the reset left traces", c)
 	}
 }
+
+// TestDirtyAndIdleTabsWithinTabs: tabs waiting for their reset hold their
+// pages, so dirty and idle tabs together stay within Tabs (the memory
+// bound counts every open tab): while one render loads (resets wait for
+// its capture), renders of other organizations one after another leave at
+// most Tabs tabs besides the loading one.
+func TestDirtyAndIdleTabsWithinTabs(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, metered(reg, func(c *Config) { c.Tabs = 2 }))
+	e.dirtyFor = 10 * time.Minute // only the loading render's capture would let a reset start
+	asked := make(chan struct{}, 1)
+	answer := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Write([]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`))
+	}))
+	defer slow.Close()
+	defer close(answer)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	loading := start(e, ctx, &Request{OrgID: "loading", HTML: `<img src="` + slow.URL + `/i.svg" width="10" height="10">`,
+		MaxWait: time.Minute, MaxWidth: 16384, MaxHeight: 16384})
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the slow page's image was never asked for")
+	}
+	for i, org := range []string{"a", "b", "c", "d", "e"} {
+		res, err := e.Render(ctx, &Request{OrgID: org, HTML: leavesTraces, DeviceScale: 1, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+			t.Fatalf("render %d: box is %v", i, c)
+		}
+	}
+	// Tabs are released after the render returns: wait for the count to
+	// settle, within a deadline.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		open := metric(t, reg, "pictor_render_tabs_open")
+		if open <= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v tabs open with one render loading and 2 tabs: want at most 3 (the loading one, and dirty and idle ones within Tabs)", open)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	answer <- struct{}{}
+	if o := wait(t, loading); o.err != nil {
+		t.Fatalf("the loading render: %v", o.err)
+	}
+}
