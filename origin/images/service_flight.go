@@ -3,6 +3,7 @@ package images
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/pictorhq/pictor/origin/imageparams"
@@ -113,6 +114,10 @@ func (s *Service) fly(key string, fn func(context.Context, *flight) (*Image, err
 		wctx, cancel := context.WithTimeout(s.ctx, 3*time.Minute)
 		img, err := fn(wctx, f)
 		cancel()
+		if err != nil && f.file != nil {
+			// Someone was answered from these bytes: say they are not kept.
+			slog.Warn("a file answered from memory could not be stored; the next request makes it again", "flight", key, "error", err)
+		}
 		s.flightsMu.Lock()
 		delete(s.flights, key)
 		s.flightsMu.Unlock()
