@@ -188,7 +188,7 @@ func (o *Origin) open() error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease,
+	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
 		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
 		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
 		OnStored:     o.cfg.StorageWritten,

@@ -88,7 +88,7 @@ func newOrigins(t *testing.T, b backend, lease time.Duration, engines ...*testEn
 		}
 		cs := &cutStore{Store: s}
 		svc, err := NewService(Config{Store: cs, Blobs: blobs, Engine: engines[i], Now: o.clock.Now, CompactIdle: -1,
-			RenderLease: lease})
+			RenderLease: lease, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,12 @@ type Config struct {
 	// DefaultRenderLease): the longest another origin waits for a render
 	// whose origin died before taking it over (see service_lease.go).
 	RenderLease time.Duration
+	// Shared says other processes use the same store (origins on one
+	// PostgreSQL database): files are then made under render leases. A
+	// store only this process opens (the embedded default) needs none:
+	// the in-process flights already make each file once, and a lease
+	// would only add synced writes to every render.
+	Shared bool
 	// OnDelete runs after images are deleted, before the delete is answered:
 	// the edges drop their copies there.
 	OnDelete func(ctx context.Context, ids []string) error

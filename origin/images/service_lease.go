@@ -95,6 +95,16 @@ const (
 // finished or another service holds a live lease, takes the lease, in one
 // transaction. With leaseDone the error is done's.
 func (s *Service) takeLease(ctx context.Context, id string, format imageparams.Format, done finished) (*Image, leaseState, error) {
+	if !s.cfg.Shared {
+		img, err := s.records.get(id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if fin, err := done(img); fin {
+			return img, leaseDone, err
+		}
+		return img, leaseMine, nil
+	}
 	var img *Image
 	var state leaseState
 	var doneErr error
@@ -187,7 +197,8 @@ func (s *Service) waitLease(ctx context.Context, id string, format imageparams.F
 	}
 }
 
-// held is a lease this service holds while it makes a file.
+// held is a lease this service holds while it makes a file; without a
+// shared store (Config.Shared) there is none, and its methods do nothing.
 type held struct {
 	s      *Service
 	id     string
@@ -199,8 +210,11 @@ type held struct {
 // hold starts renewing the lease just taken, every third of its life,
 // until release.
 func (s *Service) hold(ctx context.Context, id string, format imageparams.Format) *held {
-	h := &held{s: s, id: id, format: format, stop: make(chan struct{}), done: make(chan struct{})}
-	go h.renewing(ctx)
+	h := &held{s: s, id: id, format: format}
+	if s.cfg.Shared {
+		h.stop, h.done = make(chan struct{}), make(chan struct{})
+		go h.renewing(ctx)
+	}
 	return h
 }
 
@@ -233,6 +247,9 @@ func (h *held) renewing(ctx context.Context) {
 // confirm renews the lease now, or answers errLeaseLost when it is no
 // longer this service's.
 func (h *held) confirm(ctx context.Context) error {
+	if !h.s.cfg.Shared {
+		return nil // no lease: this process is the store's only one
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.s.cfg.RenderLease/3)
 	defer cancel()
 	return h.s.cfg.Store.Update(ctx, recordLock(h.id), func(txn kv.Txn) error {
@@ -251,6 +268,9 @@ func (h *held) confirm(ctx context.Context) error {
 // service's, also when the caller stopped waiting (Close): the others
 // need not wait for it to expire.
 func (h *held) release() {
+	if !h.s.cfg.Shared {
+		return
+	}
 	close(h.stop)
 	<-h.done
 	err := h.s.updateRecord(h.id, func(txn kv.Txn) error {

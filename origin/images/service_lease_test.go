@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
@@ -358,6 +362,73 @@ func TestOpenDuringCompactionElsewhere(t *testing.T) {
 			}
 			if rend := img.Renditions["png"]; rend.Size >= int64(len(raw)) {
 				t.Fatalf("the master was not compacted: %d bytes recorded, %d before", rend.Size, len(raw))
+			}
+		})
+	}
+}
+
+// leaseWrites counts the render-lease writes made through a store's
+// transactions.
+type leaseWrites struct {
+	kv.Store
+	n atomic.Int64
+}
+
+func (l *leaseWrites) Update(ctx context.Context, lock string, fn func(kv.Txn) error) error {
+	return l.Store.Update(ctx, lock, func(txn kv.Txn) error { return fn(leaseTxn{txn, l}) })
+}
+
+type leaseTxn struct {
+	kv.Txn
+	l *leaseWrites
+}
+
+func (t leaseTxn) Put(key, value []byte) error {
+	if bytes.HasPrefix(key, []byte("img-lease/")) {
+		t.l.n.Add(1)
+	}
+	return t.Txn.Put(key, value)
+}
+
+// TestLeasesOnlyOnASharedStore: a service alone on its store (the embedded
+// default) makes a file without any render-lease write, which would only
+// add synced commits to every render; one sharing its store takes and
+// releases a lease.
+func TestLeasesOnlyOnASharedStore(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			store := &leaseWrites{Store: backends[0].open(t, 1)[0]}
+			clock := apitest.NewClock(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC))
+			g, err := org.NewStore(store, clock.Now).Create("org pro", "pro")
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs, err := blob.Open(filepath.Join(t.TempDir(), "images"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := newTestEngine(t, 1, false)
+			svc, err := NewService(Config{Store: store, Blobs: blobs, Engine: eng, Now: clock.Now, CompactIdle: -1, Shared: shared})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(svc.Close)
+			created, _, err := svc.Create(context.Background(), g, []Item{{Params: html("x"), StorageOnly: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := readAll(t.Context(), svc, created[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, eng.data) {
+				t.Fatal("the file is not the render's")
+			}
+			switch n := store.n.Load(); {
+			case !shared && n != 0:
+				t.Fatalf("%d lease writes for a store of its own", n)
+			case shared && n == 0:
+				t.Fatal("no lease taken on a shared store")
 			}
 		})
 	}
