@@ -7,37 +7,21 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pictorhq/pictor/kv"
-	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/seal"
 )
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database.
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()
 
 // TestKeyLimitAcrossProcesses: creates racing on two handles of one store
 // stop at exactly MaxPerOrg keys.
 func TestKeyLimitAcrossProcesses(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) {
-			dbs := tc.open(t)
+		t.Run(tc.Name, func(t *testing.T) {
+			dbs := tc.Pair(t)
 			master := make([]byte, 32)
 			rand.Read(master)
 			box, err := seal.New(master)

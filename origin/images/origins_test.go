@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
-	"github.com/pictorhq/pictor/kv/pebblekv"
-	"github.com/pictorhq/pictor/kv/pgkv"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/org"
@@ -27,41 +26,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// backend opens n handles of one fresh store, as n origins sharing it
-// have: pebble allows one handle per process, which n services then
-// share; PostgreSQL gets n pools on one database.
-type backend struct {
-	name string
-	open func(t *testing.T, n int) []kv.Store
-}
-
-var backends = []backend{
-	{name: "pebble", open: func(t *testing.T, n int) []kv.Store {
-		s, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		out := make([]kv.Store, n)
-		for i := range out {
-			out[i] = s
-		}
-		return out
-	}},
-	{name: "postgres", open: func(t *testing.T, n int) []kv.Store {
-		url := pgtest.Shared(t).Database(t)
-		out := make([]kv.Store, n)
-		for i := range out {
-			s, err := pgkv.Open(context.Background(), url, pgkv.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			out[i] = s
-		}
-		return out
-	}},
-}
+// backends open n handles of one fresh store, as n origins sharing it
+// have.
+var backends = storetest.Backends()
 
 // origins are image services sharing one store and one blob directory,
 // as origins of one deployment share a database and a bucket. Service i
@@ -77,11 +44,11 @@ type origins struct {
 
 // newOrigins starts one service per engine on the backend's handles, with
 // lease as their render lease.
-func newOrigins(t *testing.T, b backend, lease time.Duration, engines ...*testEngine) *origins {
+func newOrigins(t *testing.T, b storetest.Backend, lease time.Duration, engines ...*testEngine) *origins {
 	t.Helper()
 	o := &origins{t: t, clock: apitest.NewClock(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)), engines: engines}
 	dir := t.TempDir()
-	for i, s := range b.open(t, len(engines)) {
+	for i, s := range b.Open(t, len(engines)) {
 		blobs, err := blob.Open(filepath.Join(dir, "images"))
 		if err != nil {
 			t.Fatal(err)

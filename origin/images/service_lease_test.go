@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/imageparams"
@@ -26,14 +27,14 @@ import (
 // and the store holds 50 images.
 func TestCreditsExactAcrossOrigins(t *testing.T) {
 	tests := []struct {
-		backend  backend
+		backend  storetest.Backend
 		services int
 	}{
 		{backend: backends[0], services: 1},
 		{backend: backends[1], services: 2},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%d services", tt.backend.name, tt.services), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d services", tt.backend.Name, tt.services), func(t *testing.T) {
 			var engines []*testEngine
 			for i := range tt.services {
 				engines = append(engines, newTestEngine(t, uint8(i), false))
@@ -91,7 +92,7 @@ func readAll(ctx context.Context, svc *Service, id string) ([]byte, error) {
 // every open gets the same bytes, those the record describes.
 func TestOneRenderAcrossOrigins(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			o := newOrigins(t, b, 2*time.Second, newTestEngine(t, 1, true), newTestEngine(t, 2, true))
 			g := o.newOrg("pro")
 			// StorageOnly: no background render; the opens race for it.
@@ -154,7 +155,7 @@ func TestOneRenderAcrossOrigins(t *testing.T) {
 // overwrite the file.
 func TestLeaseTakeover(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			const lease = 2 * time.Second
 			o := newOrigins(t, b, lease, newTestEngine(t, 1, true), newTestEngine(t, 2, false))
 			dead, live := o.svcs[0], o.svcs[1]
@@ -209,7 +210,7 @@ func TestLeaseTakeover(t *testing.T) {
 // all.
 func TestLeaseRenewal(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			const lease = 3 * time.Second
 			o := newOrigins(t, b, lease, newTestEngine(t, 1, true), newTestEngine(t, 2, false))
 			slow, other := o.svcs[0], o.svcs[1]
@@ -317,7 +318,7 @@ func (p *pausedBlobs) Put(ctx context.Context, id, name string, data []byte) err
 // master's pixels, and the same after.
 func TestOpenDuringCompactionElsewhere(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			o := newOrigins(t, b, 2*time.Second, newTestEngine(t, 1, false), newTestEngine(t, 2, false))
 			compactor, reader := o.svcs[0], o.svcs[1]
 			g := o.newOrg("pro")
@@ -397,7 +398,7 @@ func (t leaseTxn) Put(key, value []byte) error {
 func TestLeasesOnlyOnASharedStore(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
-			store := &leaseWrites{Store: backends[0].open(t, 1)[0]}
+			store := &leaseWrites{Store: backends[0].Open(t, 1)[0]}
 			clock := apitest.NewClock(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC))
 			g, err := org.NewStore(store, clock.Now).Create("org pro", "pro")
 			if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/org"
@@ -195,24 +196,9 @@ func newEnvPair(t *testing.T, dbs [2]kv.Store) [2]*env {
 	return [2]*env{a, b}
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s, err := pebblekv.Open(filepath.Join(t.TempDir(), "shared"), pebblekv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()
 
 // recorder keeps every body a client reads.
 type recorder struct {

@@ -232,8 +232,8 @@ func TestExpiry(t *testing.T) {
 // revoked.
 func TestConcurrentRedemption(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) {
-			envs := newEnvPair(t, tc.open(t))
+		t.Run(tc.Name, func(t *testing.T) {
+			envs := newEnvPair(t, tc.Pair(t))
 			e := envs[0]
 			clientID := e.publicClient(t)
 			for _, kind := range []string{"code", "refresh token"} {

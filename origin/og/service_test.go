@@ -10,6 +10,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 )
 
 func TestScaleOf(t *testing.T) {
@@ -95,8 +96,8 @@ func TestForget(t *testing.T) {
 // with a variant of its own for the same request, keep every variant.
 func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) {
-			dbs := tc.open(t)
+		t.Run(tc.Name, func(t *testing.T) {
+			dbs := tc.Pair(t)
 			services := [2]*Service{{cfg: Config{Store: dbs[0]}}, {cfg: Config{Store: dbs[1]}}}
 			base := page{ConfigID: "cfg", Path: "/a", Revision: 1, Request: json.RawMessage(`{"url":"https://a.example/a"}`), Extra: "x"}
 			const n = 16
@@ -132,21 +133,6 @@ func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
 	}
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()

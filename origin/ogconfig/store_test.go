@@ -12,6 +12,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 )
 
 // openKV opens a pebble store on a temporary directory.
@@ -186,7 +187,7 @@ func toUpper(s string) string {
 // not held up by the first one's claim.
 func TestStoreConcurrentClaims(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) { concurrentClaims(t, tc.open(t)) })
+		t.Run(tc.Name, func(t *testing.T) { concurrentClaims(t, tc.Pair(t)) })
 	}
 }
 
@@ -249,17 +250,6 @@ func concurrentClaims(t *testing.T, dbs [2]kv.Store) {
 	})
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s := openKV(t)
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/seal"
 )
@@ -431,7 +432,7 @@ func TestStoreList(t *testing.T) {
 // opens.
 func TestStoreConcurrent(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) { storeConcurrent(t, tc.open(t)) })
+		t.Run(tc.Name, func(t *testing.T) { storeConcurrent(t, tc.Pair(t)) })
 	}
 }
 
@@ -485,17 +486,6 @@ func storeConcurrent(t *testing.T, dbs [2]kv.Store) {
 	}
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s := openKV(t)
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/seal"
@@ -453,28 +454,17 @@ func TestTestGuard(t *testing.T) {
 	}
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s := openKV(t)
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()
 
 // TestSharedStore: two Stores on two handles of one store (two origins):
 // concurrent first asks of the external id get one id; concurrent updates
 // of one destination all land, each from the revision the last one wrote.
 func TestSharedStore(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) {
-			dbs := tc.open(t)
+		t.Run(tc.Name, func(t *testing.T) {
+			dbs := tc.Pair(t)
 			box := newBox(t)
 			stores := [2]*Store{NewStore(dbs[0], box, nil), NewStore(dbs[1], box, nil)}
 			ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/template"
 )
@@ -228,8 +229,8 @@ func TestStoreList(t *testing.T) {
 // counts and edits lose no count.
 func TestStoreConcurrency(t *testing.T) {
 	for _, tc := range sharedStores {
-		t.Run(tc.name, func(t *testing.T) {
-			dbs := tc.open(t)
+		t.Run(tc.Name, func(t *testing.T) {
+			dbs := tc.Pair(t)
 			stores := [2]*template.Store{template.NewStore(dbs[0], nil), template.NewStore(dbs[1], nil)}
 			ctx := context.Background()
 			const limit, tries = 10, 32
@@ -290,17 +291,6 @@ func TestStoreConcurrency(t *testing.T) {
 	}
 }
 
-type sharedStore struct {
-	name string
-	open func(t *testing.T) [2]kv.Store
-}
-
-// sharedStores are two handles of one store, as two origins have: the
-// same pebble store twice, or two connection pools to one PostgreSQL
-// database (pg_test.go).
-var sharedStores = []sharedStore{
-	{"pebble", func(t *testing.T) [2]kv.Store {
-		s := openKV(t)
-		return [2]kv.Store{s, s}
-	}},
-}
+// sharedStores are two handles of one store, as two origins have, on each
+// backend.
+var sharedStores = storetest.Backends()
