@@ -77,40 +77,16 @@ func TestResetAfterOthersLoad(t *testing.T) {
 		defer mu.Unlock()
 		resets = append(resets, loading)
 	}
-	asked := make(chan struct{}, 1)
-	answer := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case asked <- struct{}{}:
-		default:
-		}
-		select {
-		case <-answer:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "image/svg+xml")
-		w.Write([]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`))
-	}))
-	defer slow.Close()
-	defer close(answer) // before the server's Close, should the test fail early
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// The load event waits for the image: the render loads until answer.
-	loading := start(e, ctx, &Request{OrgID: "o", HTML: `<img src="` + slow.URL + `/i.svg" width="10" height="10">`,
-		MaxWait: time.Minute, MaxWidth: 16384, MaxHeight: 16384})
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the slow page's image was never asked for")
-	}
+	loading, finish := startLoading(t, e, ctx, "o")
 	if c := renderBox(t, e, 0, leavesTraces); c != boxGreen {
 		t.Fatalf("box is %v", c)
 	}
 	mu.Lock()
 	early := len(resets)
 	mu.Unlock()
-	answer <- struct{}{}
+	finish()
 	if out := wait(t, loading); out.err != nil {
 		t.Fatal(out.err)
 	}
@@ -139,32 +115,9 @@ func TestDirtyAndIdleTabsWithinTabs(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEngine(t, metered(reg, func(c *Config) { c.Tabs = 2 }))
 	e.dirtyFor = 10 * time.Minute // only the loading render's capture would let a reset start
-	asked := make(chan struct{}, 1)
-	answer := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case asked <- struct{}{}:
-		default:
-		}
-		select {
-		case <-answer:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "image/svg+xml")
-		w.Write([]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`))
-	}))
-	defer slow.Close()
-	defer close(answer)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	loading := start(e, ctx, &Request{OrgID: "loading", HTML: `<img src="` + slow.URL + `/i.svg" width="10" height="10">`,
-		MaxWait: time.Minute, MaxWidth: 16384, MaxHeight: 16384})
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the slow page's image was never asked for")
-	}
+	loading, finish := startLoading(t, e, ctx, "loading")
 	for i, org := range []string{"a", "b", "c", "d", "e"} {
 		res, err := e.Render(ctx, &Request{OrgID: org, HTML: leavesTraces, DeviceScale: 1, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
 		if err != nil {
@@ -190,8 +143,43 @@ func TestDirtyAndIdleTabsWithinTabs(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	answer <- struct{}{}
+	finish()
 	if o := wait(t, loading); o.err != nil {
 		t.Fatalf("the loading render: %v", o.err)
 	}
+}
+
+// startLoading starts a render of org that loads until finish is called:
+// its load event waits for an image of a loopback server that answers
+// only then. It returns once the image was asked for.
+func startLoading(t *testing.T, e *Engine, ctx context.Context, org string) (loading <-chan outcomeOf, finish func()) {
+	t.Helper()
+	asked := make(chan struct{}, 1)
+	answer := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Write([]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`))
+	}))
+	var once sync.Once
+	finish = func() { once.Do(func() { close(answer) }) }
+	// Cleanups run last in, first out: the answer goes before the server's
+	// Close, should the test fail early.
+	t.Cleanup(slow.Close)
+	t.Cleanup(finish)
+	loading = start(e, ctx, &Request{OrgID: org, HTML: `<img src="` + slow.URL + `/i.svg" width="10" height="10">`,
+		MaxWait: time.Minute, MaxWidth: 16384, MaxHeight: 16384})
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the slow page's image was never asked for")
+	}
+	return loading, finish
 }
