@@ -28,12 +28,25 @@ func (b Backend) Pair(t testing.TB) [2]kv.Store {
 	return [2]kv.Store{s[0], s[1]}
 }
 
-// Backends are pebble, which one process opens once (its n handles are
+// The backends: pebble, which one process opens once (its n handles are
 // that one store), and PostgreSQL, n connection pools on a fresh database
 // of the test binary's shared cluster (pgtest.Shared: the package's
 // TestMain calls pgtest.StopShared).
-func Backends() []Backend {
-	return []Backend{{"pebble", openPebble}, {"postgres", openPostgres}}
+var (
+	Pebble   = Backend{"pebble", openPebble}
+	Postgres = Backend{"postgres", openPostgres}
+)
+
+// Backends returns every backend.
+func Backends() []Backend { return []Backend{Pebble, Postgres} }
+
+// closeAtEnd closes s when the test ends; a failing Close fails the test.
+func closeAtEnd(t testing.TB, s kv.Store) {
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
 }
 
 func openPebble(t testing.TB, n int) []kv.Store {
@@ -41,7 +54,7 @@ func openPebble(t testing.TB, n int) []kv.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	closeAtEnd(t, s)
 	out := make([]kv.Store, n)
 	for i := range out {
 		out[i] = s
@@ -57,7 +70,7 @@ func openPostgres(t testing.TB, n int) []kv.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		closeAtEnd(t, s)
 		out[i] = s
 	}
 	return out

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
-	"github.com/pictorhq/pictor/kv/pgkv"
-	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/edgehub"
 )
@@ -23,46 +22,12 @@ import (
 // database, and on one pebble store (two hubs of one process, which take
 // the same path through the store).
 
-// backends open one store twice.
-var backends = []struct {
-	name string
-	open func(t *testing.T) (a, b kv.Store)
-}{
-	{"pebble", func(t *testing.T) (kv.Store, kv.Store) {
-		s := openStore(t, t.TempDir())
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("close store: %v", err)
-			}
-		})
-		return s, s
-	}},
-	{"postgres", func(t *testing.T) (kv.Store, kv.Store) {
-		url := pgtest.Shared(t).Database(t)
-		return openPG(t, url), openPG(t, url)
-	}},
-}
-
-func openPG(t *testing.T, url string) kv.Store {
-	t.Helper()
-	s, err := pgkv.Open(context.Background(), url, pgkv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return s
-}
-
 // shared runs test on each backend, with the two handles of its store.
 func shared(t *testing.T, test func(t *testing.T, a, b kv.Store)) {
-	for _, bk := range backends {
-		t.Run(bk.name, func(t *testing.T) {
-			a, b := bk.open(t)
-			test(t, a, b)
+	for _, bk := range storetest.Backends() {
+		t.Run(bk.Name, func(t *testing.T) {
+			s := bk.Pair(t)
+			test(t, s[0], s[1])
 		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
-	"github.com/pictorhq/pictor/kv/pgkv"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
+	"github.com/pictorhq/pictor/kv/storetest"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
@@ -61,19 +61,9 @@ var limiters = []struct {
 		}}
 	}},
 	{"store", func(t *testing.T, now func() time.Time) limiter {
-		s := openPebble(t)
+		s := storetest.Pebble.Open(t, 1)[0]
 		return limiter{NewStore(s, now), func(t *testing.T) int { return countLogs(t, s) }}
 	}},
-}
-
-func openPebble(t *testing.T) kv.Store {
-	t.Helper()
-	s, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func countLogs(t *testing.T, s kv.Store) int {
@@ -239,7 +229,7 @@ func TestLimitChangeStartsAgain(t *testing.T) {
 // entry left the window writes a log of that admission alone.
 func TestStoreExpiredLogReplaced(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
-	s := openPebble(t)
+	s := storetest.Pebble.Open(t, 1)[0]
 	l := NewStore(s, c.now)
 	for range 3 {
 		allow(t, l, "k", 5, time.Minute)
@@ -262,7 +252,7 @@ func TestStoreExpiredLogReplaced(t *testing.T) {
 // TestStoreError: a store that fails makes Allow fail, with the cause
 // recognizable, and admits nothing.
 func TestStoreError(t *testing.T) {
-	s := openPebble(t)
+	s := storetest.Pebble.Open(t, 1)[0]
 	l := NewStore(s, nil)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -273,13 +263,13 @@ func TestStoreError(t *testing.T) {
 	}
 	// A store on another machine that cannot be reached: the error stays
 	// kv.ErrUnavailable, which the API answers 503.
-	down := NewStore(unreachable{openPebble(t)}, nil)
+	down := NewStore(unreachable{storetest.Pebble.Open(t, 1)[0]}, nil)
 	if _, err := down.Allow(context.Background(), "k", 5, time.Minute); !errors.Is(err, kv.ErrUnavailable) || apierr.From(err).Status != http.StatusServiceUnavailable {
 		t.Fatalf("Allow on an unreachable store: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l2 := NewStore(openPebble(t), nil)
+	l2 := NewStore(storetest.Pebble.Open(t, 1)[0], nil)
 	if _, err := l2.Allow(ctx, "k", 5, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Allow with a canceled context: %v, want context.Canceled", err)
 	}
@@ -292,28 +282,12 @@ func (unreachable) Update(context.Context, string, func(kv.Txn) error) error {
 	return kv.ErrUnavailable
 }
 
-// pgPair opens two handles on one fresh PostgreSQL database: two origins
-// sharing a store.
-func pgPair(t *testing.T) (kv.Store, kv.Store) {
-	t.Helper()
-	url := pgtest.Shared(t).Database(t)
-	var out [2]kv.Store
-	for i := range out {
-		s, err := pgkv.Open(context.Background(), url, pgkv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		out[i] = s
-	}
-	return out[0], out[1]
-}
-
 // TestStoreSharedAcrossProcesses: two limiters on two handles of one
 // PostgreSQL database share each key's window exactly, one after the
 // other and concurrently.
 func TestStoreSharedAcrossProcesses(t *testing.T) {
-	a, b := pgPair(t)
+	pair := storetest.Postgres.Pair(t)
+	a, b := pair[0], pair[1]
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	la, lb := NewStore(a, c.now), NewStore(b, c.now)
 	for i := range WriteQuota {
