@@ -100,12 +100,40 @@ func startCluster(t *testing.T) *cluster {
 	c.env = append(c.env, "PICTOR_BIN="+bin, "PICTOR_ALLOW_PRIVATE_URLS=true", "PICTOR_LOG_LEVEL=info",
 		// A killed origin's renders are taken over sooner than the default 30 s.
 		"PICTOR_RENDER_LEASE=5s")
+	upDone := false
 	t.Cleanup(func() {
+		running := map[string]int{} // what up and start started, by name
+		if upDone {
+			for name, p := range c.status(t) {
+				if p.PID != nil {
+					running[name] = *p.PID
+				}
+			}
+		}
+		// A pictor process up did not start, running beside the cluster:
+		// down must leave it alone.
+		decoy := exec.Command(bin, "edge", "--addr", "127.0.0.1:0", "--origin-url", "http://127.0.0.1:9",
+			"--cache-dir", filepath.Join(tmp, "decoy-cache"))
+		if err := decoy.Start(); err != nil {
+			t.Errorf("start a decoy edge: %v", err)
+		}
 		began := time.Now()
 		if _, err := c.sh("down"); err != nil {
 			t.Errorf("cluster.sh down: %v", err)
 		}
 		t.Logf("cluster.sh down took %v", time.Since(began).Round(time.Millisecond))
+		for name, pid := range running {
+			if alive(pid) {
+				t.Errorf("after cluster.sh down, %s (pid %d) still runs", name, pid)
+			}
+		}
+		if decoy.Process != nil {
+			if !alive(decoy.Process.Pid) {
+				t.Error("cluster.sh down stopped a pictor process it did not start")
+			}
+			decoy.Process.Kill()
+			decoy.Wait()
+		}
 	})
 	began = time.Now()
 	out, err := c.sh("up")
@@ -127,6 +155,7 @@ func startCluster(t *testing.T) *cluster {
 	}
 	t.Logf("cluster.sh up took %v", time.Since(began).Round(time.Millisecond))
 	c.owner = apitest.Creds{APIID: c.APIID, APIKey: c.APIKey}
+	upDone = true
 	for name, p := range c.status(t) {
 		if !p.Healthy || p.PID == nil {
 			t.Fatalf("after up, %s is not healthy: %+v", name, p)
@@ -589,4 +618,16 @@ func decodePNG(b []byte) (image.Image, error) {
 		return nil, fmt.Errorf("decode PNG: %w", err)
 	}
 	return img, nil
+}
+
+// alive reports whether a process runs with the pid (a zombie does not:
+// its parent has not reaped it yet, but it stopped).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
