@@ -419,6 +419,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	// Events committed before the edge connected may not have reached
+	// this hub's tailer yet (it reads the log after each append, or every
+	// PollInterval): the replay goes up to the log's head in the store, so
+	// Ready means caught up with every event acknowledged to a publisher;
+	// the queue then skips what the replay sent.
+	if last, err := lastSeq(h.store); err != nil {
+		slog.Warn("could not read the edge event log's head; replaying what this origin delivered", "error", err)
+	} else if last > head {
+		head = last
+	}
 	sent := since
 	switch {
 	case since > head || head-since > Retention:
