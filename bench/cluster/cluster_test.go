@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/bench/proc"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 )
 
@@ -103,6 +105,11 @@ func TestUpDown(t *testing.T) {
 				}
 				if len(c.Processes) != 2 || c.Processes[0].Name != "edge-1" || c.Processes[1].Name != "postgres" {
 					t.Fatalf("Processes = %+v, want edge-1 and postgres", c.Processes)
+				}
+				// CPU time is counted in clock ticks: a light process can
+				// show none yet. Work until this one shows some.
+				for deadline := time.Now().Add(10 * time.Second); proc.TreeCPU(os.Getpid()) == 0 && time.Now().Before(deadline); {
+					spin()
 				}
 				cpu := c.CPU()
 				if cpu[PartEdges] <= 0 || cpu[PartPostgres] != 0 {
@@ -219,4 +226,14 @@ func TestTransactions(t *testing.T) {
 	if _, err := bad.Transactions(ctx); err == nil || !strings.Contains(err.Error(), "pg_stat_database") {
 		t.Fatalf("Transactions of an unreachable server = %v", err)
 	}
+}
+
+// spin uses the CPU for a moment.
+func spin() {
+	h := sha256.New()
+	buf := make([]byte, 1<<16)
+	for range 64 {
+		h.Write(buf)
+	}
+	_ = h.Sum(nil)
 }
