@@ -159,14 +159,26 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 		defer stop()
 	}
 
-	target := r.URL
+	target, html := r.URL, ""
 	if target == "" {
-		target = t.serve(buildDocument(r, e.cfg.FontsURL))
+		html = buildDocument(r, e.cfg.FontsURL)
+		target = t.serve(html)
 	} else if u, err := url.Parse(target); err == nil {
 		t.origins[u.Scheme+"://"+u.Host] = true
 	}
 	t.origins["http://"+InternalHost] = true
 
+	blank := t.blank
+	t.blank = false
+	if html != "" && blank {
+		wrote, err := write(ctx, tg, target, html, remaining())
+		if err != nil {
+			return nil, err
+		}
+		if wrote {
+			return e.steps(ctx, t, tg, r, docs, remaining, fail)
+		}
+	}
 	loader, err := navigate(ctx, tg, target, remaining())
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
@@ -175,10 +187,16 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	if err != nil {
 		return nil, err
 	}
-	// A page may navigate itself (a form that submits, a location change, a
-	// meta refresh) while the steps run: then wait for the new document and
-	// run them again, a bounded number of times. The last time, a capture
-	// the page replaced by a page of its own stands.
+	return e.steps(ctx, t, tg, r, docs, remaining, fail)
+}
+
+// steps runs the page steps and the capture on the loaded document. A page
+// may navigate itself (a form that submits, a location change, a meta
+// refresh) while they run: then it waits for the new document and runs
+// them again, a bounded number of times. The last time, a capture the page
+// replaced by a page of its own stands.
+func (e *Engine) steps(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
+	fail context.CancelCauseFunc) (*Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail)
 		if errors.Is(err, errReplaced) && attempt == 2 {
@@ -405,6 +423,33 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 		return res.LoaderID, &chromedp.LoadError{ErrorText: res.ErrorText}
 	}
 	return res.LoaderID, firstEvent(ctx, loaded)
+}
+
+// write puts an HTML render's document into the tab's blank document, as
+// a warm page's setContent does, instead of navigating to it: a navigation
+// costs about 25 ms more to the load event, and the first frame of a new
+// document makes the capture slower (docs/render-performance.md). The
+// document gets the URL a navigation would have given it (target, where
+// the internal host serves it too, so relative URLs and a reload resolve
+// alike), and the blank document's window, which nothing ran in but the
+// document-start script. It waits, at most wait, for the load event; then
+// the page is captured as it is. It reports false, having changed nothing,
+// when the tab does not show the blank document (the render navigates
+// then).
+func write(ctx context.Context, tg *chromedp.Target, target, html string, wait time.Duration) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var wrote bool
+	err := call(wctx, tg, writeScript, &wrote, blankPath, target, html)
+	switch {
+	case err != nil && wctx.Err() != nil && ctx.Err() == nil:
+		return true, nil // max_wait_ms ran out while it loaded
+	case err != nil && navigatedAway(err):
+		return true, nil // the page went elsewhere as it loaded: the steps wait for it
+	case err != nil:
+		return false, err
+	}
+	return wrote, nil
 }
 
 // clipFor decides which part of the document becomes the image. The

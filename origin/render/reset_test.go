@@ -183,3 +183,38 @@ func startLoading(t *testing.T, e *Engine, ctx context.Context, org string) (loa
 	}
 	return loading, finish
 }
+
+// TestResetClearsIndexedDB: a database a render's page made is gone for
+// the next render on the tab.
+func TestResetClearsIndexedDB(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	page := `<div id="box" style="width:100px;height:50px;background:rgb(0,0,255)"></div><script>
+(async () => {
+  let ok = false;
+  try {
+    ok = (await indexedDB.databases()).length === 0;
+    await new Promise((done, fail) => {
+      const r = indexedDB.open("left-behind");
+      r.onsuccess = () => { r.result.close(); done(); };
+      r.onerror = fail;
+    });
+    ok = ok && (await indexedDB.databases()).length === 1;
+  } catch (e) {
+    ok = false;
+  }
+  document.getElementById("box").style.background = ok ? "rgb(0,128,0)" : "rgb(255,0,0)";
+  ScreenshotReady();
+})();
+</script>`
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, WhenReady: true, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+		cancel()
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+			t.Fatalf("render %d: box is %v: the page saw the previous render's database (or could not make its own)", i, c)
+		}
+	}
+}

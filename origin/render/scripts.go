@@ -20,6 +20,25 @@ const readyScript = `(() => {
   window.ScreenshotReady = () => { done(true); };
 })();`
 
+// writeScript writes html into the blank document (at path blank) as the
+// document at url, and resolves true at its load event; it returns false,
+// having done nothing, when the tab shows another document. What it calls
+// after the page's scripts began to run (they run inside write) is taken
+// beforehand, so a page cannot replace it.
+const writeScript = `(blank, url, html) => {
+  if (location.pathname !== blank || document.readyState !== 'complete') return false;
+  const d = document, close = Document.prototype.close, on = EventTarget.prototype.addEventListener;
+  const state = Object.getOwnPropertyDescriptor(Document.prototype, 'readyState').get;
+  history.replaceState(null, '', url);
+  d.open();
+  d.write(html);
+  close.call(d);
+  return new Promise(r => {
+    if (state.call(d) === 'complete') r(true);
+    else on.call(window, 'load', () => r(true), { once: true });
+  });
+}`
+
 // waitReadyScript resolves true once ScreenshotReady() was called, or false
 // after ms milliseconds.
 const waitReadyScript = `(ms) => Promise.race([

@@ -38,6 +38,11 @@ type tab struct {
 	org     string      // "" until its first render
 	uses    int
 	broken  bool // interrupted or failed: never reused
+	// blank says the tab shows a blank document of the internal host that
+	// nothing ran in yet: an HTML render writes its document into it
+	// instead of navigating (see write). Only the render or reset holding
+	// the tab reads or sets it.
+	blank bool
 	closed  sync.Once
 	onClose func()
 
@@ -98,8 +103,10 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		}); err != nil {
 			return err
 		}
-		_, err = cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript})
-		return err
+		if _, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: readyScript}); err != nil {
+			return err
+		}
+		return t.loadBlank(ctx, tg)
 	}))
 	if !stop() && err == nil {
 		err = fmt.Errorf("opening abandoned: %w", ctx.Err())
@@ -127,9 +134,21 @@ func (t *tab) answerDialogs(dialogs iter.Seq2[page.EventJavascriptDialogOpening,
 	}
 }
 
-// ServeHTTP answers the internal host: the current document and emoji.
+// blankPath is where the internal host serves the blank document a tab
+// waits on for its next render (loadBlank).
+const blankPath = "/blank"
+
+// blankDocument is that document: standards mode, nothing in it.
+const blankDocument = "<!DOCTYPE html><html><head></head><body></body></html>"
+
+// ServeHTTP answers the internal host: the current document, the blank
+// document and emoji.
 func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.URL.Path == blankPath:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, blankDocument)
 	case strings.HasPrefix(r.URL.Path, "/doc/"):
 		d := t.doc.Load()
 		if d == nil || r.URL.Path != "/doc/"+d.token {
@@ -155,24 +174,58 @@ func (t *tab) serve(html string) string {
 	return "http://" + InternalHost + "/doc/" + d.token
 }
 
+// loadBlank navigates the tab to the internal host's blank document and
+// waits for it to load; the tab is then blank. Its window is new (the
+// document-start script ran in it, nothing else did), so a render that
+// writes into it starts with a fresh window, as a navigation gives.
+func (t *tab) loadBlank(ctx context.Context, tg *chromedp.Target) error {
+	t.blank = false
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	loaded := chromedp.Events(lctx, page.LoadEventFired)
+	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "http://" + InternalHost + blankPath})
+	if err != nil {
+		return err
+	}
+	if res.ErrorText != "" {
+		return fmt.Errorf("blank document: %s", res.ErrorText)
+	}
+	if err := firstEvent(ctx, loaded); err != nil {
+		return err
+	}
+	t.blank = true
+	return nil
+}
+
+// storageTypes is what a reset clears of each origin the page used:
+// everything a page can store and read back. Not "all": that adds the GPU's
+// shader cache (the browser's own, shared by its tabs, no page data), a
+// pass over a disk cache on every reset (docs/render-performance.md).
+const storageTypes = "cookies,file_systems,indexeddb,local_storage,websql,service_workers,cache_storage," +
+	"interest_groups,shared_storage,storage_buckets"
+
 // reset clears what a render left behind so the next render of the same
-// organization starts like a first visit.
+// organization starts like a first visit, on a blank document.
 func (t *tab) reset(ctx context.Context) error {
 	t.doc.Store(nil)
+	t.blank = false
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		// window.name belongs to the tab, not the document: unless cleared
 		// it would pass to the next render's page. A page that cannot be
 		// reached (it is navigating) keeps it; its next document is the
 		// same render's.
 		evaluate(ctx, tg, `window.name = ""`, nil)
-		if _, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+		// The blank document replaces the page before its cookies and
+		// storage go, so the page cannot write them again; it runs no
+		// script of its own and reads neither.
+		if err := t.loadBlank(ctx, tg); err != nil {
 			return err
 		}
 		if _, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
 			return err
 		}
 		for origin := range t.origins {
-			if _, err := cdp.Call(ctx, tg, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: origin, StorageTypes: "all"}); err != nil {
+			if _, err := cdp.Call(ctx, tg, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: origin, StorageTypes: storageTypes}); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,102 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// TestWrittenDocument: an HTML render is written into the tab's blank
+// document (its navigation entry is the blank document's), and the page
+// cannot tell otherwise: its URL and base URL are the document's own on
+// the internal host, render_when_ready's ScreenshotReady is there, and
+// nothing a previous render's page left on its window is, render after
+// render on one tab.
+func TestWrittenDocument(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	page := boxPage(`const nav = performance.getEntriesByType("navigation")[0];
+const ok = location.origin === "http://pictor.internal" && /^\/doc\/[0-9a-f]{32}$/.test(location.pathname) &&
+  document.baseURI === location.href && typeof window.ScreenshotReady === "function" &&
+  window.leftBehind === undefined && document.compatMode === "CSS1Compat" &&
+  nav !== undefined && nav.name === "http://pictor.internal/blank";
+window.leftBehind = 1;`)
+	for i := range 4 {
+		if c := renderBox(t, e, i, page); c != boxGreen {
+			t.Fatalf("render %d: box is %v: the written document is not what a navigation gives, or not written", i, c)
+		}
+	}
+}
+
+// parsingPage checks how its document was parsed: no doctype gives quirks
+// mode, a script's document.write inserts where it stands, a parser-blocking
+// script runs before the next one and a deferred one after both, before
+// DOMContentLoaded.
+const parsingPage = `<html><body style="margin:0"><script>window.order = [];</script>
+<script defer src="data:text/javascript,order.push('defer')"></script>
+<script src="data:text/javascript,order.push('blocking')"></script>
+<script>document.write('<span id="written"></span>'); order.push('inline');</script>
+<script>document.addEventListener("DOMContentLoaded", () => {
+  const ok = document.compatMode === "BackCompat" && document.getElementById("written") !== null &&
+    order.join() === "blocking,inline,defer" && document.readyState === "interactive";
+  document.getElementById("box").style.background = ok ? "rgb(0,128,0)" : "rgb(255,0,0)";
+});</script>
+<div id="box" style="width:100px;height:50px;background:rgb(0,0,255)"></div></body></html>`
+
+// TestWrittenDocumentParsedAsLoaded: a written document is parsed as the
+// same document loaded from a site is: the page above comes out green both
+// as HTML (written) and as a URL (navigated to).
+func TestWrittenDocumentParsedAsLoaded(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, parsingPage)
+	}))
+	t.Cleanup(site.Close)
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	for _, r := range []*Request{{HTML: parsingPage}, {URL: site.URL}, {HTML: parsingPage}} {
+		r.OrgID, r.ViewportWidth, r.ViewportHeight, r.DeviceScale = "o", 200, 100, 1
+		r.MaxWait, r.MaxWidth, r.MaxHeight = 5*time.Second, 16384, 16384
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := e.Render(ctx, r)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+			t.Fatalf("html=%t url=%q: box is %v, want green", r.HTML != "", r.URL, c)
+		}
+	}
+}
+
+// TestWriteNeedsTheBlankDocument: a tab that should be blank but shows
+// another document is navigated to the render's document instead of
+// written into, and the render is right.
+func TestWriteNeedsTheBlankDocument(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	e.mu.Lock()
+	tb := e.idle[0]
+	e.mu.Unlock()
+	if !tb.blank {
+		t.Fatal("a warm tab is not blank")
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "about:blank"})
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := boxPage(`const nav = performance.getEntriesByType("navigation")[0];
+const ok = nav !== undefined && nav.name === location.href && location.pathname.startsWith("/doc/");`)
+	if c := renderBox(t, e, 0, page); c != boxGreen {
+		t.Fatalf("box is %v: the render did not navigate to its document", c)
+	}
+}
