@@ -138,7 +138,8 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 		}
 		return 0
 	}
-	if err := t.emulate(ctx, tg, r); err != nil {
+	emulated, err := t.emulate(ctx, tg, r)
+	if err != nil {
 		return nil, err
 	}
 	if r.BlockConsent {
@@ -168,7 +169,9 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	}
 	t.origins["http://"+InternalHost] = true
 
-	blank := t.blank
+	// The blank document is written into only when it was made under the
+	// emulation this render asks for.
+	blank := t.blank && emulated
 	t.blank = false
 	if html != "" && blank {
 		wrote, err := write(ctx, tg, target, html, remaining())

@@ -269,8 +269,11 @@ type emulationState struct {
 }
 
 // emulate applies every emulation setting that differs from what the tab
-// has: tabs are reused, and each command costs a relayout.
-func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) error {
+// has: tabs are reused, and each command costs a relayout. It reports
+// whether the tab already had them all, so that the document it shows was
+// made under the request's emulation (touch support, for one, is fixed
+// when a window is made).
+func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) (same bool, err error) {
 	w, h := r.viewport()
 	want := emulationState{width: w, height: h, scale: r.scale(), mobile: r.Mobile, landscape: r.Landscape, touch: r.Touch,
 		media: r.MediaType, scheme: r.ColorScheme, timezone: r.Timezone, transparent: r.Transparent}
@@ -286,7 +289,7 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 			Width: int64(w), Height: int64(h), DeviceScaleFactor: want.scale, Mobile: r.Mobile,
 			ScreenWidth: int64(w), ScreenHeight: int64(h), ScreenOrientation: orientation,
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if have == nil || have.touch != want.touch {
@@ -295,19 +298,19 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 			touch.MaxTouchPoints = 5
 		}
 		if _, err := cdp.Call(ctx, tg, emulation.SetTouchEmulationEnabled, touch); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if have == nil || have.media != want.media || have.scheme != want.scheme {
 		media := emulation.SetEmulatedMediaParams{Media: r.MediaType,
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: r.ColorScheme}}}
 		if _, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, media); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if (have == nil && want.timezone != "") || (have != nil && have.timezone != want.timezone) {
 		if _, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: r.Timezone}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if have == nil || have.transparent != want.transparent {
@@ -317,11 +320,11 @@ func (t *tab) emulate(ctx context.Context, tg *chromedp.Target, r *Request) erro
 			bg["color"] = map[string]any{"r": 0, "g": 0, "b": 0, "a": 0}
 		}
 		if err := tg.Call(ctx, "Emulation.setDefaultBackgroundColorOverride", bg, nil); err != nil {
-			return err
+			return false, err
 		}
 	}
 	t.emulation = &want
-	return nil
+	return have != nil && *have == want, nil
 }
 
 // routeOf names an upstream route: equal names, equal routes.

@@ -13,21 +13,25 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestWrittenDocument: an HTML render is written into the tab's blank
-// document (its navigation entry is the blank document's), and the page
-// cannot tell otherwise: its URL and base URL are the document's own on
-// the internal host, render_when_ready's ScreenshotReady is there, and
-// nothing a previous render's page left on its window is, render after
-// render on one tab.
+// TestWrittenDocument: an HTML render on a tab whose last render asked for
+// the same emulation is written into the tab's blank document (its
+// navigation entry is the blank document's), and the page cannot tell
+// otherwise: its URL and base URL are the document's own on the internal
+// host, render_when_ready's ScreenshotReady is there, and nothing a
+// previous render's page left on its window is, render after render on one
+// tab. (A tab's first render navigates: its emulation is set then.)
 func TestWrittenDocument(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
 	page := boxPage(`const nav = performance.getEntriesByType("navigation")[0];
 const ok = location.origin === "http://pictor.internal" && /^\/doc\/[0-9a-f]{32}$/.test(location.pathname) &&
   document.baseURI === location.href && typeof window.ScreenshotReady === "function" &&
   window.leftBehind === undefined && document.compatMode === "CSS1Compat" &&
-  nav !== undefined && nav.name === "http://pictor.internal/blank";
+  nav !== undefined && nav.name === (window.wantNavigated ? location.href : "http://pictor.internal/blank");
 window.leftBehind = 1;`)
-	for i := range 4 {
+	if c := renderBox(t, e, 0, "<script>window.wantNavigated = true</script>"+page); c != boxGreen {
+		t.Fatalf("first render: box is %v: it did not navigate to its document", c)
+	}
+	for i := 1; i < 4; i++ {
 		if c := renderBox(t, e, i, page); c != boxGreen {
 			t.Fatalf("render %d: box is %v: the written document is not what a navigation gives, or not written", i, c)
 		}
@@ -98,5 +102,25 @@ func TestWriteNeedsTheBlankDocument(t *testing.T) {
 const ok = nav !== undefined && nav.name === location.href && location.pathname.startsWith("/doc/");`)
 	if c := renderBox(t, e, 0, page); c != boxGreen {
 		t.Fatalf("box is %v: the render did not navigate to its document", c)
+	}
+}
+
+// TestWriteKeepsEmulation: touch support is fixed when a window is made,
+// so a render whose emulation differs from its tab's last render's gets a
+// window made under its own: renders switching touch on and off on one
+// tab each see what they asked for.
+func TestWriteKeepsEmulation(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	for i, touch := range []bool{false, false, true, true, false, true} {
+		page := boxPage(fmt.Sprintf(`const ok = ('ontouchstart' in window) === %t && (navigator.maxTouchPoints > 0) === %t;`, touch, touch))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, Touch: touch, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+		cancel()
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+			t.Fatalf("render %d (touch %t): box is %v: the page's window does not have the touch support asked for", i, touch, c)
+		}
 	}
 }
