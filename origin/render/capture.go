@@ -179,7 +179,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 			return nil, err
 		}
 		if wrote {
-			return e.steps(ctx, t, tg, r, docs, remaining, fail)
+			return e.steps(ctx, t, tg, r, docs, remaining, fail, t.blankLoader)
 		}
 	}
 	loader, err := navigate(ctx, tg, target, remaining())
@@ -190,18 +190,20 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	if err != nil {
 		return nil, err
 	}
-	return e.steps(ctx, t, tg, r, docs, remaining, fail)
+	return e.steps(ctx, t, tg, r, docs, remaining, fail, "")
 }
 
 // steps runs the page steps and the capture on the loaded document. A page
 // may navigate itself (a form that submits, a location change, a meta
 // refresh) while they run: then it waits for the new document and runs
 // them again, a bounded number of times. The last time, a capture the page
-// replaced by a page of its own stands.
+// replaced by a page of its own stands. shown is the loader of the
+// document written into the frame, "" when it was navigated to.
 func (e *Engine) steps(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
-	fail context.CancelCauseFunc) (*Result, error) {
+	fail context.CancelCauseFunc, shown cdp.LoaderID) (*Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail)
+		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail, shown)
+		shown = ""
 		if errors.Is(err, errReplaced) && attempt == 2 {
 			return res, nil
 		}
@@ -274,16 +276,23 @@ func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
 // waits for fonts and images and measures the clip. Without those options
 // both are the same evaluation.
 func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
-	fail context.CancelCauseFunc) (*Result, error) {
+	fail context.CancelCauseFunc, shown cdp.LoaderID) (*Result, error) {
 	// The steps wait for the page's main thread; a capture or a print may
 	// keep it busy for long on a big document, so they are not watched.
 	unwatch := watchBusy(ctx, tg, e.cfg.BusyLimit, fail)
 	defer unwatch()
 	// The document must be the site's (or the caller's HTML, or one it
-	// navigated to), not an error page Chromium or the egress made.
-	loader, err := docs.check(ctx, tg)
-	if err != nil {
-		return nil, err
+	// navigated to), not an error page Chromium or the egress made. The
+	// caller's HTML written into the blank document is, while the main
+	// frame did nothing since (a failed or committed navigation is seen
+	// before the reply of the write that preceded it).
+	seen := docs.quiet()
+	loader := shown
+	if shown == "" || seen != 0 {
+		var err error
+		if loader, err = docs.check(ctx, tg); err != nil {
+			return nil, err
+		}
 	}
 	var s script
 	if r.URL != "" {
@@ -350,7 +359,7 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 			return nil, err
 		}
 		res.Settled = settled
-		return res, recheck(ctx, tg, docs, loader, remaining())
+		return res, recheck(ctx, tg, docs, loader, seen, remaining())
 	}
 	clip, err := clipFor(ctx, tg, r, &s)
 	if err != nil {
@@ -363,14 +372,20 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 		return nil, err
 	}
 	res.Settled = settled
-	return res, recheck(ctx, tg, docs, loader, remaining())
+	return res, recheck(ctx, tg, docs, loader, seen, remaining())
 }
 
 // recheck looks at the main frame again once the output is taken: a
 // navigation the page started before or during it is waited for (within
 // wait), and the document it leaves must pass the check too. errReplaced
 // says that another document of the site's replaced the checked one.
-func recheck(ctx context.Context, tg *chromedp.Target, docs *documents, checked cdp.LoaderID, wait time.Duration) error {
+// When the frame did nothing since the check (seen is what docs.quiet
+// said before it), up to the capture's reply, the checked document is the
+// one captured.
+func recheck(ctx context.Context, tg *chromedp.Target, docs *documents, checked cdp.LoaderID, seen int, wait time.Duration) error {
+	if docs.quiet() == seen {
+		return nil
+	}
 	if err := docs.settle(ctx, wait); err != nil {
 		return err
 	}

@@ -93,6 +93,10 @@ type documents struct {
 	requests map[network.RequestID]cdp.LoaderID
 	order    int
 	changed  chan struct{} // closed and replaced when a navigation ends
+	// seen counts what the main frame did: a navigation started, failed or
+	// committed. While it stays the same, the frame shows the document it
+	// showed (quiet).
+	seen int
 }
 
 // documentLoad is one navigation of the main frame.
@@ -130,11 +134,13 @@ func (d *documents) event(ev any) {
 			ev.NavigationType == page.FrameStartedNavigatingNavigationTypeHistorySameDocument {
 			return
 		}
+		d.seen++
 		d.start(ev.LoaderID)
 	case *network.EventRequestWillBeSent:
 		if ev.Type != network.ResourceTypeDocument || ev.FrameID != d.frame {
 			return
 		}
+		d.seen++
 		l := d.start(ev.LoaderID)
 		l.url = ev.Request.URL // a redirect's next hop comes with the same loader
 		d.requests[ev.RequestID] = ev.LoaderID
@@ -145,6 +151,7 @@ func (d *documents) event(ev any) {
 		}
 	case *network.EventLoadingFailed:
 		if loader, ok := d.requests[ev.RequestID]; ok && d.loads[loader] != nil {
+			d.seen++
 			l := d.loads[loader]
 			l.errorText = ev.ErrorText
 			d.finish(l)
@@ -153,6 +160,7 @@ func (d *documents) event(ev any) {
 		if ev.Frame.ParentID != "" {
 			return
 		}
+		d.seen++
 		cur := d.loads[ev.Frame.LoaderID]
 		if cur == nil {
 			return
@@ -197,6 +205,14 @@ func (d *documents) finish(l *documentLoad) {
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
+}
+
+// quiet returns what the main frame did so far (see seen): while it
+// returns the same, the frame shows the same document.
+func (d *documents) quiet() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.seen
 }
 
 // settle waits, at most wait, until no navigation of the main frame is

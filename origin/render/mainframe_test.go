@@ -254,6 +254,8 @@ func TestMainDocumentVerdicts(t *testing.T) {
 		{"page sending itself away once loaded", Request{URL: "http://public.test/self/after-load"}, ErrUnreachable, "connection reset by reset.test:80"},
 		{"html sending itself to a document Pictor does not hold", Request{HTML: `<p>x</p><script>location.href = "/doc/none"</script>`},
 			ErrBlockedURL, "pictor.internal serves no such document"},
+		{"html sending itself away once loaded", Request{HTML: `<p>x</p><script>addEventListener("load", () => { location.href = "/doc/none"; })</script>`},
+			ErrBlockedURL, "pictor.internal serves no such document"},
 		{"the site's own 404", Request{URL: "http://public.test/own-404"}, nil, ""},
 		{"the site's own 502", Request{URL: "http://public.test/own-502"}, nil, ""},
 		{"failing subframes and images", Request{URL: "http://public.test/broken-parts"}, nil, ""},

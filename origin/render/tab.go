@@ -42,9 +42,10 @@ type tab struct {
 	// nothing ran in yet: an HTML render writes its document into it
 	// instead of navigating (see write). Only the render or reset holding
 	// the tab reads or sets it.
-	blank bool
-	closed  sync.Once
-	onClose func()
+	blank       bool
+	blankLoader cdp.LoaderID // the blank document's
+	closed      sync.Once
+	onClose     func()
 
 	// Under the engine's mu: loading says the tab's render has not begun
 	// its capture yet (Engine.loaded); while the tab is dirty (waits for
@@ -193,7 +194,7 @@ func (t *tab) loadBlank(ctx context.Context, tg *chromedp.Target) error {
 	if err := firstEvent(ctx, loaded); err != nil {
 		return err
 	}
-	t.blank = true
+	t.blank, t.blankLoader = true, res.LoaderID
 	return nil
 }
 
