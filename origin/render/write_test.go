@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -122,5 +125,47 @@ func TestWriteKeepsEmulation(t *testing.T) {
 		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
 			t.Fatalf("render %d (touch %t): box is %v: the page's window does not have the touch support asked for", i, touch, c)
 		}
+	}
+}
+
+// TestNoDOMEvents: the tabs run without the DOM and CSS domains chromedp
+// enables (the engine reads neither): a render navigated to its document
+// and one written into the blank document send none of their events,
+// while the page's own load events still arrive.
+func TestNoDOMEvents(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
+	e.mu.Lock()
+	tb := e.idle[0]
+	e.mu.Unlock()
+	var mu sync.Mutex
+	var domEvents, loads int
+	lctx, stop := context.WithCancel(tb.ctx)
+	defer stop()
+	err := chromedp.Listen(lctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.(type) {
+		case *dom.EventDocumentUpdated, *dom.EventSetChildNodes, *dom.EventChildNodeInserted, *css.EventStyleSheetAdded:
+			domEvents++
+		case *page.EventLoadEventFired:
+			loads++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := boxPage(`const ok = true;`)
+	for i := range 2 {
+		if c := renderBox(t, e, i, "<style>p { color: red }</style>"+page); c != boxGreen {
+			t.Fatalf("render %d: box is %v", i, c)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if loads == 0 {
+		t.Fatal("no load event seen: the listener saw nothing")
+	}
+	if domEvents != 0 {
+		t.Fatalf("%d DOM and CSS events during two renders, want none", domEvents)
 	}
 }
