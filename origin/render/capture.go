@@ -160,20 +160,29 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 		defer stop()
 	}
 
+	// An HTML render is written into the blank document when the tab
+	// shows one made under the emulation this render asks for: the
+	// document then takes its URL, where the internal host serves it from
+	// now on. Otherwise it is served at a URL of its own and navigated to.
+	blank, blankDoc := t.blank && emulated && r.URL == "", t.doc.Load()
+	t.blank = false
 	target, html := r.URL, ""
-	if target == "" {
+	switch {
+	case target == "" && blank && blankDoc != nil:
+		html = buildDocument(r, e.cfg.FontsURL)
+		target = t.serveAt(blankDoc.token, html)
+	case target == "":
+		blank = false
 		html = buildDocument(r, e.cfg.FontsURL)
 		target = t.serve(html)
-	} else if u, err := url.Parse(target); err == nil {
-		t.origins[u.Scheme+"://"+u.Host] = true
+	default:
+		if u, err := url.Parse(target); err == nil {
+			t.origins[u.Scheme+"://"+u.Host] = true
+		}
 	}
 	t.origins["http://"+InternalHost] = true
 
-	// The blank document is written into only when it was made under the
-	// emulation this render asks for.
-	blank := t.blank && emulated
-	t.blank = false
-	if html != "" && blank {
+	if blank {
 		wrote, err := write(ctx, tg, target, html, remaining())
 		if err != nil {
 			return nil, err
@@ -447,18 +456,21 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 // a warm page's setContent does, instead of navigating to it: a navigation
 // costs about 25 ms more to the load event, and the first frame of a new
 // document makes the capture slower (docs/render-performance.md). The
-// document gets the URL a navigation would have given it (target, where
-// the internal host serves it too, so relative URLs and a reload resolve
-// alike), and the blank document's window, which nothing ran in but the
-// document-start script. It waits, at most wait, for the load event; then
-// the page is captured as it is. It reports false, having changed nothing,
-// when the tab does not show the blank document (the render navigates
-// then).
+// blank document is at target already (loadBlank), where the internal host
+// now serves html, so relative URLs and a reload resolve as after a
+// navigation; its window is new, nothing ran in it but the document-start
+// script. It waits, at most wait, for the load event; then the page is
+// captured as it is. It reports false, having changed nothing, when the
+// tab does not show the blank document (the render navigates then).
 func write(ctx context.Context, tg *chromedp.Target, target, html string, wait time.Duration) (bool, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return false, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var wrote bool
-	err := call(wctx, tg, writeScript, &wrote, blankPath, target, html)
+	err = call(wctx, tg, writeScript, &wrote, u.Path, html)
 	switch {
 	case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 		return true, nil // max_wait_ms ran out while it loaded

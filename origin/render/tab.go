@@ -151,21 +151,13 @@ func (t *tab) answerDialogs(dialogs iter.Seq2[page.EventJavascriptDialogOpening,
 	}
 }
 
-// blankPath is where the internal host serves the blank document a tab
-// waits on for its next render (loadBlank).
-const blankPath = "/blank"
-
-// blankDocument is that document: standards mode, nothing in it.
+// blankDocument is the document a tab waits on for its next render
+// (loadBlank): standards mode, nothing in it.
 const blankDocument = "<!DOCTYPE html><html><head></head><body></body></html>"
 
-// ServeHTTP answers the internal host: the current document, the blank
-// document and emoji.
+// ServeHTTP answers the internal host: the current document and emoji.
 func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case r.URL.Path == blankPath:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		io.WriteString(w, blankDocument)
 	case strings.HasPrefix(r.URL.Path, "/doc/"):
 		d := t.doc.Load()
 		if d == nil || r.URL.Path != "/doc/"+d.token {
@@ -182,25 +174,33 @@ func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve publishes html as the tab's document and returns its URL.
+// serve publishes html as the tab's document at a new URL, which it
+// returns.
 func (t *tab) serve(html string) string {
 	b := make([]byte, 16)
 	rand.Read(b)
-	d := &document{token: hex.EncodeToString(b), html: html}
-	t.doc.Store(d)
-	return "http://" + InternalHost + "/doc/" + d.token
+	return t.serveAt(hex.EncodeToString(b), html)
 }
 
-// loadBlank navigates the tab to the internal host's blank document and
-// waits for it to load; the tab is then blank. Its window is new (the
-// document-start script ran in it, nothing else did), so a render that
-// writes into it starts with a fresh window, as a navigation gives.
+// serveAt publishes html as the tab's document at the URL of token.
+func (t *tab) serveAt(token, html string) string {
+	t.doc.Store(&document{token: token, html: html})
+	return "http://" + InternalHost + "/doc/" + token
+}
+
+// loadBlank navigates the tab to a blank document at the URL of the next
+// render's document, and waits for it to load; the tab is then blank. Its
+// window is new (the document-start script ran in it, nothing else did),
+// so a render that writes into it starts with a fresh window and the URL a
+// navigation to its document would give, as the same URL serves it from
+// then on (see write).
 func (t *tab) loadBlank(ctx context.Context, tg *chromedp.Target) error {
 	t.blank = false
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired)
-	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: "http://" + InternalHost + blankPath})
+	target := t.serve(blankDocument)
+	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
 	if err != nil {
 		return err
 	}

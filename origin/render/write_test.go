@@ -17,20 +17,22 @@ import (
 )
 
 // TestWrittenDocument: an HTML render on a tab whose last render asked for
-// the same emulation is written into the tab's blank document (its
-// navigation entry is the blank document's), and the page cannot tell
-// otherwise: its URL and base URL are the document's own on the internal
-// host, render_when_ready's ScreenshotReady is there, and nothing a
-// previous render's page left on its window is, render after render on one
-// tab. (A tab's first render navigates: its emulation is set then.)
+// the same emulation is written into the tab's blank document (what its
+// navigation entry loaded is the blank document), and the page cannot tell
+// otherwise: its URL, its navigation entry's and its base URL are the
+// document's own on the internal host, render_when_ready's ScreenshotReady
+// is there, and nothing a previous render's page left on its window is,
+// render after render on one tab. (A tab's first render navigates: its
+// emulation is set then.)
 func TestWrittenDocument(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
-	page := boxPage(`const nav = performance.getEntriesByType("navigation")[0];
+	page := boxPage(fmt.Sprintf(`const nav = performance.getEntriesByType("navigation")[0];
+const written = nav !== undefined && nav.decodedBodySize === %d;
 const ok = location.origin === "http://pictor.internal" && /^\/doc\/[0-9a-f]{32}$/.test(location.pathname) &&
   document.baseURI === location.href && typeof window.ScreenshotReady === "function" &&
   window.leftBehind === undefined && document.compatMode === "CSS1Compat" &&
-  nav !== undefined && nav.name === (window.wantNavigated ? location.href : "http://pictor.internal/blank");
-window.leftBehind = 1;`)
+  nav !== undefined && nav.name === location.href && written === !window.wantNavigated;
+window.leftBehind = 1;`, len(blankDocument)))
 	if c := renderBox(t, e, 0, "<script>window.wantNavigated = true</script>"+page); c != boxGreen {
 		t.Fatalf("first render: box is %v: it did not navigate to its document", c)
 	}
@@ -101,8 +103,9 @@ func TestWriteNeedsTheBlankDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := boxPage(`const nav = performance.getEntriesByType("navigation")[0];
-const ok = nav !== undefined && nav.name === location.href && location.pathname.startsWith("/doc/");`)
+	page := boxPage(fmt.Sprintf(`const nav = performance.getEntriesByType("navigation")[0];
+const ok = nav !== undefined && nav.name === location.href && location.pathname.startsWith("/doc/") &&
+  nav.decodedBodySize !== %d;`, len(blankDocument)))
 	if c := renderBox(t, e, 0, page); c != boxGreen {
 		t.Fatalf("box is %v: the render did not navigate to its document", c)
 	}
