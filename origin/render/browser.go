@@ -25,11 +25,14 @@ type browser struct {
 	closing     atomic.Bool   // close was called: an exit from now on is expected
 	closeOnce   sync.Once
 
+	tabs atomic.Int32 // its tabs: opening, busy, dirty or idle
+
 	// Guarded by Engine.mu.
 	renders     int  // renders started on this browser
-	active      int  // claims on it: renders running now, or Start warming tabs
+	active      int  // claims on it: renders running now, Start or refill warming tabs
 	retired     bool // no new renders; closed when active drops to 0
 	drainClosed bool // drained is closed
+	refilling   bool // refill is opening tabs on it
 }
 
 // features are the Chromium features every browser runs without.

@@ -70,6 +70,9 @@ type Engine struct {
 	// starts with how many renders are loading: an observer, for tests.
 	dirtyFor     time.Duration
 	resetStarted func(t *tab, loading int)
+	// refilled, when set, is told when a refill ended: an observer, for
+	// tests.
+	refilled func()
 
 	guardOnce  sync.Once
 	guard      sync.WaitGroup // guardMemory, once started
@@ -85,6 +88,7 @@ type metrics struct {
 	browserDeaths prometheus.Counter
 	tabsOpened    prometheus.Counter
 	tabsOpen      prometheus.Gauge
+	resetWaits    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -115,9 +119,12 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		tabsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pictor_render_tabs_open", Help: "Tabs open now, busy or idle.",
 		}),
+		resetWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pictor_render_reset_waits_total", Help: "Renders that found no clean tab and waited for the reset of one their organization used.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen)
+		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits)
 	}
 	return m
 }
@@ -554,6 +561,7 @@ func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	}
 	e.mu.Unlock()
 	if cleaned != nil {
+		e.metrics.resetWaits.Inc()
 		select {
 		case <-cleaned:
 		case <-ctx.Done():
@@ -573,6 +581,7 @@ func (e *Engine) acquire(ctx context.Context, org string) (*tab, error) {
 	}
 	t.org = org
 	t.uses++
+	e.refill(b)
 	e.mu.Lock()
 	t.loading = true
 	e.loading++
@@ -661,11 +670,7 @@ func (e *Engine) release(t *tab) {
 		// alone did before resets waited: a dirty tab still holds its page,
 		// and the memory bound counts every open tab. The least recently
 		// used idle tab goes.
-		if n := len(e.idle) + len(e.dirty) - e.cfg.Tabs; n > 0 {
-			n = min(n, len(e.idle))
-			drop = append(drop, e.idle[:n]...)
-			e.idle = slices.Delete(e.idle, 0, n)
-		}
+		drop = e.trimIdleLocked()
 	}
 	e.mu.Unlock()
 	closeTabs(drop)
@@ -743,11 +748,7 @@ func (e *Engine) settle(t *tab, keep bool) {
 	}
 	if keep && e.current == t.b && !e.stopped {
 		e.idle = append(e.idle, t)
-		if n := len(e.idle) + len(e.dirty) - e.cfg.Tabs; n > 0 {
-			n = min(n, len(e.idle))
-			drop = append(drop, e.idle[:n]...)
-			e.idle = slices.Delete(e.idle, 0, n)
-		}
+		drop = e.trimIdleLocked()
 	} else {
 		drop = append(drop, t)
 	}
@@ -759,6 +760,80 @@ func (e *Engine) settle(t *tab, keep bool) {
 	if cleaned != nil {
 		close(cleaned)
 	}
+	if !keep {
+		e.refill(t.b)
+	}
+}
+
+// trimIdleLocked keeps idle and dirty tabs together within Tabs: it
+// removes the least recently used idle tabs over that, and returns them
+// for the caller to close once it let go of mu. A dirty tab still holds
+// its page, and the memory bound counts every open tab.
+func (e *Engine) trimIdleLocked() []*tab {
+	n := min(len(e.idle)+len(e.dirty)-e.cfg.Tabs, len(e.idle))
+	if n <= 0 {
+		return nil
+	}
+	drop := slices.Clone(e.idle[:n])
+	e.idle = slices.Delete(e.idle, 0, n)
+	return drop
+}
+
+// refill opens tabs on b in the background until it has Tabs of them
+// (opening, busy, dirty or idle), as Start does. Without it a tab closed
+// after TabUses renders, or broken, and the tabs of a browser launched in
+// place of a retired one, would come back only when a render finds none:
+// a render that finds only a dirty tab of its organization waits for its
+// reset instead (acquire), so a client rendering one image at a time would
+// have waited for the previous render's reset every time from then on.
+func (e *Engine) refill(b *browser) {
+	e.mu.Lock()
+	need := e.cfg.Tabs - int(b.tabs.Load())
+	if need <= 0 || b.refilling || e.stopped || e.current != b || b.retired || !b.alive() {
+		e.mu.Unlock()
+		return
+	}
+	b.refilling = true
+	b.active++
+	e.running++ // Stop waits for it
+	e.mu.Unlock()
+	go func() {
+		defer e.done()
+		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+		defer cancel()
+		go func() {
+			select {
+			case <-e.quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var tabs []*tab
+		for range need {
+			t, err := e.newTab(ctx, b)
+			if err != nil {
+				slog.Warn("opening a tab in place of a closed one", "error", err)
+				break
+			}
+			tabs = append(tabs, t)
+		}
+		var drop []*tab
+		e.mu.Lock()
+		b.refilling = false
+		if e.current == b && !e.stopped {
+			// The least recently used: the first to go when over Tabs.
+			e.idle = append(tabs, e.idle...)
+			drop = e.trimIdleLocked()
+		} else {
+			drop = tabs
+		}
+		e.doneOn(b)
+		e.mu.Unlock()
+		closeTabs(drop)
+		if e.refilled != nil {
+			e.refilled()
+		}
+	}()
 }
 
 // closeTabs closes tabs, each of which takes a round trip to the browser;

@@ -299,6 +299,8 @@ func TestInterruptedRenderLosesItsTab(t *testing.T) {
 			t.Parallel()
 			reg := prometheus.NewRegistry()
 			e := newEngine(t, metered(reg, func(c *Config) { c.Tabs, c.Timeout = 1, tc.timeout }))
+			refilled := make(chan struct{}, 1)
+			e.refilled = func() { refilled <- struct{}{} }
 			g := newGate(t)
 			opened := metric(t, reg, "pictor_render_tabs_opened_total")
 
@@ -314,7 +316,9 @@ func TestInterruptedRenderLosesItsTab(t *testing.T) {
 				t.Fatalf("render: %v, want %v and not %v", o.err, tc.want, tc.notErr)
 			}
 
-			// The interrupted tab is closed; a fresh one serves the next render.
+			// The interrupted tab is closed and replaced; the fresh one
+			// serves the next render.
+			waitRefill(t, refilled)
 			mustRender(t, e, quick("o"))
 			if got := metric(t, reg, "pictor_render_tabs_opened_total"); got != opened+1 {
 				t.Fatalf("tabs opened: %v, want %v (one fresh tab)", got, opened+1)
@@ -558,17 +562,23 @@ func TestTabWornOut(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	e := newEngine(t, metered(reg, func(c *Config) { c.Tabs, c.TabUses = 1, 2 }))
+	refilled := make(chan struct{}, 4)
+	e.refilled = func() { refilled <- struct{}{} }
 	opened := metric(t, reg, "pictor_render_tabs_opened_total")
-	for range 4 {
+	for i := range 4 {
 		mustRender(t, e, quick("o"))
+		if i%2 == 1 {
+			waitRefill(t, refilled) // the worn-out tab's replacement is open
+		}
 	}
 	quiesce(t, e)
-	// Start's fresh tab served two renders, a second tab two more.
-	if got := metric(t, reg, "pictor_render_tabs_opened_total"); got != opened+1 {
-		t.Fatalf("tabs opened: %v, want %v", got, opened+1)
+	// Start's fresh tab served two renders, its replacement two more, and
+	// that one's replacement waits.
+	if got := metric(t, reg, "pictor_render_tabs_opened_total"); got != opened+2 {
+		t.Fatalf("tabs opened: %v, want %v", got, opened+2)
 	}
-	if got := metric(t, reg, "pictor_render_tabs_open"); got != 0 {
-		t.Fatalf("tabs open: %v, want 0 (the worn-out tab is closed)", got)
+	if got := metric(t, reg, "pictor_render_tabs_open"); got != 1 {
+		t.Fatalf("tabs open: %v, want 1 (the worn-out tab is closed, its replacement open)", got)
 	}
 }
 
@@ -606,4 +616,15 @@ func TestRenderHammer(t *testing.T) {
 		slices.Sort(mine)
 		return len(mine) > 0 && slices.Equal(all, mine)
 	})
+}
+
+// waitRefill waits, at most 30 s, for the engine to say (Engine.refilled,
+// which sends on refilled) that a refill ended.
+func waitRefill(t *testing.T, refilled <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-refilled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no tab was opened in place of the closed one within 30 s")
+	}
 }

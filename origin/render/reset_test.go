@@ -218,3 +218,29 @@ func TestResetClearsIndexedDB(t *testing.T) {
 		}
 	}
 }
+
+// TestWornTabsReplaced: a tab closed after TabUses renders is replaced in
+// the background, as Start opened it, so the engine keeps Tabs tabs: a
+// client rendering one image at a time keeps finding a clean tab instead
+// of waiting for the reset of the one it just used.
+func TestWornTabsReplaced(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, metered(reg, func(c *Config) { c.Tabs, c.TabUses = 2, 1 }))
+	refilled := make(chan struct{}, 16)
+	e.refilled = func() { refilled <- struct{}{} }
+	for i := range 4 {
+		if c := renderBox(t, e, i, boxPage(`const ok = true;`)); c != boxGreen {
+			t.Fatalf("render %d: box is %v", i, c)
+		}
+		waitRefill(t, refilled)
+		if got := metric(t, reg, "pictor_render_tabs_open"); got != 2 {
+			t.Fatalf("after render %d and its tab's replacement: %v tabs open, want 2", i, got)
+		}
+	}
+	if got := metric(t, reg, "pictor_render_tabs_opened_total"); got != 2+4 {
+		t.Fatalf("%v tabs opened, want the 2 of Start and one for each of the 4 worn", got)
+	}
+	if got := metric(t, reg, "pictor_render_reset_waits_total"); got != 0 {
+		t.Fatalf("%v renders waited for a reset, want none: every tab was used once", got)
+	}
+}

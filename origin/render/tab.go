@@ -83,7 +83,11 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 	}
 	t.session = session
 	e.metrics.tabsOpen.Inc()
-	t.onClose = e.metrics.tabsOpen.Dec
+	b.tabs.Add(1)
+	t.onClose = func() {
+		e.metrics.tabsOpen.Dec()
+		b.tabs.Add(-1)
+	}
 	t.ctx, t.cancel = chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(func(p *target.CreateBrowserContextParams) {
 		p.ProxyServer = "http://" + session.Addr()
 		p.ProxyBypassList = "<-loopback>"
