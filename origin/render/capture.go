@@ -164,33 +164,28 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 	// shows one made under the emulation this render asks for: the
 	// document then takes its URL, where the internal host serves it from
 	// now on. Otherwise it is served at a URL of its own and navigated to.
-	blank, blankDoc := t.blank && emulated && r.URL == "", t.doc.Load()
-	t.blank = false
-	target, html := r.URL, ""
-	switch {
-	case target == "" && blank && blankDoc != nil:
-		html = buildDocument(r, e.cfg.FontsURL)
-		target = t.serveAt(blankDoc.token, html)
-	case target == "":
-		blank = false
-		html = buildDocument(r, e.cfg.FontsURL)
-		target = t.serve(html)
-	default:
-		if u, err := url.Parse(target); err == nil {
-			t.origins[u.Scheme+"://"+u.Host] = true
-		}
-	}
+	blank := t.blank
+	t.blank = blankPage{}
 	t.origins["http://"+InternalHost] = true
-
-	if blank {
-		wrote, err := write(ctx, tg, target, html, remaining())
-		if err != nil {
-			return nil, err
+	target := r.URL
+	if target == "" {
+		html := buildDocument(r, e.cfg.FontsURL)
+		if blank.loader == "" || !emulated {
+			target = t.serveAt(newToken(), html)
+		} else {
+			target = t.serveAt(blank.token, html)
+			wrote, err := write(ctx, tg, target, html, remaining())
+			if err != nil {
+				return nil, err
+			}
+			if wrote {
+				return e.steps(ctx, t, tg, r, docs, remaining, fail, blank.loader)
+			}
 		}
-		if wrote {
-			return e.steps(ctx, t, tg, r, docs, remaining, fail, t.blankLoader)
-		}
+	} else if u, err := url.Parse(target); err == nil {
+		t.origins[u.Scheme+"://"+u.Host] = true
 	}
+
 	loader, err := navigate(ctx, tg, target, remaining())
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {

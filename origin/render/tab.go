@@ -41,14 +41,13 @@ type tab struct {
 	org     string      // "" until its first render
 	uses    int
 	broken  bool // interrupted or failed: never reused
-	// blank says the tab shows a blank document of the internal host that
-	// nothing ran in yet: an HTML render writes its document into it
-	// instead of navigating (see write). Only the render or reset holding
-	// the tab reads or sets it.
-	blank       bool
-	blankLoader cdp.LoaderID // the blank document's
-	closed      sync.Once
-	onClose     func()
+	// blank is the blank document of the internal host the tab shows,
+	// which nothing ran in yet (zero when it shows another): an HTML render
+	// writes its document into it instead of navigating (see write). Only
+	// the render or reset holding the tab reads or sets it.
+	blank   blankPage
+	closed  sync.Once
+	onClose func()
 
 	// Under the engine's mu: loading says the tab's render has not begun
 	// its capture yet (Engine.loaded); while the tab is dirty (waits for
@@ -159,6 +158,13 @@ func (t *tab) answerDialogs(dialogs iter.Seq2[page.EventJavascriptDialogOpening,
 // (loadBlank): standards mode, nothing in it.
 const blankDocument = "<!DOCTYPE html><html><head></head><body></body></html>"
 
+// blankPage is a loaded blank document: the token of its URL, which the
+// next render's document takes, and its loader.
+type blankPage struct {
+	token  string
+	loader cdp.LoaderID
+}
+
 // ServeHTTP answers the internal host: the current document and emoji.
 func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -178,15 +184,16 @@ func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve publishes html as the tab's document at a new URL, which it
-// returns.
-func (t *tab) serve(html string) string {
+// newToken names a document of the internal host: unguessable, so a page
+// reaches no other render's document.
+func newToken() string {
 	b := make([]byte, 16)
 	rand.Read(b)
-	return t.serveAt(hex.EncodeToString(b), html)
+	return hex.EncodeToString(b)
 }
 
-// serveAt publishes html as the tab's document at the URL of token.
+// serveAt publishes html as the tab's document at the URL of token, which
+// it returns.
 func (t *tab) serveAt(token, html string) string {
 	t.doc.Store(&document{token: token, html: html})
 	return "http://" + InternalHost + "/doc/" + token
@@ -199,11 +206,12 @@ func (t *tab) serveAt(token, html string) string {
 // navigation to its document would give, as the same URL serves it from
 // then on (see write).
 func (t *tab) loadBlank(ctx context.Context, tg *chromedp.Target) error {
-	t.blank = false
+	t.blank = blankPage{}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	loaded := chromedp.Events(lctx, page.LoadEventFired)
-	target := t.serve(blankDocument)
+	token := newToken()
+	target := t.serveAt(token, blankDocument)
 	res, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: target})
 	if err != nil {
 		return err
@@ -214,7 +222,7 @@ func (t *tab) loadBlank(ctx context.Context, tg *chromedp.Target) error {
 	if err := firstEvent(ctx, loaded); err != nil {
 		return err
 	}
-	t.blank, t.blankLoader = true, res.LoaderID
+	t.blank = blankPage{token: token, loader: res.LoaderID}
 	return nil
 }
 
@@ -229,7 +237,7 @@ const storageTypes = "cookies,file_systems,indexeddb,local_storage,websql,servic
 // organization starts like a first visit, on a blank document.
 func (t *tab) reset(ctx context.Context) error {
 	t.doc.Store(nil)
-	t.blank = false
+	t.blank = blankPage{}
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		// window.name belongs to the tab, not the document: unless cleared
 		// it would pass to the next render's page. A page that cannot be

@@ -91,7 +91,7 @@ func TestWriteNeedsTheBlankDocument(t *testing.T) {
 	e.mu.Lock()
 	tb := e.idle[0]
 	e.mu.Unlock()
-	if !tb.blank {
+	if tb.blank.loader == "" {
 		t.Fatal("a warm tab is not blank")
 	}
 	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
