@@ -184,8 +184,17 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return e.warm(ctx, b, e.cfg.Tabs)
+}
+
+// warm opens n tabs on b for the idle ones, as the least recently used,
+// and ends the caller's claim on b. It stops at the first tab that fails
+// to open, and returns that error; the tabs it opened are kept while b is
+// current.
+func (e *Engine) warm(ctx context.Context, b *browser, n int) error {
 	var tabs []*tab
-	for range e.cfg.Tabs {
+	var err error
+	for range n {
 		t, terr := e.newTab(ctx, b)
 		if terr != nil {
 			err = terr
@@ -193,14 +202,17 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		tabs = append(tabs, t)
 	}
+	var drop []*tab
 	e.mu.Lock()
 	if e.current == b && !e.stopped {
-		e.idle = append(e.idle, tabs...)
-		tabs = nil
+		e.idle = append(tabs, e.idle...)
+		drop = e.trimIdleLocked()
+	} else {
+		drop = tabs
 	}
 	e.doneOn(b)
 	e.mu.Unlock()
-	closeTabs(tabs)
+	closeTabs(drop)
 	return err
 }
 
@@ -659,7 +671,7 @@ func (e *Engine) release(t *tab) {
 		return
 	}
 	e.mu.Lock()
-	keep := !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
+	keep := e.reusableLocked(t)
 	later := keep && len(e.dirty) < e.cfg.Tabs
 	var drop []*tab
 	if later {
@@ -682,6 +694,12 @@ func (e *Engine) release(t *tab) {
 		return
 	}
 	e.settle(t, keep)
+}
+
+// reusableLocked reports whether t may serve another render: not broken,
+// not worn out, on a browser that takes renders, in an engine that runs.
+func (e *Engine) reusableLocked(t *tab) bool {
+	return !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
 }
 
 // resetLater resets a dirty tab once no other render is loading, so that
@@ -730,7 +748,7 @@ func (e *Engine) resetLater(t *tab) {
 // dropping the least recently used idle ones.
 func (e *Engine) settle(t *tab, keep bool) {
 	e.mu.Lock()
-	keep = keep && !t.broken && t.uses < e.cfg.TabUses && !t.b.retired && t.b.alive() && !e.stopped
+	keep = keep && e.reusableLocked(t)
 	loading := e.loading
 	e.mu.Unlock()
 	if keep && e.resetStarted != nil {
@@ -808,28 +826,12 @@ func (e *Engine) refill(b *browser) {
 			case <-ctx.Done():
 			}
 		}()
-		var tabs []*tab
-		for range need {
-			t, err := e.newTab(ctx, b)
-			if err != nil {
-				slog.Warn("opening a tab in place of a closed one", "error", err)
-				break
-			}
-			tabs = append(tabs, t)
+		if err := e.warm(ctx, b, need); err != nil {
+			slog.Warn("opening a tab in place of a closed one", "error", err)
 		}
-		var drop []*tab
 		e.mu.Lock()
 		b.refilling = false
-		if e.current == b && !e.stopped {
-			// The least recently used: the first to go when over Tabs.
-			e.idle = append(tabs, e.idle...)
-			drop = e.trimIdleLocked()
-		} else {
-			drop = tabs
-		}
-		e.doneOn(b)
 		e.mu.Unlock()
-		closeTabs(drop)
 		if e.refilled != nil {
 			e.refilled()
 		}
