@@ -39,7 +39,7 @@ type browser struct {
 //
 // BackForwardCache, RenderDocument and PaintHolding: a tab never goes back,
 // so keeping the rendered page alive in the back/forward cache when the tab
-// is reset to about:blank is waste; a new frame host per document
+// is reset to its blank document is waste; a new frame host per document
 // (RenderDocument) costs a frame, widget and compositor setup on every
 // navigation; and holding the previous document's paint until the new one
 // paints only delays the first frame. Together they cut a card's Chromium

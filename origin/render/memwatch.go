@@ -24,7 +24,7 @@ const memoryCheckEvery = 100 * time.Millisecond
 // page that allocates typed arrays: one such page took 17 GB before its
 // allocations failed. The render on the killed renderer ends at once with
 // ErrPageMemory (endOnCrash watches for the crash). Between renders the tabs
-// are reset to about:blank and nothing grows, so an idle engine does not
+// are reset to a blank document and nothing grows, so an idle engine does not
 // scan /proc.
 func (e *Engine) guardMemory() {
 	defer e.guard.Done()
