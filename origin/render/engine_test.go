@@ -140,9 +140,29 @@ var boxGreen = color.NRGBA{0, 128, 0, 255}
 // 20 s, and returns the box's colour.
 func renderBox(t *testing.T, e *Engine, i int, page string) color.NRGBA {
 	t.Helper()
+	return renderBoxOf(t, e, i, &Request{HTML: page})
+}
+
+// renderBoxOf is renderBox for a request of the test's own: organization
+// "o", device scale 1, max_wait 5 s and no output limit unless it says
+// otherwise.
+func renderBoxOf(t *testing.T, e *Engine, i int, r *Request) color.NRGBA {
+	t.Helper()
+	if r.OrgID == "" {
+		r.OrgID = "o"
+	}
+	if r.DeviceScale == 0 {
+		r.DeviceScale = 1
+	}
+	if r.MaxWait == 0 {
+		r.MaxWait = 5 * time.Second
+	}
+	if r.MaxWidth == 0 && r.MaxHeight == 0 {
+		r.MaxWidth, r.MaxHeight = 16384, 16384
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+	res, err := e.Render(ctx, r)
 	if err != nil {
 		t.Fatalf("render %d: %v", i, err)
 	}

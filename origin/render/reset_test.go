@@ -207,13 +207,7 @@ func TestResetClearsIndexedDB(t *testing.T) {
 })();
 </script>`
 	for i := range 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, WhenReady: true, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
-		cancel()
-		if err != nil {
-			t.Fatalf("render %d: %v", i, err)
-		}
-		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+		if c := renderBoxOf(t, e, i, &Request{HTML: page, WhenReady: true}); c != boxGreen {
 			t.Fatalf("render %d: box is %v: the page saw the previous render's database (or could not make its own)", i, c)
 		}
 	}

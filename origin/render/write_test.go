@@ -68,16 +68,9 @@ func TestWrittenDocumentParsedAsLoaded(t *testing.T) {
 	}))
 	t.Cleanup(site.Close)
 	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
-	for _, r := range []*Request{{HTML: parsingPage}, {URL: site.URL}, {HTML: parsingPage}} {
-		r.OrgID, r.ViewportWidth, r.ViewportHeight, r.DeviceScale = "o", 200, 100, 1
-		r.MaxWait, r.MaxWidth, r.MaxHeight = 5*time.Second, 16384, 16384
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		res, err := e.Render(ctx, r)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+	for i, r := range []*Request{{HTML: parsingPage}, {URL: site.URL}, {HTML: parsingPage}} {
+		r.ViewportWidth, r.ViewportHeight = 200, 100
+		if c := renderBoxOf(t, e, i, r); c != boxGreen {
 			t.Fatalf("html=%t url=%q: box is %v, want green", r.HTML != "", r.URL, c)
 		}
 	}
@@ -119,13 +112,7 @@ func TestWriteKeepsEmulation(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
 	for i, touch := range []bool{false, false, true, true, false, true} {
 		page := boxPage(fmt.Sprintf(`const ok = ('ontouchstart' in window) === %t && (navigator.maxTouchPoints > 0) === %t;`, touch, touch))
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		res, err := e.Render(ctx, &Request{OrgID: "o", HTML: page, DeviceScale: 1, Touch: touch, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
-		cancel()
-		if err != nil {
-			t.Fatalf("render %d: %v", i, err)
-		}
-		if c := rgba(decodePNG(t, res.Data), 50, 25); c != boxGreen {
+		if c := renderBoxOf(t, e, i, &Request{HTML: page, Touch: touch}); c != boxGreen {
 			t.Fatalf("render %d (touch %t): box is %v: the page's window does not have the touch support asked for", i, touch, c)
 		}
 	}
