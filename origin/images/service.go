@@ -112,15 +112,18 @@ type Service struct {
 	// storing, when set before the first delete, is told of each delete
 	// that waits for a file being stored: an observer, for tests.
 	storing func(id string)
-	compact chan string
-	stores  chan string    // images whose master is to be written to their destination
-	dropped atomic.Uint64  // writes refused by a full stores queue
-	ahead   chan struct{}  // a slot per background render in the engine
-	wg      sync.WaitGroup // background renders, the compactor, and the work await runs
-	closeMu sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
-	closed  bool
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// prerenders counts the background renders started at creation
+	// (prerender), so that a test can wait for them to end.
+	prerenders sync.WaitGroup
+	compact    chan string
+	stores     chan string    // images whose master is to be written to their destination
+	dropped    atomic.Uint64  // writes refused by a full stores queue
+	ahead      chan struct{}  // a slot per background render in the engine
+	wg         sync.WaitGroup // background renders, the compactor, and the work await runs
+	closeMu    sync.Mutex     // orders wg.Add (begin) before Close's wg.Wait
+	closed     bool
+	ctx        context.Context
+	cancel     context.CancelFunc
 }
 
 // NewService returns a service; Close stops its background work. It first

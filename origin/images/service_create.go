@@ -140,8 +140,10 @@ func (s *Service) prerender(id string) {
 	if !s.begin() {
 		return // closed: the first GET renders it
 	}
+	s.prerenders.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer s.prerenders.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
 		defer cancel()
 		select {

@@ -54,6 +54,10 @@ func TestRenderFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			img := created[0].Image
+			// The background renders of the three end first (the stopped
+			// engine fails them, unrecorded): one still running would be
+			// what Open below joins, instead of reading the record.
+			e.svc.prerenders.Wait()
 			cause := fmt.Errorf("render %s: %w", img.ID, tt.err)
 			wantUsed := int64(3)
 			if tt.refund {
