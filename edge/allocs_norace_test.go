@@ -138,6 +138,7 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 	for range 200 { // fill, admission to L1, pools warm
 		roundTrip()
 	}
+	e.stores.settle()
 	if !bytes.Equal(body, o.png) {
 		t.Fatal("the body differs from the origin's")
 	}

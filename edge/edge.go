@@ -39,6 +39,7 @@ type Edge struct {
 	cache    *cache.Cache
 	maxEntry int64
 	flights  singleflight.Group
+	stores   *stores
 	sub      *purgelog.Subscriber
 	server   *fasthttp.Server
 	served   chan error
@@ -82,7 +83,7 @@ func New(cfg Config) (*Edge, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Edge{cfg: cfg, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-")}
+	e := &Edge{cfg: cfg, registry: prometheus.NewRegistry(), idPrefix: []byte(logging.NewRequestID()[:12] + "-"), stores: newStores()}
 	pc := origins.DefaultConfig()
 	pc.URLs, pc.Interval, pc.Timeout, pc.Registerer = cfg.Origins(), cfg.OriginCheckInterval, cfg.OriginCheckTimeout, e.registry
 	var err error
@@ -300,7 +301,8 @@ const (
 // background, closes every connection left (a client sending a request
 // slowly, a response still streaming), logs at warn what it cut off, and
 // waits at most forceWait for their handlers and, as long again, for the
-// revalidations. It stops following purges and closes the cache, unless a
+// revalidations. It stops following purges, finishes writing the entries
+// answered but not yet cached (store), and closes the cache, unless a
 // handler or a revalidation still runs (then it reports an error and
 // leaves the cache open). It is safe after a partial start and returns
 // within ctx's deadline plus twice forceWait and the time to close the
@@ -353,6 +355,7 @@ func (e *Edge) Stop(ctx context.Context) error {
 	e.origins.Stop()
 	e.fwd.Close()
 	if e.cache != nil && handlersDone {
+		e.stores.settle()
 		if err := e.cache.Close(); err != nil && !errors.Is(err, cache.ErrClosed) {
 			errs = append(errs, err)
 		}

@@ -78,6 +78,8 @@ func newTestEdge(t testing.TB, origin string) *Edge {
 	return e
 }
 
+// get answers uri, then waits for the cache writes its answer left under
+// way (store), so that what the test looks at next does not race them.
 func get(e *Edge, uri string, header ...string) *fasthttp.RequestCtx {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI(uri)
@@ -85,6 +87,7 @@ func get(e *Edge, uri string, header ...string) *fasthttp.RequestCtx {
 		ctx.Request.Header.Set(header[i], header[i+1])
 	}
 	e.handle(&ctx)
+	e.stores.settle()
 	return &ctx
 }
 

@@ -102,7 +102,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		hit   bool
 	)
 	if caching {
-		ent, level, hit = e.cache.Get(kb.b)
+		ent, level, hit = e.lookup(kb.b)
 	}
 	if !hit {
 		e.metrics.misses.Inc()
@@ -331,9 +331,10 @@ func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format transform.F
 
 // flight makes key's entry once however many misses ask at a time, and
 // caches it as of before it began (a purge meanwhile wins, see
-// PutSince). A miss that raced with a flight finishing just before its
-// own began finds that flight's entry instead of making it again. An edge
-// that does not cache shares the flight and keeps nothing.
+// PutSince), after the waiters have it (store). A miss that raced with a
+// flight finishing just before its own began finds that flight's entry,
+// cached or pending, instead of making it again. An edge that does not
+// cache shares the flight and keeps nothing.
 func (e *Edge) flight(key string, produce func() (*cache.Entry, error)) (*cache.Entry, error) {
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		if !e.caching() {
@@ -342,14 +343,15 @@ func (e *Edge) flight(key string, produce func() (*cache.Entry, error)) (*cache.
 		if ent, ok := e.cache.Recheck([]byte(key)); ok {
 			return ent, nil
 		}
+		if ent, ok := e.pendingEntry([]byte(key)); ok {
+			return ent, nil
+		}
 		epoch := e.cache.Epoch()
 		ent, err := produce()
 		if err != nil {
 			return nil, err
 		}
-		if err := e.cache.PutSince(epoch, []byte(key), ent); err != nil && !errors.Is(err, cache.ErrPurged) && !errors.Is(err, cache.ErrTooLarge) {
-			slog.Warn("edge cache put failed", "error", err)
-		}
+		e.store(epoch, key, ent)
 		return ent, nil
 	})
 	if err != nil {
@@ -445,7 +447,7 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byte) bool {
 	uri := ctx.URI()
 	kb.b = append(append(append(append(kb.b[:0], keySigned...), uri.Path()...), '?'), uri.QueryString()...)
-	if ent, level, hit := e.cache.Get(kb.b); hit {
+	if ent, level, hit := e.lookup(kb.b); hit {
 		if level == cache.L1 {
 			e.metrics.hitsL1.Inc()
 		} else {

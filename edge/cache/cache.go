@@ -364,6 +364,15 @@ type Epoch uint64
 // fetch that raced with a purge cannot put back what the purge dropped.
 func (c *Cache) Epoch() Epoch { return Epoch(c.epoch.Load()) }
 
+// Purged reports whether a purge since ep dropped what e belongs to (its
+// image, organization or tag), so that PutSince(ep, …, e) would refuse it.
+func (c *Cache) Purged(ep Epoch, e *Entry) bool {
+	m := meta{org: e.OrgID, image: e.ImageID, tag: e.Tag}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.purges.since(ep, &m)
+}
+
 // Put stores e under key in L2 then L1; see PutSince.
 func (c *Cache) Put(key []byte, e *Entry) error { return c.PutSince(c.Epoch(), key, e) }
 
@@ -689,8 +698,12 @@ func (c *Cache) hash(key []byte) uint64 { return maphash.Bytes(c.seed1, key) }
 
 // PurgeAll drops every entry from both levels (an edge that fell off the
 // origin's purge log): organization by organization, since every entry has
-// one.
+// one. Entries fetched before it began are refused by PutSince, whatever
+// their organization, including one that had nothing cached.
 func (c *Cache) PurgeAll() error {
+	c.wmu.Lock()
+	c.purges.all(&c.epoch)
+	c.wmu.Unlock()
 	prefix := []byte{prefixIndex, byte(byOrg)}
 	for {
 		it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})

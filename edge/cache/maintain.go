@@ -276,12 +276,17 @@ func (p *purgeLog) record(k kind, id string, epoch *atomic.Uint64) {
 		if p.last[old.key] == old.seq {
 			delete(p.last, old.key)
 		}
-		p.floor = old.seq
+		p.floor = max(p.floor, old.seq)
 	}
 	key := purgeKey{k, id}
 	p.ring[p.next] = purgeRec{key, seq}
 	p.next = (p.next + 1) % len(p.ring)
 	p.last[key] = seq
+}
+
+// all records a purge of everything: every epoch before it is purged.
+func (p *purgeLog) all(epoch *atomic.Uint64) {
+	p.floor = epoch.Add(1)
 }
 
 // since reports whether a purge covering m ran after ep.
