@@ -16,9 +16,11 @@ VERSITYGW_BIN := $(TOOLS)/versitygw-v1.8.0/versitygw
 OAPICODEGEN     := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
 OAPICODEGEN_BIN := $(TOOLS)/oapi-codegen-v2.8.2/oapi-codegen
 
-# System packages: Chromium and fonts for rendering, libvips for encoding,
-# clang and wasm-ld for the template sandbox's evaluator (wasm/evaluator).
-RUN_PACKAGES  := chromium fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
+# System packages: Chromium (the renders use its headless shell, the same
+# build without the browser window) and fonts for rendering, libvips for
+# encoding, clang and wasm-ld for the template sandbox's evaluator
+# (wasm/evaluator).
+RUN_PACKAGES  := chromium chromium-headless-shell fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates clang-14 lld-14
 # tinyproxy: the forward proxy the proxy tests route renders through;
 # postgresql: the server kv/pgkv/pgtest runs privately for kv/pgkv.

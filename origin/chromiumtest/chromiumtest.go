@@ -9,12 +9,19 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Path is the browser binary: $PICTOR_CHROMIUM or /usr/bin/chromium.
+// Full is Debian's chromium, the whole browser; HeadlessShell its headless
+// shell, the binary the renders use (render.DefaultChromium).
+const (
+	Full          = "/usr/bin/chromium"
+	HeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
+)
+
+// Path is the browser binary: $PICTOR_CHROMIUM, else the headless shell.
 func Path() string {
 	if p := os.Getenv("PICTOR_CHROMIUM"); p != "" {
 		return p
 	}
-	return "/usr/bin/chromium"
+	return HeadlessShell
 }
 
 // NewTab starts headless Chromium for one test and returns a tab; the

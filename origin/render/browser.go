@@ -85,8 +85,11 @@ func (e *Engine) allocatorOptions(profile string, launched **exec.Cmd) []chromed
 		chromedp.Flag("disable-features", features),
 		// chromedp's defaults turn the popup blocker off; a page's
 		// window.open without a user gesture is blocked, as in a browser,
-		// instead of leaving windows open in the tab's context.
+		// instead of leaving windows open in the tab's context. The
+		// headless shell has no popup blocker: it refuses every new window
+		// instead (window.open returns null, a target=_blank link stays).
 		chromedp.Flag("disable-popup-blocking", false),
+		chromedp.Flag("block-new-web-contents", true),
 		// Nothing may leave except through a tab's egress session: a
 		// browser-wide proxy that accepts no connection catches whatever
 		// does not belong to a tab.
@@ -94,7 +97,11 @@ func (e *Engine) allocatorOptions(profile string, launched **exec.Cmd) []chromed
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.WindowSize(DefaultWidth, DefaultHeight),
 	)
-	if !e.cfg.SiteIsolation {
+	if e.cfg.SiteIsolation {
+		// The full browser isolates sites by default; the headless shell
+		// only when asked.
+		opts = append(opts, chromedp.Flag("site-per-process", true))
+	} else {
 		// Cross-site iframes stay in their page's renderer process. With
 		// isolation on, each gets a process (and a DevTools target) of its
 		// own, which interceptHeaders attaches to.

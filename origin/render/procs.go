@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// Processes finds the live processes whose command line names dir or a
-// path under it, as --user-data-dir does in every Chromium process of a
-// profile: Processes(profile) finds one browser, Processes(parent) all the
-// browsers whose profiles are under parent.
+// Processes finds the live processes of the browsers whose profile is dir
+// or under it: those whose command line names it, as the browser's main
+// process does with --user-data-dir, and their descendants (the headless
+// shell's children do not repeat the flag): Processes(profile) finds one
+// browser, Processes(parent) all the browsers whose profiles are under
+// parent.
 func Processes(dir string) []int { return processes(dir, false) }
 
 // processes is Processes, limited to renderer processes (one per tab's
@@ -26,21 +28,41 @@ func processes(dir string, renderers bool) []int {
 	}
 	dir = filepath.Clean(dir)
 	entries, _ := os.ReadDir("/proc")
-	var pids []int
 	self := os.Getpid()
+	var all []proc
+	children := map[int][]int{} // ppid → indexes in all
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+		p, ok := readProc(e.Name())
+		if !ok || p.pid == self {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !namesPath(cmdline, dir) || (renderers && !bytes.Contains(cmdline, []byte("--type=renderer"))) {
+		children[p.ppid] = append(children[p.ppid], len(all))
+		all = append(all, p)
+	}
+	member := make([]bool, len(all))
+	var queue []int
+	for i, p := range all {
+		if namesPath(p.cmdline, dir) {
+			member[i] = true
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, c := range children[all[i].pid] {
+			if !member[c] {
+				member[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	var pids []int
+	for i, p := range all {
+		if !member[i] || p.zombie || (renderers && !bytes.Contains(p.cmdline, []byte("--type=renderer"))) {
 			continue
 		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && zombie(stat) {
-			continue
-		}
-		pids = append(pids, pid)
+		pids = append(pids, p.pid)
 	}
 	return pids
 }
