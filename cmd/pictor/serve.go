@@ -57,7 +57,7 @@ func (r *renderFlags) register(fs *flagSet) {
 	fs.IntVar(&r.tabs, "render-tabs", def.RenderTabs, "Chromium tabs rendering at once")
 	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503; one organization may hold at most half of them")
 	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
-	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary")
+	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary (default: Debian's headless shell when installed, else chromium; chromium with --chromium-site-isolation)")
 	fs.StringVar(&r.browserUser, "chromium-user", "", "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
 	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
 	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")

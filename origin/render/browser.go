@@ -55,7 +55,7 @@ const features = "Translate,BlinkGenPropertyTrees,MediaRouter,OptimizationHints,
 func (e *Engine) allocatorOptions(profile string, launched **exec.Cmd) []chromedp.ExecAllocatorOption {
 	setup := browserCmd(e.account, profile)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(e.cfg.Chromium),
+		chromedp.ExecPath(e.cfg.browserBinary()),
 		chromedp.UserDataDir(profile),
 		// chromedp adds --no-sandbox by itself when Pictor runs as root,
 		// unless the flag is set: Chromium runs as e.account instead.

@@ -44,3 +44,26 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultChromium: without a binary named, the engine starts the
+// headless shell (make installs it), and the full browser when sites are
+// isolated; a named binary is used as it is.
+func TestDefaultChromium(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		chromium  string
+		isolation bool
+		want      string
+	}{
+		{"default", "", false, HeadlessShell},
+		{"site isolation", "", true, "chromium"},
+		{"named", "/opt/chrome/chrome", false, "/opt/chrome/chrome"},
+		{"named, site isolation", HeadlessShell, true, HeadlessShell},
+	} {
+		c := DefaultConfig()
+		c.Chromium, c.SiteIsolation = tc.chromium, tc.isolation
+		if got := c.browserBinary(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -39,7 +39,13 @@ func (e *Engine) guardMemory() {
 		if e.IdleFor() > 2*memoryCheckEvery {
 			continue
 		}
-		for _, pid := range processes(e.profiles, true) {
+		e.mu.Lock()
+		mains := make([]int, 0, len(e.browsers))
+		for b := range e.browsers {
+			mains = append(mains, b.pid)
+		}
+		e.mu.Unlock()
+		for _, pid := range renderers(mains) {
 			if residentBytes(pid) > e.cfg.RendererMemory {
 				e.memoryKill.Store(time.Now().UnixNano())
 				syscall.Kill(pid, syscall.SIGKILL)

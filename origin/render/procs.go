@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,53 +19,86 @@ import (
 // shell's children do not repeat the flag): Processes(profile) finds one
 // browser, Processes(parent) all the browsers whose profiles are under
 // parent.
-func Processes(dir string) []int { return processes(dir, false) }
-
-// processes is Processes, limited to renderer processes (one per tab's
-// pages) when renderers is set.
-func processes(dir string, renderers bool) []int {
+func Processes(dir string) []int {
 	if dir == "" {
 		return nil
 	}
 	dir = filepath.Clean(dir)
+	all := scanProcs(true)
+	var pids []int
+	for _, i := range family(all, func(p *proc) bool { return namesPath(p.cmdline, dir) }) {
+		if !all[i].zombie {
+			pids = append(pids, all[i].pid)
+		}
+	}
+	return pids
+}
+
+// renderers returns the live renderer processes (one per tab's pages) of
+// the browsers whose main processes are mains. It reads the command lines of
+// those browsers' processes only, as it runs every memoryCheckEvery.
+func renderers(mains []int) []int {
+	if len(mains) == 0 {
+		return nil
+	}
+	all := scanProcs(false)
+	var pids []int
+	for _, i := range family(all, func(p *proc) bool { return slices.Contains(mains, p.pid) }) {
+		p := all[i]
+		if p.zombie {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte("--type=renderer")) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+// scanProcs reads every process but this one, with its command line when
+// cmdlines is set.
+func scanProcs(cmdlines bool) []proc {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
-	var all []proc
-	children := map[int][]int{} // ppid → indexes in all
+	all := make([]proc, 0, len(entries))
 	for _, e := range entries {
-		p, ok := readProc(e.Name())
+		p, ok := readStat(e.Name())
 		if !ok || p.pid == self {
 			continue
 		}
-		children[p.ppid] = append(children[p.ppid], len(all))
+		if cmdlines {
+			p.cmdline, _ = os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		}
 		all = append(all, p)
 	}
-	member := make([]bool, len(all))
-	var queue []int
-	for i, p := range all {
-		if namesPath(p.cmdline, dir) {
-			member[i] = true
-			queue = append(queue, i)
+	return all
+}
+
+// family returns the indexes in all of the processes root accepts and of
+// their descendants.
+func family(all []proc, root func(*proc) bool) []int {
+	children := make(map[int][]int, len(all)) // ppid → indexes in all
+	for i := range all {
+		children[all[i].ppid] = append(children[all[i].ppid], i)
+	}
+	var members []int
+	seen := make([]bool, len(all))
+	for i := range all {
+		if root(&all[i]) {
+			seen[i] = true
+			members = append(members, i)
 		}
 	}
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
-		for _, c := range children[all[i].pid] {
-			if !member[c] {
-				member[c] = true
-				queue = append(queue, c)
+	for next := 0; next < len(members); next++ {
+		for _, c := range children[all[members[next]].pid] {
+			if !seen[c] {
+				seen[c] = true
+				members = append(members, c)
 			}
 		}
 	}
-	var pids []int
-	for i, p := range all {
-		if !member[i] || p.zombie || (renderers && !bytes.Contains(p.cmdline, []byte("--type=renderer"))) {
-			continue
-		}
-		pids = append(pids, p.pid)
-	}
-	return pids
+	return members
 }
 
 // namesPath reports whether a command line names dir or a path under it:
@@ -112,9 +146,18 @@ type procID struct {
 	start uint64
 }
 
-// readProc reads a process, named as in /proc; false when it is gone or
-// the name is not a pid.
+// readProc reads a process, named as in /proc, with its command line;
+// false when it is gone or the name is not a pid.
 func readProc(pid string) (proc, bool) {
+	p, ok := readStat(pid)
+	if ok {
+		p.cmdline, _ = os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	}
+	return p, ok
+}
+
+// readStat is readProc without the command line.
+func readStat(pid string) (proc, bool) {
 	n, err := strconv.Atoi(pid)
 	if err != nil {
 		return proc{}, false
@@ -136,7 +179,6 @@ func readProc(pid string) (proc, bool) {
 	p.ppid, _ = strconv.Atoi(string(f[1]))
 	p.pgid, _ = strconv.Atoi(string(f[2]))
 	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
-	p.cmdline, _ = os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
 	return p, true
 }
 

@@ -80,7 +80,7 @@ func TestChromiumSandboxed(t *testing.T) {
 			if groups := procStatus(t, b.pid, "Groups"); !tc.noSandbox && groups != "" {
 				t.Fatalf("browser keeps supplementary groups %q", groups)
 			}
-			renderers := processes(e.profiles, true)
+			renderers := engineRenderers(e)
 			if len(renderers) == 0 {
 				t.Fatal("no renderer process found")
 			}
@@ -216,7 +216,13 @@ func TestSiteIsolation(t *testing.T) {
 }
 
 func testSiteIsolation(t *testing.T, isolated bool) {
-	e := newEngine(t, func(c *Config) { c.Tabs = 1; c.SiteIsolation = isolated })
+	e := newEngine(t, func(c *Config) {
+		c.Tabs = 1
+		c.SiteIsolation = isolated
+		if isolated && os.Getenv("PICTOR_CHROMIUM") == "" {
+			c.Chromium = "" // the engine's choice for isolation: the full browser
+		}
+	})
 	sites := newIsolationSites(t)
 	top := sites.url("127.0.0.1", "/top")
 	render := func(headers map[string]string) <-chan error {
