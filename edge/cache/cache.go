@@ -366,7 +366,12 @@ func (c *Cache) Epoch() Epoch { return Epoch(c.epoch.Load()) }
 
 // Purged reports whether a purge since ep dropped what e belongs to (its
 // image, organization or tag), so that PutSince(ep, …, e) would refuse it.
+// While no purge ended since ep it answers without waiting for the writes
+// under way (wmu is held across a put's commit).
 func (c *Cache) Purged(ep Epoch, e *Entry) bool {
+	if c.Epoch() == ep {
+		return false
+	}
 	m := meta{org: e.OrgID, image: e.ImageID, tag: e.Tag}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

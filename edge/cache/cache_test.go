@@ -1030,3 +1030,32 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("PurgeTag = %d, %v; want 1", n, err)
 	}
 }
+
+// TestPurged: an entry is purged since an epoch only by a purge of its
+// own image, organization or tag after it; other purges leave it.
+func TestPurged(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	e := newEntry("o1", "img1", "tag1", 100, 1)
+	ep := c.Epoch()
+	if c.Purged(ep, e) {
+		t.Fatal("purged with no purge since")
+	}
+	if _, err := c.PurgeImage("img2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PurgeOrg("o2"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Purged(ep, e) {
+		t.Fatal("purged by the purges of another image and organization")
+	}
+	if _, err := c.PurgeTag("tag1"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Purged(ep, e) {
+		t.Fatal("not purged by a purge of its tag")
+	}
+	if c.Purged(c.Epoch(), e) {
+		t.Fatal("purged since an epoch after the purge")
+	}
+}
