@@ -174,7 +174,7 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 			target = t.serveAt(newToken(), html)
 		} else {
 			target = t.serveAt(blank.token, html)
-			wrote, err := write(ctx, tg, target, html, remaining())
+			wrote, err := write(ctx, tg, docPath(blank.token), html, remaining())
 			if err != nil {
 				return nil, err
 			}
@@ -451,21 +451,17 @@ func navigate(ctx context.Context, tg *chromedp.Target, target string, wait time
 // a warm page's setContent does, instead of navigating to it: a navigation
 // costs about 25 ms more to the load event, and the first frame of a new
 // document makes the capture slower (docs/render-performance.md). The
-// blank document is at target already (loadBlank), where the internal host
+// blank document is at path already (loadBlank), where the internal host
 // now serves html, so relative URLs and a reload resolve as after a
 // navigation; its window is new, nothing ran in it but the document-start
 // script. It waits, at most wait, for the load event; then the page is
 // captured as it is. It reports false, having changed nothing, when the
 // tab does not show the blank document (the render navigates then).
-func write(ctx context.Context, tg *chromedp.Target, target, html string, wait time.Duration) (bool, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return false, err
-	}
+func write(ctx context.Context, tg *chromedp.Target, path, html string, wait time.Duration) (bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var wrote bool
-	err = call(wctx, tg, writeScript, &wrote, u.Path, html)
+	err := call(wctx, tg, writeScript, &wrote, path, html)
 	switch {
 	case err != nil && wctx.Err() != nil && ctx.Err() == nil:
 		return true, nil // max_wait_ms ran out while it loaded

@@ -170,7 +170,7 @@ func (t *tab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/doc/"):
 		d := t.doc.Load()
-		if d == nil || r.URL.Path != "/doc/"+d.token {
+		if d == nil || r.URL.Path != docPath(d.token) {
 			http.NotFound(w, r)
 			return
 		}
@@ -192,11 +192,14 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
+// docPath is the path of the internal host's document named token.
+func docPath(token string) string { return "/doc/" + token }
+
 // serveAt publishes html as the tab's document at the URL of token, which
 // it returns.
 func (t *tab) serveAt(token, html string) string {
 	t.doc.Store(&document{token: token, html: html})
-	return "http://" + InternalHost + "/doc/" + token
+	return "http://" + InternalHost + docPath(token)
 }
 
 // loadBlank navigates the tab to a blank document at the URL of the next
