@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -156,6 +157,10 @@ func (c *Config) Validate() error {
 	}
 	if _, err := exec.LookPath(c.browserBinary()); err != nil {
 		return fmt.Errorf("chromium %q: %w", c.browserBinary(), err)
+	}
+	if c.SiteIsolation && strings.Contains(filepath.Base(c.browserBinary()), "headless-shell") {
+		// Not a slower render but a wrong one: a white frame served as the image.
+		return fmt.Errorf("site isolation needs the full browser: the headless shell %q sometimes captures a cross-site frame before it is drawn", c.browserBinary())
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"renderer memory under 64 MiB", func(c *Config) { c.RendererMemory = 32 << 20 }, "renderer memory"},
 		{"PDF limit under 1 MiB", func(c *Config) { c.MaxPDFBytes = 1000 }, "PDF limit"},
 		{"fonts URL not http", func(c *Config) { c.FontsURL = "ftp://fonts" }, "fonts URL"},
+		{"site isolation in the headless shell", func(c *Config) { c.SiteIsolation, c.Chromium = true, HeadlessShell }, "site isolation"},
 	} {
 		c := valid()
 		tt.change(&c)
