@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/render"
@@ -31,6 +34,25 @@ func waitProcesses(t *testing.T, dir string, limit time.Duration, what string, o
 	}
 }
 
+// pidfds opens a pidfd on each of pids, closed when the test ends; a
+// process already gone is left out.
+func pidfds(t *testing.T, pids []int) map[int]int {
+	t.Helper()
+	fds := map[int]int{}
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("pidfd of %d: %v", pid, err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		fds[pid] = fd
+	}
+	return fds
+}
+
 func none(pids []int) bool { return len(pids) == 0 }
 func some(pids []int) bool { return len(pids) > 0 }
 
@@ -50,12 +72,20 @@ func TestCrashLeavesNoChromium(t *testing.T) {
 	if len(crashed) < 2 {
 		t.Fatalf("Chromium processes on %s after start: %v, want the browser and its children", profiles, crashed)
 	}
+	// Each found process, held by a pidfd: once the browser's main process
+	// is gone, the headless shell's children no longer show on the profile.
+	held := pidfds(t, crashed)
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	first.cmd.Wait()
 	killed := time.Now()
 	waitProcesses(t, profiles, 15*time.Second, "Chromium exits with the killed pictor", none)
+	for pid, fd := range held {
+		if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(killed.Add(15*time.Second)).Milliseconds())); err != nil || n == 0 {
+			t.Fatalf("Chromium process %d outlived the killed pictor by 15 s (%v)", pid, err)
+		}
+	}
 	t.Logf("%d Chromium processes gone %v after pictor was killed", len(crashed), time.Since(killed))
 
 	// A browser left behind by a crash (started here, so no parent death
