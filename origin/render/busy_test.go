@@ -34,7 +34,7 @@ func TestPageThatNeverYields(t *testing.T) {
 		}
 		// The renderer that spun (seconds of CPU; an idle or spare one has
 		// a fraction of a second) goes with its discarded tab.
-		for _, pid := range engineRenderers(e) {
+		for _, pid := range renderers(e.browserPIDs()) {
 			if cpu, _ := processCPU(pid); cpu < 3*time.Second {
 				continue
 			}

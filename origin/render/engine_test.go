@@ -290,15 +290,3 @@ func TestSiteThatNeverAnswers(t *testing.T) {
 		t.Fatalf("next render: %v", err)
 	}
 }
-
-// engineRenderers returns the renderer processes of e's browsers, as its
-// memory guard finds them.
-func engineRenderers(e *Engine) []int {
-	e.mu.Lock()
-	var mains []int
-	for b := range e.browsers {
-		mains = append(mains, b.pid)
-	}
-	e.mu.Unlock()
-	return renderers(mains)
-}

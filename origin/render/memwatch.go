@@ -39,13 +39,7 @@ func (e *Engine) guardMemory() {
 		if e.IdleFor() > 2*memoryCheckEvery {
 			continue
 		}
-		e.mu.Lock()
-		mains := make([]int, 0, len(e.browsers))
-		for b := range e.browsers {
-			mains = append(mains, b.pid)
-		}
-		e.mu.Unlock()
-		for _, pid := range renderers(mains) {
+		for _, pid := range renderers(e.browserPIDs()) {
 			if residentBytes(pid) > e.cfg.RendererMemory {
 				e.memoryKill.Store(time.Now().UnixNano())
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -53,6 +47,17 @@ func (e *Engine) guardMemory() {
 			}
 		}
 	}
+}
+
+// browserPIDs returns the main processes of the engine's browsers.
+func (e *Engine) browserPIDs() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pids := make([]int, 0, len(e.browsers))
+	for b := range e.browsers {
+		pids = append(pids, b.pid)
+	}
+	return pids
 }
 
 // crashCause says why a tab's renderer died: the memory guard killed a

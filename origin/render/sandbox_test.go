@@ -80,7 +80,7 @@ func TestChromiumSandboxed(t *testing.T) {
 			if groups := procStatus(t, b.pid, "Groups"); !tc.noSandbox && groups != "" {
 				t.Fatalf("browser keeps supplementary groups %q", groups)
 			}
-			renderers := engineRenderers(e)
+			renderers := renderers(e.browserPIDs())
 			if len(renderers) == 0 {
 				t.Fatal("no renderer process found")
 			}
