@@ -371,7 +371,7 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 		ok     bool
 	)
 	if e.caching() {
-		master, _, ok = e.cache.Get([]byte(masterKey))
+		master, _, ok = e.lookup([]byte(masterKey))
 	}
 	if !ok {
 		var err error
