@@ -323,6 +323,18 @@ func (rw refusalWatch) targets() []string {
 	return out
 }
 
+// errors returns the log lines at level WARN or ERROR since the watch began: what
+// a failed render's answer does not say.
+func (rw refusalWatch) errors() string {
+	var out strings.Builder
+	for line := range strings.SplitSeq(logs.String()[rw.from:], "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+			out.WriteString(line + "\n")
+		}
+	}
+	return out.String()
+}
+
 // wantRefused fails unless a refused target ends with each suffix.
 func (rw refusalWatch) wantRefused(t testing.TB, suffixes ...string) {
 	t.Helper()
@@ -580,6 +592,11 @@ func TestRenderCannotEscape(t *testing.T) {
 			for i, host := range loopbackSpellings {
 				t.Run(v.name+"/"+host, func(t *testing.T) {
 					since, refused := w.secret.touched(), watchRefusals()
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Logf("errors logged:\n%s", refused.errors())
+						}
+					})
 					m, path := v.expand(w.secret, "n", i, host)
 					r := o.createAndGet(t, map[string]any{"html": greenMark + m})
 					w.secret.wantUntouchedSince(t, since)

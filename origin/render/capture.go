@@ -221,7 +221,10 @@ func (e *Engine) steps(ctx context.Context, t *tab, tg *chromedp.Target, r *Requ
 }
 
 // navigatedAway reports a step that failed because the page replaced its
-// document. DevTools says so only in its error text.
+// document. DevTools says so only in its error text. "Not attached to an
+// active page" answers a command sent while a navigation swaps the frame's
+// renderer: seen in the headless shell when a form written into the blank
+// document submits itself to another site.
 func navigatedAway(err error) bool {
 	if errors.Is(err, errCaptureStalled) || errors.Is(err, errReplaced) {
 		return true
@@ -229,7 +232,8 @@ func navigatedAway(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "Execution context was destroyed") ||
 		strings.Contains(msg, "Inspected target navigated or closed") ||
-		strings.Contains(msg, "Cannot find context with specified id")
+		strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Not attached to an active page")
 }
 
 // waitLoad waits, at most wait, for the document that replaced the
