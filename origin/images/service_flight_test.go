@@ -147,9 +147,13 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	}
 	f.Close()
 	<-held.entered
+	// The flight is taken before the write goes on: once it ended, a
+	// caller would start a render of its own.
+	first := flightOf(t, e.svc, "png/"+img.ID)
 	held.let()
-	if _, err := e.svc.master(ctx, img.ID); err == nil || err.Error() != "disk full" {
-		t.Fatalf("the flight ended with %v, want the store's error", err)
+	<-first.done
+	if first.err == nil || first.err.Error() != "disk full" {
+		t.Fatalf("the flight ended with %v, want the store's error", first.err)
 	}
 	if got := e.get(img.ID); got.State != StatePending || len(got.Renditions) != 0 {
 		t.Fatalf("a master that was not stored is recorded: %+v", got)
@@ -170,6 +174,18 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	if n := eng.calls.Load(); n != 2 {
 		t.Fatalf("%d renders, want 2", n)
 	}
+}
+
+// flightOf returns the flight of key that runs now.
+func flightOf(t *testing.T, s *Service, key string) *flight {
+	t.Helper()
+	s.flightsMu.Lock()
+	defer s.flightsMu.Unlock()
+	f := s.flights[key]
+	if f == nil {
+		t.Fatalf("no flight of %s runs", key)
+	}
+	return f
 }
 
 // TestOpenWaitsForStore: Open (for other callers than a GET: storage
