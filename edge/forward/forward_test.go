@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // startEdge serves f on a fasthttp server on loopback, like the edge does.
@@ -168,10 +170,7 @@ func TestForwardStreamsBothWays(t *testing.T) {
 }
 
 func TestForwardOriginDown(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
-	edge := startEdge(t, newForwarder(t, "http://"+addr))
+	edge := startEdge(t, newForwarder(t, "http://"+apitest.ClosedAddr(t)))
 	resp, err := http.Get(edge + "/v1/api-keys")
 	if err != nil {
 		t.Fatal(err)

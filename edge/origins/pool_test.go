@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/edge/origins"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // wait bounds every wait for something that must happen; the tests count
@@ -283,18 +284,6 @@ func TestUnhealthyAnswer(t *testing.T) {
 	}
 }
 
-// refused returns a URL nothing listens on.
-func refused(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
-
 // get sends a GET of path to o through the pool's attempt bookkeeping.
 func get(p *origins.Pool, o *origins.Origin, path string) (origins.Failure, error) {
 	a := p.Begin(o)
@@ -528,7 +517,7 @@ func TestClassify(t *testing.T) {
 		url  string
 		want origins.Failure
 	}{
-		{"connection refused", context.Background(), refused(t), origins.ConnectFailed},
+		{"connection refused", context.Background(), "http://" + apitest.ClosedAddr(t), origins.ConnectFailed},
 		{"connection reset", context.Background(), resetter, origins.ConnectionReset},
 		{"connection closed", context.Background(), closer, origins.ConnectionClosed},
 		{"malformed answer", context.Background(), garbler, origins.OtherFailure},

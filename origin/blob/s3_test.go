@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/storage/s3test"
 )
 
@@ -68,18 +69,6 @@ func silent(t *testing.T) string {
 	return "http://" + l.Addr().String()
 }
 
-// refused is an address nothing listens on.
-func refused(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
-}
-
 // TestS3Unavailable: what another try later may cure is ErrUnavailable,
 // and the caller's own cancellation is not.
 func TestS3Unavailable(t *testing.T) {
@@ -107,7 +96,7 @@ func TestS3Unavailable(t *testing.T) {
 		want     error // matched with errors.Is
 		attempts int64 // of the failing server, when it is the endpoint
 	}{
-		{name: "connection refused", endpoint: refused(t), ctx: context.Background(), want: ErrUnavailable},
+		{name: "connection refused", endpoint: "http://" + apitest.ClosedAddr(t), ctx: context.Background(), want: ErrUnavailable},
 		{name: "no answer", endpoint: silent(t), ctx: context.Background(), want: ErrUnavailable},
 		{name: "5xx through every attempt", endpoint: failing.URL, ctx: context.Background(), want: ErrUnavailable, attempts: 2},
 		{name: "access denied is not an outage", endpoint: forbidden.URL, ctx: context.Background()},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/egress"
 )
 
@@ -515,12 +516,7 @@ func TestFetchBlocked(t *testing.T) {
 
 // TestFetchUnreachable tells the egress's failures from the site's answers.
 func TestFetchUnreachable(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := closed.Addr().String()
-	closed.Close()
+	closedAddr := apitest.ClosedAddr(t)
 	tlsPage := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		servePage(w, "text/html", simplePage)
 	}))

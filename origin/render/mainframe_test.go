@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/egress"
 )
 
@@ -133,12 +134,7 @@ func newFailureNet(t *testing.T) *failureNet {
 	}))
 	t.Cleanup(n.site.Close)
 	n.plain = n.site.Listener.Addr().String()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.gone = ln.Addr().String()
-	ln.Close()
+	n.gone = apitest.ClosedAddr(t)
 	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

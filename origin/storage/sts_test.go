@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/storage"
 	"github.com/pictorhq/pictor/origin/storage/s3test"
 )
@@ -156,14 +156,7 @@ func TestAWSRoleWritesThroughAssumedCredentials(t *testing.T) {
 
 func TestAWSRoleFailures(t *testing.T) {
 	gw := s3test.New(t)
-	closed := func() string { // a loopback port nothing listens on
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return "http://" + l.Addr().String()
-	}()
+	closed := "http://" + apitest.ClosedAddr(t)
 	tests := []struct {
 		name     string
 		edit     func(*storage.Connection, *storage.Config, *fakeSTS)
