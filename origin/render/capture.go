@@ -201,13 +201,17 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 // may navigate itself (a form that submits, a location change, a meta
 // refresh) while they run: then it waits for the new document and runs
 // them again, a bounded number of times. The last time, a capture the page
-// replaced by a page of its own stands. shown is the loader of the
+// replaced by a page of its own stands; before, a capture is given up as
+// soon as the page commits another document. shown is the loader of the
 // document written into the frame, "" when it was navigated to.
 func (e *Engine) steps(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
 	fail context.CancelCauseFunc, shown cdp.LoaderID) (*Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail, shown)
+		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail, shown, attempt == 2)
 		shown = ""
+		if errors.Is(err, errCaptureStalled) {
+			e.metrics.stalls.Inc()
+		}
 		if errors.Is(err, errReplaced) && attempt == 2 {
 			return res, nil
 		}
@@ -282,9 +286,10 @@ func firstEvent[E any](ctx context.Context, events iter.Seq2[E, error]) error {
 // options allow, since each is a round trip: one for everything before
 // render_when_ready, ms_delay and full_screen's scrolling, and one that
 // waits for fonts and images and measures the clip. Without those options
-// both are the same evaluation.
+// both are the same evaluation. Unless last, the capture (or the print)
+// ends with errReplaced once the page commits another document.
 func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
-	fail context.CancelCauseFunc, shown cdp.LoaderID) (*Result, error) {
+	fail context.CancelCauseFunc, shown cdp.LoaderID, last bool) (*Result, error) {
 	// The steps wait for the page's main thread; a capture or a print may
 	// keep it busy for long on a big document, so they are not watched.
 	unwatch := watchBusy(ctx, tg, e.cfg.BusyLimit, fail)
@@ -356,15 +361,20 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	kind, limit := r.area()
 	s.keep(&settled, settleScript, remaining().Milliseconds(), kind, r.Selector, limit)
 
+	octx, stop := ctx, func() {}
+	if !last {
+		octx, stop = docs.leaving(ctx, loader)
+	}
+	defer stop()
 	if r.PDF != nil {
 		if err := s.run(ctx, tg, nil); err != nil {
 			return nil, err
 		}
 		unwatch()
 		e.loaded(t)
-		res, err := printPDF(ctx, tg, r, e.cfg.MaxPDFBytes)
+		res, err := printPDF(octx, tg, r, e.cfg.MaxPDFBytes)
 		if err != nil {
-			return nil, err
+			return nil, outputErr(ctx, octx, err)
 		}
 		res.Settled = settled
 		return res, recheck(ctx, tg, docs, loader, seen, remaining())
@@ -375,12 +385,21 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	}
 	unwatch()
 	e.loaded(t)
-	res, err := capture(ctx, tg, r, clip)
+	res, err := capture(octx, tg, r, clip)
 	if err != nil {
-		return nil, err
+		return nil, outputErr(ctx, octx, err)
 	}
 	res.Settled = settled
 	return res, recheck(ctx, tg, docs, loader, seen, remaining())
+}
+
+// outputErr is the error of a capture or a print under octx, a context of
+// ctx that documents.leaving may have ended.
+func outputErr(ctx, octx context.Context, err error) error {
+	if cause := context.Cause(octx); errors.Is(cause, errReplaced) && ctx.Err() == nil {
+		return cause
+	}
+	return err
 }
 
 // recheck looks at the main frame again once the output is taken: a

@@ -97,6 +97,11 @@ type documents struct {
 	// committed. While it stays the same, the frame shows the document it
 	// showed (quiet).
 	seen int
+	// committed is the loader of the document the main frame committed
+	// last during the render, "" before the first; commits is closed and
+	// replaced at each commit.
+	committed cdp.LoaderID
+	commits   chan struct{}
 }
 
 // documentLoad is one navigation of the main frame.
@@ -113,7 +118,8 @@ type documentLoad struct {
 // ctx ends. Call it before the navigation it must see.
 func watchDocuments(ctx context.Context, t *tab) (*documents, error) {
 	d := &documents{session: t.session, mark: t.session.Mark(), frame: t.frame,
-		loads: map[cdp.LoaderID]*documentLoad{}, requests: map[network.RequestID]cdp.LoaderID{}, changed: make(chan struct{})}
+		loads: map[cdp.LoaderID]*documentLoad{}, requests: map[network.RequestID]cdp.LoaderID{}, changed: make(chan struct{}),
+		commits: make(chan struct{})}
 	// Listen, not Events: its calls come in the order of the browser's
 	// messages, so a command's reply is never seen before the events
 	// that preceded it.
@@ -161,6 +167,9 @@ func (d *documents) event(ev any) {
 			return
 		}
 		d.seen++
+		d.committed = ev.Frame.LoaderID
+		close(d.commits)
+		d.commits = make(chan struct{})
 		cur := d.loads[ev.Frame.LoaderID]
 		if cur == nil {
 			return
@@ -240,6 +249,34 @@ func (d *documents) settle(ctx context.Context, wait time.Duration) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// leaving returns a context that ends, with errReplaced as its cause, once
+// the main frame commits a document other than shown. A capture under way
+// then would show a document that is gone, and when the new one is drawn
+// by another renderer (a navigation to another site, in the headless shell
+// even without site isolation), it never gets a frame at all. stop ends
+// the watch.
+func (d *documents) leaving(ctx context.Context, shown cdp.LoaderID) (_ context.Context, stop func()) {
+	lctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for {
+			d.mu.Lock()
+			gone := d.committed != "" && d.committed != shown
+			commits := d.commits
+			d.mu.Unlock()
+			if gone {
+				cancel(errReplaced)
+				return
+			}
+			select {
+			case <-commits:
+			case <-lctx.Done():
+				return
+			}
+		}
+	}()
+	return lctx, func() { cancel(nil) }
 }
 
 // load returns what is known of a navigation.

@@ -89,6 +89,8 @@ type metrics struct {
 	tabsOpened    prometheus.Counter
 	tabsOpen      prometheus.Gauge
 	resetWaits    prometheus.Counter
+	retries       prometheus.Counter
+	stalls        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -122,9 +124,15 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		resetWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pictor_render_reset_waits_total", Help: "Renders that found no clean tab and waited for the reset of one their organization used.",
 		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pictor_render_retries_total", Help: "Renders tried once more on a fresh tab after the browser or the tab failed under them.",
+		}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pictor_render_capture_stalls_total", Help: "Captures given up after waiting 10 s for a frame that never came.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits)
+		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits, m.retries, m.stalls)
 	}
 	return m
 }
@@ -312,6 +320,7 @@ func (e *Engine) Render(ctx context.Context, r *Request) (*Result, error) {
 	if errors.Is(err, ErrBrowser) && ctx.Err() == nil && time.Now().Before(deadline) {
 		// The browser or the tab failed under us: once more on a fresh one.
 		slog.WarnContext(ctx, "render retried after a browser failure", "error", err)
+		e.metrics.retries.Inc()
 		e.release(t)
 		res, t, err = e.renderOnce(ctx, deadline, r)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/egress"
 )
@@ -288,5 +290,44 @@ func TestSiteThatNeverAnswers(t *testing.T) {
 	}
 	if _, err := e.Render(context.Background(), &Request{OrgID: "o", URL: site.URL + "/", MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384}); err != nil {
 		t.Fatalf("next render: %v", err)
+	}
+}
+
+// TestFormSubmittingItselfToAnotherSite renders HTML whose form posts
+// itself, as the document is written, to another site: the render captures
+// the page the form was answered with. The headless shell draws that page
+// in another renderer: a capture begun on the written document never gets
+// a frame, and DevTools answers calls made during the swap "Not attached
+// to an active page". Both are the page navigating, not a failed browser
+// or a capture to wait for. The render is repeated because the steps meet
+// the swap at different points each time.
+func TestFormSubmittingItselfToAnotherSite(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.FormValue("q") != "1" {
+			http.Error(w, "want the form's POST", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, `<!DOCTYPE html><html><body style="margin:0;background:rgb(0,128,0)"></body></html>`)
+	}))
+	t.Cleanup(site.Close)
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, metered(reg, func(c *Config) { c.Tabs = 1 }))
+	html := `<body style="margin:0;background:rgb(255,0,0)"><form id="f" method="post" action="` + site.URL + `/answer">` +
+		`<input type="hidden" name="q" value="1"></form><script>document.getElementById("f").submit()</script></body>`
+	for i := range 12 {
+		res, err := e.Render(context.Background(), &Request{OrgID: "o", HTML: html, ViewportWidth: 100, ViewportHeight: 100,
+			MaxWait: 10 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 50, 50); c != (color.NRGBA{0, 128, 0, 255}) {
+			t.Fatalf("render %d: pixel = %v, want the answer's green", i, c)
+		}
+	}
+	if got := metric(t, reg, "pictor_render_retries_total"); got != 0 {
+		t.Errorf("%v renders were tried again as if the browser had failed", got)
+	}
+	if got := metric(t, reg, "pictor_render_capture_stalls_total"); got != 0 {
+		t.Errorf("%v captures waited for a frame of the document the form left", got)
 	}
 }
