@@ -53,6 +53,23 @@ func pidfds(t *testing.T, pids []int) map[int]int {
 	return fds
 }
 
+// waitExit waits until the process of the pidfd fd exits, or deadline; a
+// signal to the test binary interrupting the wait does not end it.
+func waitExit(fd int, deadline time.Time) error {
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(max(time.Until(deadline), 0).Milliseconds()))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return errors.New("still running")
+		}
+		return nil
+	}
+}
+
 func none(pids []int) bool { return len(pids) == 0 }
 func some(pids []int) bool { return len(pids) > 0 }
 
@@ -82,7 +99,7 @@ func TestCrashLeavesNoChromium(t *testing.T) {
 	killed := time.Now()
 	waitProcesses(t, profiles, 15*time.Second, "Chromium exits with the killed pictor", none)
 	for pid, fd := range held {
-		if n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(killed.Add(15*time.Second)).Milliseconds())); err != nil || n == 0 {
+		if err := waitExit(fd, killed.Add(15*time.Second)); err != nil {
 			t.Fatalf("Chromium process %d outlived the killed pictor by 15 s (%v)", pid, err)
 		}
 	}
