@@ -92,16 +92,14 @@ type documents struct {
 	loads    map[cdp.LoaderID]*documentLoad
 	requests map[network.RequestID]cdp.LoaderID
 	order    int
-	changed  chan struct{} // closed and replaced when a navigation ends
+	changed  chan struct{} // closed and replaced when a navigation ends or the frame commits a document
 	// seen counts what the main frame did: a navigation started, failed or
 	// committed. While it stays the same, the frame shows the document it
 	// showed (quiet).
 	seen int
 	// committed is the loader of the document the main frame committed
-	// last during the render, "" before the first; commits is closed and
-	// replaced at each commit.
+	// last during the render, "" before the first.
 	committed cdp.LoaderID
-	commits   chan struct{}
 }
 
 // documentLoad is one navigation of the main frame.
@@ -118,8 +116,7 @@ type documentLoad struct {
 // ctx ends. Call it before the navigation it must see.
 func watchDocuments(ctx context.Context, t *tab) (*documents, error) {
 	d := &documents{session: t.session, mark: t.session.Mark(), frame: t.frame,
-		loads: map[cdp.LoaderID]*documentLoad{}, requests: map[network.RequestID]cdp.LoaderID{}, changed: make(chan struct{}),
-		commits: make(chan struct{})}
+		loads: map[cdp.LoaderID]*documentLoad{}, requests: map[network.RequestID]cdp.LoaderID{}, changed: make(chan struct{})}
 	// Listen, not Events: its calls come in the order of the browser's
 	// messages, so a command's reply is never seen before the events
 	// that preceded it.
@@ -168,8 +165,7 @@ func (d *documents) event(ev any) {
 		}
 		d.seen++
 		d.committed = ev.Frame.LoaderID
-		close(d.commits)
-		d.commits = make(chan struct{})
+		d.wake()
 		cur := d.loads[ev.Frame.LoaderID]
 		if cur == nil {
 			return
@@ -211,9 +207,14 @@ func (d *documents) start(id cdp.LoaderID) *documentLoad {
 func (d *documents) finish(l *documentLoad) {
 	if !l.done {
 		l.done = true
-		close(d.changed)
-		d.changed = make(chan struct{})
+		d.wake()
 	}
+}
+
+// wake tells the waiters on changed that the frame did something.
+func (d *documents) wake() {
+	close(d.changed)
+	d.changed = make(chan struct{})
 }
 
 // quiet returns what the main frame did so far (see seen): while it
@@ -263,14 +264,14 @@ func (d *documents) leaving(ctx context.Context, shown cdp.LoaderID) (_ context.
 		for {
 			d.mu.Lock()
 			gone := d.committed != "" && d.committed != shown
-			commits := d.commits
+			changed := d.changed
 			d.mu.Unlock()
 			if gone {
 				cancel(errReplaced)
 				return
 			}
 			select {
-			case <-commits:
+			case <-changed:
 			case <-lctx.Done():
 				return
 			}
