@@ -128,7 +128,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "pictor_render_retries_total", Help: "Renders tried once more on a fresh tab after the browser or the tab failed under them.",
 		}),
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_capture_stalls_total", Help: "Captures given up after waiting 10 s for a frame that never came.",
+			Name: "pictor_render_capture_stalls_total", Help: fmt.Sprintf("Captures given up after waiting %v for a frame that never came.", shotTimeout),
 		}),
 	}
 	if reg != nil {
