@@ -62,15 +62,14 @@ func scanProcs(cmdlines bool) []proc {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	all := make([]proc, 0, len(entries))
+	read := readStat
+	if cmdlines {
+		read = readProc
+	}
 	for _, e := range entries {
-		p, ok := readStat(e.Name())
-		if !ok || p.pid == self {
-			continue
+		if p, ok := read(e.Name()); ok && p.pid != self {
+			all = append(all, p)
 		}
-		if cmdlines {
-			p.cmdline, _ = os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		}
-		all = append(all, p)
 	}
 	return all
 }
@@ -220,12 +219,7 @@ func endProcesses(dir string, group int, also []procID) []int {
 	deadline := time.Now().Add(browserExitWait)
 	for {
 		var members []proc
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			p, ok := readProc(e.Name())
-			if !ok || p.pid == self {
-				continue
-			}
+		for _, p := range scanProcs(true) {
 			start, known := seen[p.pid]
 			if (group > 0 && p.pgid == group) || namesPath(p.cmdline, dir) || (known && start == p.start) {
 				seen[p.pid] = p.start
@@ -275,9 +269,8 @@ func endProcesses(dir string, group int, also []procID) []int {
 func outsideGroup(dir string, group int) []procID {
 	dir = filepath.Clean(dir)
 	var out []procID
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if p, ok := readProc(e.Name()); ok && p.pgid != group && !p.zombie && namesPath(p.cmdline, dir) {
+	for _, p := range scanProcs(true) {
+		if p.pgid != group && !p.zombie && namesPath(p.cmdline, dir) {
 			out = append(out, procID{p.pid, p.start})
 		}
 	}
