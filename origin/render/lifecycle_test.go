@@ -194,14 +194,14 @@ func current(e *Engine) *browser {
 	return e.current
 }
 
-// leftOf returns the live processes of browser b: those of its profile
-// (Processes) and those still in its process group. The headless shell's
-// children do not name the profile, and once b's main process died they
-// are no longer its descendants; they stay in its group.
-func leftOf(b *browser) []int {
-	pids := Processes(b.profile)
-	for _, p := range scanProcs(false) {
-		if p.pgid == b.pid && !p.zombie && !slices.Contains(pids, p.pid) {
+// leftOf returns the live processes of browser b (browserProcs): the
+// headless shell's children do not name the profile, and once b's main
+// process died they are found in its process group only.
+func leftOf(t *testing.T, b *browser) []int {
+	t.Helper()
+	var pids []int
+	for _, p := range browserProcs(t, b) {
+		if !p.zombie {
 			pids = append(pids, p.pid)
 		}
 	}
@@ -368,7 +368,7 @@ func TestBrowserRecycledAfterRenders(t *testing.T) {
 	if second == first {
 		t.Fatal("the render after the quota ran on the old browser")
 	}
-	eventually(t, "the old browser's processes exit", func() bool { return len(leftOf(first)) == 0 })
+	eventually(t, "the old browser's processes exit", func() bool { return len(leftOf(t, first)) == 0 })
 	now := Processes(e.profiles)
 	if len(now) == 0 {
 		t.Fatal("no process of the new browser")
@@ -401,14 +401,14 @@ func TestRetiredBrowserFinishesItsRenders(t *testing.T) {
 	if current(e) == old || metric(t, reg, "pictor_render_browser_starts_total") != 2 {
 		t.Fatal("no new browser for the render after the quota")
 	}
-	if len(leftOf(old)) == 0 {
+	if len(leftOf(t, old)) == 0 {
 		t.Fatal("the retired browser was closed under a running render")
 	}
 	g.release()
 	if o := wait(t, ch); o.err != nil {
 		t.Fatalf("render on the retired browser: %v", o.err)
 	}
-	eventually(t, "the retired browser closes once idle", func() bool { return len(leftOf(old)) == 0 })
+	eventually(t, "the retired browser closes once idle", func() bool { return len(leftOf(t, old)) == 0 })
 }
 
 func TestBrowserDeath(t *testing.T) {
@@ -457,7 +457,7 @@ func TestBrowserDeath(t *testing.T) {
 			if current(e) == dead || metric(t, reg, "pictor_render_browser_starts_total") != 2 {
 				t.Fatal("no new browser after the crash")
 			}
-			eventually(t, "no process of the dead browser remains", func() bool { return len(leftOf(dead)) == 0 })
+			eventually(t, "no process of the dead browser remains", func() bool { return len(leftOf(t, dead)) == 0 })
 			if got := metric(t, reg, "pictor_render_browser_deaths_total"); got != 1 {
 				t.Fatalf("browser deaths: %v, want 1", got)
 			}
@@ -528,7 +528,7 @@ func TestStop(t *testing.T) {
 			} else if err != nil || o.err != nil {
 				t.Fatalf("Stop: %v, running render: %v; want both to succeed", err, o.err)
 			}
-			if left := append(Processes(e.profiles), leftOf(b)...); len(left) > 0 {
+			if left := append(Processes(e.profiles), leftOf(t, b)...); len(left) > 0 {
 				t.Fatalf("chromium processes left when Stop returned: %v", left)
 			}
 		})
@@ -547,7 +547,7 @@ func TestStopIdleWithEndedContext(t *testing.T) {
 	if err := e.Stop(ctx); err != nil {
 		t.Fatalf("Stop of an idle engine with an ended context: %v", err)
 	}
-	if left := append(Processes(e.profiles), leftOf(b)...); len(left) > 0 {
+	if left := append(Processes(e.profiles), leftOf(t, b)...); len(left) > 0 {
 		t.Fatalf("chromium processes left when Stop returned: %v", left)
 	}
 }
