@@ -207,15 +207,16 @@ func (e *Engine) run(ctx context.Context, t *tab, tg *chromedp.Target, r *Reques
 func (e *Engine) steps(ctx context.Context, t *tab, tg *chromedp.Target, r *Request, docs *documents, remaining func() time.Duration,
 	fail context.CancelCauseFunc, shown cdp.LoaderID) (*Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail, shown, attempt == 2)
+		last := attempt == 2
+		res, err := e.afterLoad(ctx, t, tg, r, docs, remaining, fail, shown, last)
 		shown = ""
 		if errors.Is(err, errCaptureStalled) {
 			e.metrics.stalls.Inc()
 		}
-		if errors.Is(err, errReplaced) && attempt == 2 {
+		if errors.Is(err, errReplaced) && last {
 			return res, nil
 		}
-		if err == nil || attempt == 2 || !navigatedAway(err) {
+		if err == nil || last || !navigatedAway(err) {
 			return res, err
 		}
 		if err := waitLoad(ctx, tg, remaining(), e.cfg.BusyLimit); err != nil {

@@ -155,12 +155,13 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("fonts URL %q: want an absolute http(s) URL", c.FontsURL)
 	}
-	if _, err := exec.LookPath(c.browserBinary()); err != nil {
-		return fmt.Errorf("chromium %q: %w", c.browserBinary(), err)
+	bin := c.browserBinary()
+	if _, err := exec.LookPath(bin); err != nil {
+		return fmt.Errorf("chromium %q: %w", bin, err)
 	}
-	if c.SiteIsolation && strings.Contains(filepath.Base(c.browserBinary()), "headless-shell") {
+	if c.SiteIsolation && strings.Contains(filepath.Base(bin), "headless-shell") {
 		// Not a slower render but a wrong one: a white frame served as the image.
-		return fmt.Errorf("site isolation needs the full browser: the headless shell %q sometimes captures a cross-site frame before it is drawn", c.browserBinary())
+		return fmt.Errorf("site isolation needs the full browser: the headless shell %q sometimes captures a cross-site frame before it is drawn", bin)
 	}
 	return nil
 }
