@@ -384,6 +384,11 @@ func (e *Engine) afterLoad(ctx context.Context, t *tab, tg *chromedp.Target, r *
 	if err != nil {
 		return nil, err
 	}
+	if e.cfg.SiteIsolation {
+		for outcome, n := range drawFrames(ctx, tg, min(remaining(), e.cfg.BusyLimit)) {
+			e.metrics.frameWaits.WithLabelValues(outcome).Add(float64(n))
+		}
+	}
 	unwatch()
 	e.loaded(t)
 	res, err := capture(octx, tg, r, clip)

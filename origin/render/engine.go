@@ -91,6 +91,7 @@ type metrics struct {
 	resetWaits    prometheus.Counter
 	retries       prometheus.Counter
 	stalls        prometheus.Counter
+	frameWaits    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -130,9 +131,12 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		stalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pictor_render_capture_stalls_total", Help: fmt.Sprintf("Captures given up after waiting %v for a frame that never came.", shotTimeout),
 		}),
+		frameWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_render_frame_waits_total", Help: "Cross-site frames (site isolation) a capture waited for to draw, by what each did.",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits, m.retries, m.stalls)
+		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits, m.retries, m.stalls, m.frameWaits)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // procStatus returns the value of a line of /proc/<pid>/status.
@@ -216,13 +218,13 @@ func TestSiteIsolation(t *testing.T) {
 }
 
 func testSiteIsolation(t *testing.T, isolated bool) {
-	e := newEngine(t, func(c *Config) {
-		c.Tabs = 1
-		c.SiteIsolation = isolated
-		if isolated && os.Getenv("PICTOR_CHROMIUM") == "" {
-			c.Chromium = "" // the engine's choice for isolation: the full browser
-		}
-	})
+	reg := prometheus.NewRegistry()
+	var e *Engine
+	if isolated {
+		e = isolatedEngine(t, reg)
+	} else {
+		e = newEngine(t, metered(reg, func(c *Config) { c.Tabs = 1 }))
+	}
 	sites := newIsolationSites(t)
 	top := sites.url("127.0.0.1", "/top")
 	render := func(headers map[string]string) <-chan error {
@@ -268,6 +270,14 @@ func testSiteIsolation(t *testing.T, isolated bool) {
 	sites.unhold()
 	if err := <-first; err != nil {
 		t.Fatal(err)
+	}
+	// Both cross-site frames show, so an isolated capture waited for both.
+	want := map[string]float64{}
+	if isolated {
+		want[frameDrawn] = 2
+	}
+	if got := frameWaits(t, reg); !maps.Equal(got, want) {
+		t.Errorf("frame waits %v, want %v", got, want)
 	}
 	wantAll := []string{"127.0.0.1/top", "127.0.0.2/middle", "127.0.0.2/pixel.svg", "localhost/inner",
 		"localhost/pixel.svg", "localhost/held.svg", "localhost/fetched"}
