@@ -19,19 +19,19 @@ const (
 	frameHidden    = "hidden"    // not rendered: display:none, visibility:hidden, or inside such a frame
 	frameOffscreen = "offscreen" // outside the viewport, where Chromium stops drawing it
 	frameTimedOut  = "timeout"   // it did not draw within the wait: captured as it is
-	frameGone      = "gone"      // it went away, or could not be asked, before it answered
+	frameGone      = "gone"      // it went away, could not be asked, or its page broke the script
 )
 
 // drawScript resolves once the frame drew what it holds now: the second
 // animation frame callback runs after the first one's frame was drawn.
 // Chromium stops drawing a frame outside the viewport, so that one
 // resolves at its first intersection observation instead.
-const drawScript = `new Promise(done => {
+var drawScript = fmt.Sprintf(`new Promise(done => {
 	const root = document.documentElement;
 	const io = new IntersectionObserver(([e]) => { if (!e.isIntersecting) { io.disconnect(); done(%q) } });
 	if (root) io.observe(root);
 	requestAnimationFrame(() => requestAnimationFrame(() => { io.disconnect(); done(%q) }));
-})`
+})`, frameOffscreen, frameDrawn)
 
 // ownerScript tells whether a frame's iframe element is rendered: a frame
 // whose element is not draws nothing.
@@ -131,10 +131,9 @@ func (w *frameWait) visit(ctx context.Context, parent caller, id target.ID) {
 		Result struct {
 			Value string `json:"value"`
 		} `json:"result"`
-		Exception json.RawMessage `json:"exceptionDetails"`
 	}
 	err = call(ctx, "Runtime.evaluate", map[string]any{
-		"expression":    fmt.Sprintf(drawScript, frameOffscreen, frameDrawn),
+		"expression":    drawScript,
 		"awaitPromise":  true,
 		"returnByValue": true,
 	}, &reply)
@@ -166,7 +165,9 @@ func ownerShown(ctx context.Context, parent caller, id target.ID) (bool, error) 
 	if err := parent(ctx, "DOM.resolveNode", map[string]any{"backendNodeId": owner.BackendNodeID}, &node); err != nil {
 		return false, err
 	}
-	defer parent(context.WithoutCancel(ctx), "Runtime.releaseObject", map[string]any{"objectId": node.Object.ObjectID}, nil)
+	// Once the wait is over the object is left to the document, which the
+	// tab's reset ends: a release then could wait on a busy page.
+	defer parent(ctx, "Runtime.releaseObject", map[string]any{"objectId": node.Object.ObjectID}, nil)
 	var shown struct {
 		Result struct {
 			Value bool `json:"value"`

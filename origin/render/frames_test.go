@@ -110,3 +110,48 @@ func TestCrossSiteFramesDrawn(t *testing.T) {
 			"offscreen (or drawn, if Chromium had not stopped drawing it yet), none timed out or gone", got)
 	}
 }
+
+// TestCrossSiteFrameThatNeverDraws: a cross-site frame whose script never
+// yields holds the capture for the busy limit at most; then the page is
+// captured as it is, and the next render on the tab works.
+func TestCrossSiteFrameThatNeverDraws(t *testing.T) {
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/top":
+			fmt.Fprintf(w, `<body style="margin:0;background:rgb(0,128,0)"><iframe src="http://127.0.0.2:%d/stuck"></iframe>`, port)
+		case "/stuck":
+			fmt.Fprint(w, `<script>addEventListener("load", () => setTimeout(() => { for (;;); }))</script>`)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, metered(reg, func(c *Config) {
+		c.Tabs = 1
+		c.SiteIsolation = true
+		c.BusyLimit = time.Second
+		if os.Getenv("PICTOR_CHROMIUM") == "" {
+			c.Chromium = ""
+		}
+	}))
+	for i := range 2 {
+		res, err := e.Render(context.Background(), &Request{OrgID: "o", URL: fmt.Sprintf("http://127.0.0.1:%d/top", port),
+			MaxWait: 10 * time.Second, ViewportWidth: 400, ViewportHeight: 300, MaxWidth: 16384, MaxHeight: 16384})
+		if err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		if c := rgba(decodePNG(t, res.Data), 350, 250); c != boxGreen {
+			t.Errorf("render %d: pixel beside the frame %v, want the page's green", i, c)
+		}
+	}
+	if got := frameWaits(t, reg); got[frameTimedOut] != 2 || len(got) != 1 {
+		t.Errorf("frame waits %v, want the stuck frame timed out in each render", got)
+	}
+}
