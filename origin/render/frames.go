@@ -182,14 +182,14 @@ func ownerShown(ctx context.Context, parent caller, id target.ID) (bool, error) 
 // frameSessions talks to frames through sessions the browser attaches
 // without flattening, since chromedp routes flat sessions only to targets
 // of its own: each command travels inside Target.sendMessageToTarget, each
-// reply inside the browser's Target.receivedMessageFromTarget. Commands of
-// one session get increasing ids.
+// reply inside the browser's Target.receivedMessageFromTarget, where it is
+// known by its session and id.
 type frameSessions struct {
 	b *chromedp.Browser
 
 	mu       sync.Mutex
 	next     int64
-	waiting  map[frameCall]chan frameReply
+	waiting  map[frameCall]chan childMessage
 	sessions []target.SessionID
 }
 
@@ -198,24 +198,16 @@ type frameCall struct {
 	id      int64
 }
 
-type frameReply struct {
-	ID     int64           `json:"id"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // newFrameSessions routes replies until ctx ends.
 func newFrameSessions(ctx context.Context) *frameSessions {
-	s := &frameSessions{b: chromedp.FromContext(ctx).Browser, waiting: map[frameCall]chan frameReply{}}
+	s := &frameSessions{b: chromedp.FromContext(ctx).Browser, waiting: map[frameCall]chan childMessage{}}
 	replies := chromedp.BrowserEvents(ctx, target.ReceivedMessageFromTarget) // before any command
 	go func() {
 		for ev, err := range replies {
 			if err != nil {
 				return
 			}
-			var r frameReply
+			var r childMessage
 			if json.Unmarshal([]byte(ev.Message), &r) != nil || r.ID == 0 {
 				continue // an event
 			}
@@ -247,7 +239,7 @@ func (s *frameSessions) call(ctx context.Context, session target.SessionID, meth
 	s.mu.Lock()
 	s.next++
 	key := frameCall{session, s.next}
-	ch := make(chan frameReply, 1)
+	ch := make(chan childMessage, 1)
 	s.waiting[key] = ch
 	s.mu.Unlock()
 	defer func() {
@@ -255,16 +247,12 @@ func (s *frameSessions) call(ctx context.Context, session target.SessionID, meth
 		delete(s.waiting, key)
 		s.mu.Unlock()
 	}()
-	msg, err := json.Marshal(struct {
-		ID     int64  `json:"id"`
-		Method string `json:"method"`
-		Params any    `json:"params,omitempty"`
-	}{key.id, method, params})
+	msg, err := childCommand(key.id, method, params)
 	if err != nil {
 		return err
 	}
 	// chromedp's generated params have no sendMessageToTarget: sent by name.
-	if err := s.b.Call(ctx, "Target.sendMessageToTarget", map[string]any{"sessionId": session, "message": string(msg)}, nil); err != nil {
+	if err := s.b.Call(ctx, "Target.sendMessageToTarget", map[string]any{"sessionId": session, "message": msg}, nil); err != nil {
 		return err
 	}
 	select {

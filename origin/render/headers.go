@@ -150,12 +150,27 @@ type frameInterceptor struct {
 	done     chan struct{}
 }
 
-// childMessage is a message from a child session: a reply (ID set) or an
-// event.
+// childMessage is a message from a child session: a reply (ID set, with
+// Result or Error) or an event (Method and Params).
 type childMessage struct {
 	ID     int64           `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// childCommand is command id of a child session, as the message that
+// Target.sendMessageToTarget carries.
+func childCommand(id int64, method string, params any) (string, error) {
+	msg, err := json.Marshal(struct {
+		ID     int64  `json:"id"`
+		Method string `json:"method"`
+		Params any    `json:"params,omitempty"`
+	}{id, method, params})
+	return string(msg), err
 }
 
 type childPaused struct {
@@ -256,23 +271,18 @@ func (f *frameInterceptor) send(ctx context.Context, path []target.SessionID, me
 	f.next++
 	id := f.next
 	f.mu.Unlock()
-	msg, err := json.Marshal(struct {
-		ID     int64  `json:"id"`
-		Method string `json:"method"`
-		Params any    `json:"params,omitempty"`
-	}{id, method, params})
+	msg, err := childCommand(id, method, params)
 	if err != nil {
 		return
 	}
 	for i := len(path) - 1; i > 0; i-- {
-		if msg, err = json.Marshal(map[string]any{"id": id, "method": "Target.sendMessageToTarget",
-			"params": map[string]any{"sessionId": path[i], "message": string(msg)}}); err != nil {
+		if msg, err = childCommand(id, "Target.sendMessageToTarget", map[string]any{"sessionId": path[i], "message": msg}); err != nil {
 			return
 		}
 	}
 	// The page's own session: chromedp's generated params have no
 	// sendMessageToTarget, so it is sent by name.
-	f.tg.Call(ctx, "Target.sendMessageToTarget", map[string]any{"sessionId": path[0], "message": string(msg)}, nil)
+	f.tg.Call(ctx, "Target.sendMessageToTarget", map[string]any{"sessionId": path[0], "message": msg}, nil)
 }
 
 // stop releases what the children hold paused, detaches them and gives the
