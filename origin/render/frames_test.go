@@ -36,16 +36,31 @@ func frameWaits(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	return got
 }
 
-// isolatedEngine is an engine with site isolation, on the browser the
-// engine picks for it unless $PICTOR_CHROMIUM names one.
-func isolatedEngine(t *testing.T, reg *prometheus.Registry) *Engine {
-	return newEngine(t, metered(reg, func(c *Config) {
+// isolatedEngine is an engine of one tab with site isolation, on the
+// browser the engine picks for it unless $PICTOR_CHROMIUM names one; more
+// changes the rest.
+func isolatedEngine(t *testing.T, reg *prometheus.Registry, more ...func(*Config)) *Engine {
+	return newEngine(t, append([]func(*Config){metered(reg, func(c *Config) {
 		c.Tabs = 1
 		c.SiteIsolation = true
 		if os.Getenv("PICTOR_CHROMIUM") == "" {
 			c.Chromium = ""
 		}
-	}))
+	})}, more...)...)
+}
+
+// serveSites serves the handler made for the port on every loopback
+// address (127.0.0.2 and localhost are other sites than 127.0.0.1) until
+// the test ends, and returns the port.
+func serveSites(t *testing.T, handler func(port int) http.Handler) int {
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler(ln.Addr().(*net.TCPAddr).Port)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestCrossSiteFramesDrawn: with site isolation, the capture waits until
@@ -58,35 +73,31 @@ func isolatedEngine(t *testing.T, reg *prometheus.Registry) *Engine {
 // inside it, and one below the viewport. A wait for any of them would end
 // only at its bound, as a timeout.
 func TestCrossSiteFramesDrawn(t *testing.T) {
-	ln, err := net.Listen("tcp", ":0") // every loopback address
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	at := func(host, path string) string { return fmt.Sprintf("http://%s:%d%s", host, port, path) }
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		switch r.URL.Path {
-		case "/top":
-			fmt.Fprintf(w, `<body style="margin:0">`+
-				`<iframe src="%s" style="display:block;border:0;width:300px;height:200px"></iframe>`+
-				`<iframe src="%s" style="display:none"></iframe>`+
-				`<iframe src="%s" style="visibility:hidden"></iframe>`+
-				`<iframe src="%s" style="position:absolute;top:5000px"></iframe>`,
-				at("127.0.0.2", "/busy"), at("127.0.0.3", "/plain"), at("127.0.0.4", "/outer"), at("127.0.0.5", "/plain"))
-		case "/busy":
-			fmt.Fprint(w, `<body style="margin:0"><script>addEventListener("load", () => {
-				document.body.style.background = "rgb(0,128,0)";
-				setTimeout(() => { const end = performance.now() + 1500; while (performance.now() < end); });
-			})</script>`)
-		case "/outer":
-			fmt.Fprintf(w, `<body><iframe src="%s"></iframe>`, at("localhost", "/plain"))
-		default:
-			fmt.Fprint(w, `<body style="background:rgb(0,0,255)">`)
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	var at func(host, path string) string
+	serveSites(t, func(port int) http.Handler {
+		at = func(host, path string) string { return fmt.Sprintf("http://%s:%d%s", host, port, path) }
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			switch r.URL.Path {
+			case "/top":
+				fmt.Fprintf(w, `<body style="margin:0">`+
+					`<iframe src="%s" style="display:block;border:0;width:300px;height:200px"></iframe>`+
+					`<iframe src="%s" style="display:none"></iframe>`+
+					`<iframe src="%s" style="visibility:hidden"></iframe>`+
+					`<iframe src="%s" style="position:absolute;top:5000px"></iframe>`,
+					at("127.0.0.2", "/busy"), at("127.0.0.3", "/plain"), at("127.0.0.4", "/outer"), at("127.0.0.5", "/plain"))
+			case "/busy":
+				fmt.Fprint(w, `<body style="margin:0"><script>addEventListener("load", () => {
+					document.body.style.background = "rgb(0,128,0)";
+					setTimeout(() => { const end = performance.now() + 1500; while (performance.now() < end); });
+				})</script>`)
+			case "/outer":
+				fmt.Fprintf(w, `<body><iframe src="%s"></iframe>`, at("localhost", "/plain"))
+			default:
+				fmt.Fprint(w, `<body style="background:rgb(0,0,255)">`)
+			}
+		})
+	})
 
 	reg := prometheus.NewRegistry()
 	e := isolatedEngine(t, reg)
@@ -115,32 +126,20 @@ func TestCrossSiteFramesDrawn(t *testing.T) {
 // yields holds the capture for the busy limit at most; then the page is
 // captured as it is, and the next render on the tab works.
 func TestCrossSiteFrameThatNeverDraws(t *testing.T) {
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		switch r.URL.Path {
-		case "/top":
-			fmt.Fprintf(w, `<body style="margin:0;background:rgb(0,128,0)"><iframe src="http://127.0.0.2:%d/stuck"></iframe>`, port)
-		case "/stuck":
-			fmt.Fprint(w, `<script>addEventListener("load", () => setTimeout(() => { for (;;); }))</script>`)
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	port := serveSites(t, func(port int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			switch r.URL.Path {
+			case "/top":
+				fmt.Fprintf(w, `<body style="margin:0;background:rgb(0,128,0)"><iframe src="http://127.0.0.2:%d/stuck"></iframe>`, port)
+			case "/stuck":
+				fmt.Fprint(w, `<script>addEventListener("load", () => setTimeout(() => { for (;;); }))</script>`)
+			}
+		})
+	})
 
 	reg := prometheus.NewRegistry()
-	e := newEngine(t, metered(reg, func(c *Config) {
-		c.Tabs = 1
-		c.SiteIsolation = true
-		c.BusyLimit = time.Second
-		if os.Getenv("PICTOR_CHROMIUM") == "" {
-			c.Chromium = ""
-		}
-	}))
+	e := isolatedEngine(t, reg, func(c *Config) { c.BusyLimit = time.Second })
 	for i := range 2 {
 		res, err := e.Render(context.Background(), &Request{OrgID: "o", URL: fmt.Sprintf("http://127.0.0.1:%d/top", port),
 			MaxWait: 10 * time.Second, ViewportWidth: 400, ViewportHeight: 300, MaxWidth: 16384, MaxHeight: 16384})

@@ -157,15 +157,9 @@ type isolationSites struct {
 }
 
 func newIsolationSites(t *testing.T) *isolationSites {
-	ln, err := net.Listen("tcp", ":0") // every address: 127.0.0.2 as well
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &isolationSites{port: ln.Addr().(*net.TCPAddr).Port, secrets: map[string][]string{},
-		held: make(chan struct{}), release: make(chan struct{})}
-	srv := &http.Server{Handler: s}
-	go srv.Serve(ln)
-	t.Cleanup(func() { s.unhold(); srv.Close() })
+	s := &isolationSites{secrets: map[string][]string{}, held: make(chan struct{}), release: make(chan struct{})}
+	serveSites(t, func(port int) http.Handler { s.port = port; return s })
+	t.Cleanup(s.unhold) // before the server closes: cleanups run last first
 	return s
 }
 
