@@ -76,15 +76,18 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	if i := bytes.IndexByte(rest, '.'); i >= 0 {
 		id, ext, dotted = rest[:i], rest[i+1:], true
 	}
-	if dotted && validID(id) && (len(ext) == 0 || bytes.IndexByte(ext, '.') >= 0) {
-		// "<id>." or "<id>..png" names no format: ParseFormat would read
-		// the empty extension as none (PNG). The origin answers 404 too.
-		forward.WriteError(ctx, apierr.NotFound("Image not found"))
-		return true
+	if !validID(id) {
+		return false // not an image: the origin decides
 	}
 	format, ok := transform.ParseFormat(string(ext))
-	if !ok || !validID(id) {
-		return false
+	if !ok || (dotted && len(ext) == 0) {
+		// "<id>.", "<id>..png", "<id>.gif" name no format (ParseFormat
+		// reads the empty extension as none, PNG); the origin answers 404
+		// too. Any spelling of a format (".PNG", ".jpeg") is that format:
+		// were it relayed, the origin would answer its master, whatever
+		// the query asks.
+		forward.WriteError(ctx, apierr.NotFound("Image not found"))
+		return true
 	}
 	opts, err := transform.Parse(format, ctx.URI().QueryString())
 	if err != nil {
@@ -94,7 +97,11 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	if !caching && opts.IsIdentity() {
 		return false // the origin serves the master itself
 	}
-	kb.b = append(append(append(append(append(kb.b[:0], keyImage...), id...), '|'), format...), '|')
+	// The key, hence the fill, names the image and the format in their
+	// canonical spelling.
+	kb.b = appendLower(append(kb.b[:0], keyImage...), id)
+	id = kb.b[len(keyImage):]
+	kb.b = append(append(append(kb.b, '|'), format...), '|')
 	kb.b = opts.Key(kb.b)
 	var (
 		ent   *cache.Entry
@@ -127,11 +134,12 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	} else {
 		e.metrics.hitsL2.Inc()
 	}
-	e.write(ctx, ent, format == transform.PDF, opts.Download, id, ext)
+	e.write(ctx, ent, format, opts.Download, id)
 	return true
 }
 
-// validID accepts the 36-character UUID form the origin issues.
+// validID accepts the 36-character UUID form the origin issues, its hex
+// digits in either case, as the origin reads it.
 func validID(id []byte) bool {
 	if len(id) != 36 {
 		return false
@@ -142,7 +150,7 @@ func validID(id []byte) bool {
 			if c != '-' {
 				return false
 			}
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
 		default:
 			return false
 		}
@@ -150,9 +158,21 @@ func validID(id []byte) bool {
 	return true
 }
 
-// write answers with a cached entry: 304 for a matching If-None-Match,
-// 206 for a satisfiable Range on a PDF, the whole body otherwise.
-func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, download bool, id, ext []byte) {
+// appendLower appends s to dst with its ASCII letters in lower case.
+func appendLower(dst, s []byte) []byte {
+	for _, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// write answers with a cached entry in format: 304 for a matching
+// If-None-Match, 206 for a satisfiable Range on a PDF, the whole body
+// otherwise. A download is named after the image id.
+func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format transform.Format, download bool, id []byte) {
 	h := &ctx.Response.Header
 	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
 	if etag == nil { // an entry fresh from the origin, not (yet) from the cache
@@ -173,10 +193,10 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, downloa
 	h.SetContentTypeBytes(ct)
 	h.SetBytesKV(hdrNoSniff, valNoSniff)
 	if download {
-		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, extOrPNG(ext)))
+		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, format))
 	}
 	body := ent.Body
-	if ranges {
+	if format == transform.PDF {
 		h.SetBytesKV(hdrAccept, valBytes)
 		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 && ifRange(ctx.Request.Header.PeekBytes(hdrIfRange), etag, lm) {
 			switch start, end, res := parseRange(rh, len(body)); res {
@@ -193,13 +213,6 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, ranges, downloa
 	}
 	e.metrics.bytes.Add(float64(len(body)))
 	ctx.Response.SetBodyRaw(body)
-}
-
-func extOrPNG(ext []byte) []byte {
-	if len(ext) == 0 {
-		return []byte("png")
-	}
-	return ext
 }
 
 // etagMatch implements If-None-Match: "*" or a list holding the tag
@@ -441,19 +454,20 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 }
 
 // serveSigned answers a signed URL (create-and-render or template): cached
-// by its exact path and query, tagged as the origin says (the signing key's
-// api_id, or the template) so that disabling the key or changing the
-// template purges it.
+// by its path and query, the format in its canonical spelling (see
+// signedKey), tagged as the origin says (the signing key's api_id, or the
+// template) so that disabling the key or changing the template purges it.
 func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byte) bool {
 	uri := ctx.URI()
-	kb.b = append(append(append(append(kb.b[:0], keySigned...), uri.Path()...), '?'), uri.QueryString()...)
+	var format transform.Format
+	kb.b, format = signedKey(kb.b[:0], uri.Path(), uri.QueryString())
 	if ent, level, hit := e.lookup(kb.b); hit {
 		if level == cache.L1 {
 			e.metrics.hitsL1.Inc()
 		} else {
 			e.metrics.hitsL2.Inc()
 		}
-		e.write(ctx, ent, bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
+		e.write(ctx, ent, format, false, nil)
 		return true
 	}
 	e.metrics.misses.Inc()
@@ -472,8 +486,39 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 		e.answerFailure(ctx, err)
 		return true
 	}
-	e.write(ctx, ent, bytes.HasSuffix(uri.Path(), []byte("/pdf")), false, nil, nil)
+	e.write(ctx, ent, format, false, nil)
 	return true
+}
+
+// signedKey appends the cache key of a signed URL to dst: "s|", its path
+// and "?" and its query, and returns the format it asks for. The format
+// segment is spelled as ParseFormat reads it, and its absence as "png",
+// as the origin reads them: every spelling of one URL is one entry. A path
+// of another shape, or whose format is unknown, is keyed as it is (its
+// format is none): the origin answers it.
+func signedKey(dst, path, query []byte) ([]byte, transform.Format) {
+	dst = append(dst, keySigned...)
+	rest := path[len(imagePrefix):]
+	segments := 2 // template_id/token
+	if bytes.HasPrefix(rest, signedPrefix) {
+		segments = 3 // create-and-render/api_id/token
+	}
+	var format transform.Format
+	switch bytes.Count(rest, []byte{'/'}) {
+	case segments - 1:
+		dst, format = append(append(dst, path...), '/'), transform.PNG
+	case segments:
+		i := bytes.LastIndexByte(path, '/') + 1
+		if f, ok := transform.ParseFormat(string(path[i:])); ok && i < len(path) {
+			dst, format = append(dst, path[:i]...), f
+		}
+	}
+	if format == "" {
+		dst = append(dst, path...)
+	} else {
+		dst = append(dst, format...)
+	}
+	return append(append(dst, '?'), query...), format
 }
 
 // readBody reads an answer of at most limit bytes into a slice of exactly

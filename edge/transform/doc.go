@@ -64,7 +64,8 @@
 // and different for anything that can change a pixel on some image: a
 // centered 50% crop and x_1=25%&x_2=75% differ by rounding, so they keep
 // different keys. It leaves out the format and dl: the edge's cache key is
-// the image id, the extension and Key.
+// the image id (lower case), the Format ParseFormat reads from the
+// extension (".PNG" and no extension are png, ".JPEG" is jpg) and Key.
 //
 // # Cost
 //

@@ -12,12 +12,26 @@ const (
 )
 
 // ParseFormat maps a URL extension, without its dot, to a Format: none
-// means PNG. ok is false for any other extension.
+// means PNG, letters match in either case (ASCII only) and "jpeg" is
+// "jpg", so every spelling of a format names the same Format, the one its
+// renditions are cached and made under. ok is false for any other
+// extension. It allocates nothing.
 func ParseFormat(ext string) (f Format, ok bool) {
-	switch ext {
+	var buf [len("jpeg")]byte
+	if len(ext) > len(buf) {
+		return "", false
+	}
+	for i := range len(ext) {
+		c := ext[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(ext)]) {
 	case "", "png":
 		return PNG, true
-	case "jpg":
+	case "jpg", "jpeg":
 		return JPEG, true
 	case "webp":
 		return WebP, true

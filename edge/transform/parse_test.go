@@ -482,9 +482,22 @@ func TestParseFormat(t *testing.T) {
 		{"jpg", JPEG, true, "image/jpeg"},
 		{"webp", WebP, true, "image/webp"},
 		{"pdf", PDF, true, "application/pdf"},
-		{"jpeg", "", false, ""},
-		{"PNG", "", false, ""},
+		{"PNG", PNG, true, "image/png"},
+		{"Png", PNG, true, "image/png"},
+		{"JPG", JPEG, true, "image/jpeg"},
+		{"jpeg", JPEG, true, "image/jpeg"},
+		{"JPEG", JPEG, true, "image/jpeg"},
+		{"Jpeg", JPEG, true, "image/jpeg"},
+		{"WEBP", WebP, true, "image/webp"},
+		{"wEbP", WebP, true, "image/webp"},
+		{"PDF", PDF, true, "application/pdf"},
 		{".png", "", false, ""},
+		{"png.", "", false, ""},
+		{"pngx", "", false, ""},
+		{"jpe", "", false, ""},
+		{"gif", "", false, ""},
+		{"png ", "", false, ""},
+		{"webpp", "", false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.ext, func(t *testing.T) {
@@ -497,4 +510,27 @@ func TestParseFormat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseFormat: an extension names a format exactly when its ASCII
+// lower-case form is one of the spellings, and then always the canonical
+// one.
+func FuzzParseFormat(f *testing.F) {
+	for _, s := range []string{"", "png", "PNG", "jpeg", "JPG", "WebP", "pdf", "gif", "png.", "\u212a", "jpegg"} {
+		f.Add(s)
+	}
+	canonical := map[string]Format{"": PNG, "png": PNG, "jpg": JPEG, "jpeg": JPEG, "webp": WebP, "pdf": PDF}
+	f.Fuzz(func(t *testing.T, ext string) {
+		lower := []byte(ext)
+		for i, c := range lower {
+			if 'A' <= c && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		want, wantOK := canonical[string(lower)]
+		got, ok := ParseFormat(ext)
+		if got != want || ok != wantOK {
+			t.Fatalf("ParseFormat(%q) = %q, %v; want %q, %v", ext, got, ok, want, wantOK)
+		}
+	})
 }

@@ -9,33 +9,27 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
-// ParsePath splits "<id>[.ext]" into a valid image id and its format.
+// ParsePath splits "<id>[.ext]" into a valid image id and its format. The
+// extension is read as the edge reads it (transform.ParseFormat: either
+// case, jpeg for jpg), so that both serve one format for one spelling;
+// "<id>." names none.
 func ParsePath(seg string) (string, imageparams.Format, bool) {
 	id, ext, hasExt := strings.Cut(seg, ".")
-	format := imageparams.FormatPNG
-	if hasExt {
-		switch strings.ToLower(ext) {
-		case "png":
-		case "jpg", "jpeg":
-			format = imageparams.FormatJPG
-		case "webp":
-			format = imageparams.FormatWebP
-		case "pdf":
-			format = imageparams.FormatPDF
-		default:
-			return "", "", false
-		}
+	format, ok := transform.ParseFormat(ext)
+	if !ok || (hasExt && ext == "") {
+		return "", "", false
 	}
 	u, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
 		return "", "", false
 	}
-	return u.String(), format, true
+	return u.String(), imageparams.Format(format), true
 }
 
 // Get handles GET /v1/image/{id}[.ext]: public, the unguessable id is the

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
@@ -52,9 +53,11 @@ func validToken(secret, rawQuery, token string) bool {
 
 func invalidToken() error { return apierr.Unauthorized("Invalid token") }
 
-var signedFormats = map[string]imageparams.Format{
-	"": imageparams.FormatPNG, "png": imageparams.FormatPNG, "jpg": imageparams.FormatJPG, "jpeg": imageparams.FormatJPG,
-	"webp": imageparams.FormatWebP, "pdf": imageparams.FormatPDF,
+// signedFormat reads a signed URL's format segment as an extension is read
+// (see ParsePath): none is PNG.
+func signedFormat(r *http.Request) (imageparams.Format, bool) {
+	f, ok := transform.ParseFormat(r.PathValue("format"))
+	return imageparams.Format(f), ok
 }
 
 // CreateAndRender handles GET /v1/image/create-and-render/{api_id}/{token}[/{format}]:
@@ -62,7 +65,7 @@ var signedFormats = map[string]imageparams.Format{
 // image id is derived from the organization and the parameters, so a URL
 // renders and is charged once, and is served from storage afterwards.
 func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
-	format, ok := signedFormats[strings.ToLower(r.PathValue("format"))]
+	format, ok := signedFormat(r)
 	if !ok {
 		apierr.Write(w, r, apierr.NotFound("Unknown format %q", r.PathValue("format")))
 		return
@@ -108,7 +111,7 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 // not valid JSON), template_version picks a version, and any enabled key of
 // the template's organization with images:create may have signed it.
 func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
-	format, ok := signedFormats[strings.ToLower(r.PathValue("format"))]
+	format, ok := signedFormat(r)
 	if !ok {
 		apierr.Write(w, r, apierr.NotFound("Unknown format %q", r.PathValue("format")))
 		return
