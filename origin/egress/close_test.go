@@ -48,7 +48,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	t.Cleanup(upgrade.Close)
 	g, _ := newGateway(t, nil)
 
-	s, err := g.Open(Policy{AllowPrivate: true})
+	s, err := g.Open(Policy{AllowPrivate: true, Peer: AnyPeer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func goroutines() string {
 
 func TestClosedSessionRefusesWork(t *testing.T) {
 	g, _ := newGateway(t, nil)
-	s, err := g.Open(Policy{AllowPrivate: true})
+	s, err := g.Open(Policy{AllowPrivate: true, Peer: AnyPeer()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,18 @@
 // a CONNECT is answered by the session with a *ProxyError that names the
 // proxy and never its credentials.
 //
+// A session's port is on 127.0.0.1, where any local process can connect;
+// Policy.Peer says whose connections it serves. It looks each accepted
+// connection's peer socket up in the kernel (NETLINK_SOCK_DIAG: the user
+// that created it and its inode) and serves it only when the rule holds:
+// PeerUID for a browser that runs as a user of its own, PeerProcess for
+// one that shares its user (the socket must also be open in one of the
+// browser's processes, read from /proc/<pid>/fd), AnyPeer for tests. A
+// session always serves Session.Dial's connections (Pictor's own code);
+// the zero Peer serves no one else. A refused connection is closed at once,
+// unread, counted in pictor_egress_refused_peers_total and logged at Warn
+// once per user and reason.
+//
 // What a session answers itself instead of relaying (a refusal, a failed
 // lookup, dial or upstream, an error of the internal host) carries
 // AnswerHeader with a marker no site knows, and is kept as a Failure:

@@ -34,6 +34,13 @@ var (
 	// ErrClosed reports a request that arrived while its session closed,
 	// or that was cut because Session.SetUpstream changed its route.
 	ErrClosed = errors.New("egress session closed")
+	// ErrPeerLookup reports that the kernel does not say who holds the
+	// sockets that connect to a session (NETLINK_SOCK_DIAG), so that no
+	// Peer rule but AnyPeer can be applied: Gateway.Open fails with it.
+	ErrPeerLookup = errors.New("cannot look up the sockets connecting to a session")
+	// errNoAnswer reports a peer lookup the kernel did not answer as
+	// asked.
+	errNoAnswer = errors.New("sock_diag: malformed answer")
 
 	// ErrInvalidUpstream reports an Upstream that Validate refuses.
 	ErrInvalidUpstream = errors.New("invalid upstream proxy")

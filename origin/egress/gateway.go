@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,14 @@ type Gateway struct {
 	// dialHook, when set by tests, replaces the socket dial of a checked
 	// address.
 	dialHook func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// probeOnce runs checkPeerLookup's probe, which set probeErr.
+	probeOnce sync.Once
+	probeErr  error
+	// refused holds the users and reasons of the peers refused so far, so
+	// that each is logged at Warn once.
+	refusedMu sync.Mutex
+	refused   map[refusalKey]struct{}
 }
 
 // New validates cfg and returns a Gateway.
@@ -74,7 +83,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, metrics: m, dialHook: cfg.Dial}, nil
+	return &Gateway{cfg: cfg, metrics: m, dialHook: cfg.Dial, refused: map[refusalKey]struct{}{}}, nil
 }
 
 // Check is the package Check with the gateway's resolver and dial timeout.
@@ -122,6 +131,9 @@ type metrics struct {
 	dials    *prometheus.HistogramVec
 	sessions prometheus.Gauge
 	tunnels  prometheus.Gauge
+	// refusedPeers counts connections closed unserved by reason (user,
+	// process, lookup).
+	refusedPeers *prometheus.CounterVec
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -147,6 +159,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "pictor_egress_tunnels_open",
 			Help: "CONNECT tunnels open.",
 		}),
+		refusedPeers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_egress_refused_peers_total",
+			Help: "Connections to an egress session closed unserved because they did not come from its client, by reason (user: a socket of another user; process: of the right user but another process; lookup: the kernel could not say whose).",
+		}, []string{"reason"}),
 	}
 	if r == nil {
 		return m, nil
@@ -165,6 +181,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.tunnels, err = sharedmetric.Register(r, m.tunnels); err != nil {
+		return nil, err
+	}
+	if m.refusedPeers, err = sharedmetric.Register(r, m.refusedPeers); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -36,6 +36,10 @@ type Policy struct {
 	// changes it. Its failures are the session's own answers, with a
 	// *ProxyError.
 	Upstream *Upstream
+	// Peer says which local processes the session serves besides the
+	// connections of its own Dial; the zero Peer serves no other. A
+	// connection it refuses is closed at once, unread.
+	Peer Peer
 }
 
 // Blocked is one request a session refused by policy.
@@ -87,6 +91,7 @@ type Session struct {
 	closed   bool
 	route    *route // where requests go now; replaced by SetUpstream
 	conns    map[*trackedConn]struct{}
+	dialed   map[uint32]struct{} // inodes of Dial's sockets, until accepted
 	blocked  []Blocked
 	failures []Failure // the last maxFailures answers of the session's own, by seq % maxFailures
 	failed   uint64    // answers of the session's own so far
@@ -96,7 +101,10 @@ type Session struct {
 	closeErr  error
 }
 
-// Open starts a session for one render on a fresh port of 127.0.0.1.
+// Open starts a session for one render on a fresh port of 127.0.0.1,
+// serving the peers p.Peer admits. Unless p.Peer is AnyPeer, the first
+// Open of a gateway checks that the kernel answers the peer lookups, and
+// fails with ErrPeerLookup if it does not.
 func (g *Gateway) Open(p Policy) (*Session, error) {
 	s := &Session{
 		g:      g,
@@ -105,6 +113,12 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		marker: newMarker(),
 		served: make(chan struct{}),
 		conns:  map[*trackedConn]struct{}{},
+		dialed: map[uint32]struct{}{},
+	}
+	if p.Peer.kind != peerAny {
+		if err := g.checkPeerLookup(); err != nil {
+			return nil, err
+		}
 	}
 	if p.InternalHost != "" {
 		h, err := parseHost(p.InternalHost)
@@ -129,6 +143,9 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 		return nil, fmt.Errorf("egress session listen: %w", err)
 	}
 	s.ln = ln
+	if p.Peer.kind != peerAny {
+		s.ln = &peerListener{Listener: ln, s: s}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	errorLog := slog.NewLogLogger(g.cfg.Logger.Handler(), slog.LevelDebug)
 	s.dialer = net.Dialer{
@@ -164,7 +181,7 @@ func (g *Gateway) Open(p Policy) (*Session, error) {
 	}
 	go func() {
 		defer close(s.served)
-		_ = s.srv.Serve(ln)
+		_ = s.srv.Serve(s.ln)
 	}()
 	g.metrics.sessions.Inc()
 	return s, nil

@@ -132,6 +132,8 @@ func (f *Fetcher) fetch(parent context.Context, req Request) (*Page, error) {
 
 	ctx, cancel := context.WithTimeout(parent, f.cfg.Timeout)
 	defer cancel()
+	// No Peer rule: the session serves this fetch's own connections
+	// (sess.Dial, in transport) and no other process's.
 	sess, err := f.cfg.Gateway.Open(egress.Policy{AllowPrivate: f.cfg.AllowPrivate})
 	if err != nil {
 		return nil, fmt.Errorf("ogpage: %w", err)
@@ -208,14 +210,15 @@ func (f *Fetcher) fetch(parent context.Context, req Request) (*Page, error) {
 // CONNECT tunnels; it dials nothing else.
 func (f *Fetcher) transport(sess *egress.Session) *http.Transport {
 	proxy := &url.URL{Scheme: "http", Host: sess.Addr()}
-	var dialer net.Dialer
 	return &http.Transport{
 		Proxy: http.ProxyURL(proxy),
+		// Through the session's own Dial: the session serves no other
+		// process's connections (egress.Peer).
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != proxy.Host {
 				return nil, fmt.Errorf("ogpage: dial %s: only the egress session may be dialed", addr)
 			}
-			return dialer.DialContext(ctx, network, addr)
+			return sess.Dial(ctx)
 		},
 		// A refused or failed CONNECT is answered by the session, marked.
 		OnProxyConnectResponse: func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {

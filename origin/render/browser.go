@@ -26,6 +26,10 @@ type browser struct {
 	closeOnce   sync.Once
 
 	tabs atomic.Int32 // its tabs: opening, busy, dirty or idle
+	// connector is the process that held the last socket connecting to a
+	// tab's egress session (the network service), when peer checks
+	// processes: connectors yields it first.
+	connector atomic.Pointer[procID]
 
 	// Guarded by Engine.mu.
 	renders     int  // renders started on this browser

@@ -76,6 +76,7 @@ func (e *Engine) newTab(ctx context.Context, b *browser) (*tab, error) {
 		AllowPrivate: e.cfg.AllowPrivate,
 		InternalHost: InternalHost,
 		Internal:     t,
+		Peer:         e.peer(b),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: egress session: %v", ErrBrowser, err)
