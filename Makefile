@@ -15,6 +15,9 @@ VERSITYGW_BIN := $(TOOLS)/versitygw-v1.8.0/versitygw
 # oapi-codegen: the generator the generated-client test runs on the OpenAPI document.
 OAPICODEGEN     := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
 OAPICODEGEN_BIN := $(TOOLS)/oapi-codegen-v2.8.2/oapi-codegen
+# The generated client's own module (committed go.mod and go.sum): test-deps
+# downloads what it names, so the test builds it with GOPROXY=off.
+OAPICLIENT      := cmd/pictor/testdata/openapiclient
 
 # System packages: Chromium (the renders use its headless shell, the same
 # build without the browser window) and fonts for rendering, libvips for
@@ -50,7 +53,7 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
 	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
 	@[ -x $(OAPICODEGEN_BIN) ] || GOBIN=$(dir $(OAPICODEGEN_BIN)) $(GO) install $(OAPICODEGEN)
-	@$(GO) mod download github.com/oapi-codegen/runtime github.com/apapsch/go-jsonmerge/v2 github.com/google/uuid
+	@cd $(OAPICLIENT) && $(GO) mod download
 	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS); do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
