@@ -24,7 +24,16 @@
 # process, which reads those of its own flags (PICTOR_ALLOW_PRIVATE_URLS=true
 # for the origins, PICTOR_ORIGIN_CHECK_INTERVAL=250ms for the edges, ...);
 # `up` keeps them in DIR/env, so `start` runs a process as `up` did.
+#
+# Secrets (the PostgreSQL password inside the store URL, the master key, the
+# edge token, the S3 secret) never go on a command line, where every user
+# sees them in ps: each process reads them from its environment, which its
+# run file sets from DIR/NAME/secrets (0600). Every file is created 0600 and
+# every directory 0700 (umask 077); DIR itself is 0711, so that PostgreSQL's
+# user can reach DIR/pg, while Chromium's user (pictor), which the origins
+# run renders as, can list nothing and read no log, master or key.
 set -euo pipefail
+umask 077
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
@@ -113,15 +122,39 @@ pg_start() {
 	record postgres "$(head -1 "$DIR/pg/data/postmaster.pid")" "postgres://127.0.0.1:$port"
 }
 
-# write_run writes DIR/NAME/run, the command that starts process NAME
-# (its log appended to DIR/NAME/log), from the arguments.
-write_run() {
-	local name=$1
+# write_secrets writes DIR/NAME/secrets (0600): an export line for each
+# VAR=value argument, which NAME's run file reads.
+write_secrets() {
+	local name=$1 kv
 	shift
+	mkdir -p "$DIR/$name"
+	: >"$DIR/$name/secrets"
+	chmod 600 "$DIR/$name/secrets"
+	for kv in "$@"; do
+		printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}" >>"$DIR/$name/secrets"
+	done
+}
+
+# write_run writes DIR/NAME/run, the command that starts process NAME
+# (its log appended to DIR/NAME/log), from the arguments. The process gets
+# the PICTOR_* settings of DIR/env and its own DIR/NAME/secrets; with
+# --only "VAR ...", nothing of the environment but PATH, HOME and those.
+write_run() {
+	local name=$1 only=""
+	shift
+	if [ "$1" = --only ]; then
+		only=$2
+		shift 2
+	fi
 	mkdir -p "$DIR/$name"
 	{
 		echo '#!/usr/bin/env bash'
-		echo "[ -f $(printf %q "$DIR/env") ] && . $(printf %q "$DIR/env")"
+		echo 'umask 077'
+		[ -n "$only" ] || echo "[ -f $(printf %q "$DIR/env") ] && . $(printf %q "$DIR/env")"
+		echo "[ -f $(printf %q "$DIR/$name/secrets") ] && . $(printf %q "$DIR/$name/secrets")"
+		if [ -n "$only" ]; then
+			printf 'for v in $(compgen -e); do case " PATH HOME %s " in *" $v "*) ;; *) unset "$v" ;; esac; done\n' "$only"
+		fi
 		printf 'exec'
 		printf ' %q' "$@"
 		printf ' >>%q 2>&1\n' "$DIR/$name/log"
@@ -175,7 +208,7 @@ up() {
 	[ -x "$VGW" ] || (cd "$ROOT" && GOBIN=$(dirname "$VGW") go install github.com/versity/versitygw/cmd/versitygw@v1.8.0) >&2
 	"$ROOT/deploy/chromium-user.sh" >&2
 	mkdir -p "$DIR"
-	chmod 755 "$DIR"
+	chmod 711 "$DIR"
 	: >"$PROCS"
 	: >"$DIR/ports"
 	set -E # the trap below also for failures inside functions
@@ -198,8 +231,9 @@ up() {
 	chmod 700 "$DIR/pg"
 	pg initdb -D "$DIR/pg/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 --pwfile="$DIR/pg/pw" >"$DIR/pg/initdb.log"
 	pg_start "$pgport"
-	pg psql -q -h "$DIR/pg" -p "$pgport" -U postgres \
-		-c "CREATE ROLE pictor LOGIN PASSWORD '$pgpw'" -c "CREATE DATABASE pictor OWNER pictor" >&2
+	# On standard input, not -c: psql's command line is public.
+	printf "CREATE ROLE pictor LOGIN PASSWORD '%s';\nCREATE DATABASE pictor OWNER pictor;\n" "$pgpw" |
+		pg psql -q -v ON_ERROR_STOP=1 -h "$DIR/pg" -p "$pgport" -U postgres >&2
 	local store="postgres://pictor:$pgpw@127.0.0.1:$pgport/pictor?sslmode=disable"
 
 	# versitygw over a directory, and the bucket of the masters.
@@ -207,7 +241,8 @@ up() {
 	s3port=$(free_port)
 	s3secret=$(hexkey 20)
 	mkdir -p "$DIR/s3/data"
-	write_run s3 env -i PATH="$PATH" HOME="$DIR/s3" "$VGW" --port "127.0.0.1:$s3port" --access "$S3_KEY" --secret "$s3secret" \
+	write_secrets s3 HOME="$DIR/s3" ROOT_ACCESS_KEY_ID="$S3_KEY" ROOT_SECRET_ACCESS_KEY="$s3secret"
+	write_run s3 --only "ROOT_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY" "$VGW" --port "127.0.0.1:$s3port" \
 		--region us-east-1 --health /health posix "$DIR/s3/data"
 	launch s3 "http://127.0.0.1:$s3port"
 	wait_healthy s3 "http://127.0.0.1:$s3port"
@@ -224,7 +259,7 @@ up() {
 	e1port=$(free_port)
 	e2port=$(free_port)
 	local org
-	org=$(PICTOR_MASTER_KEY=$master "$bin" admin org create --store "$store" --name default --plan scale)
+	org=$(PICTOR_MASTER_KEY=$master PICTOR_STORE=$store "$bin" admin org create --name default --plan scale)
 	local api_id api_key
 	api_id=$(echo "$org" | sed -n 's/.*"api_id":"\([^"]*\)".*/\1/p')
 	api_key=$(echo "$org" | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')
@@ -233,9 +268,9 @@ up() {
 	local origins=() i port
 	for i in 1 2; do
 		port=$(free_port)
-		write_run "origin-$i" env PICTOR_MASTER_KEY="$master" PICTOR_EDGE_TOKEN="$token" \
-			AWS_ACCESS_KEY_ID="$S3_KEY" AWS_SECRET_ACCESS_KEY="$s3secret" \
-			"$bin" origin --data-dir "$DIR/origin-$i" --addr "127.0.0.1:$port" --store "$store" --blobs "$blobs" \
+		write_secrets "origin-$i" PICTOR_MASTER_KEY="$master" PICTOR_EDGE_TOKEN="$token" PICTOR_STORE="$store" \
+			AWS_ACCESS_KEY_ID="$S3_KEY" AWS_SECRET_ACCESS_KEY="$s3secret"
+		write_run "origin-$i" "$bin" origin --data-dir "$DIR/origin-$i" --addr "127.0.0.1:$port" --blobs "$blobs" \
 			--public-url "http://127.0.0.1:$e1port"
 		launch "origin-$i" "http://127.0.0.1:$port"
 		origins+=("http://127.0.0.1:$port")
@@ -246,8 +281,8 @@ up() {
 	local edges=()
 	for i in 1 2; do
 		port=$([ "$i" = 1 ] && echo "$e1port" || echo "$e2port")
-		write_run "edge-$i" env PICTOR_EDGE_TOKEN="$token" \
-			"$bin" edge --name "edge-$i" --addr "127.0.0.1:$port" --origin-url "$(IFS=,; echo "${origins[*]}")" \
+		write_secrets "edge-$i" PICTOR_EDGE_TOKEN="$token"
+		write_run "edge-$i" "$bin" edge --name "edge-$i" --addr "127.0.0.1:$port" --origin-url "$(IFS=,; echo "${origins[*]}")" \
 			--cache-dir "$DIR/edge-$i/cache" --public-url "http://127.0.0.1:$e1port"
 		launch "edge-$i" "http://127.0.0.1:$port"
 		edges+=("http://127.0.0.1:$port")

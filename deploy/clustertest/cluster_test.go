@@ -32,6 +32,7 @@ func TestCluster(t *testing.T) {
 		name string
 		run  func(*testing.T, *cluster)
 	}{
+		{"SecretsArePrivate", testSecretsArePrivate},
 		{"KillOriginDuringBurst", testKillOriginDuringBurst},
 		{"KillEdge", testKillEdge},
 		{"RestartPostgres", testRestartPostgres},
@@ -301,16 +302,17 @@ func (c *cluster) dumpLogs(t *testing.T, marks map[string]int64) {
 	}
 }
 
-// orgCreate creates an organization on plan with `pictor admin org create
-// --store` and returns its key.
+// orgCreate creates an organization on plan with `pictor admin org create`
+// on the cluster's store (PICTOR_STORE: its password stays off the command
+// line) and returns its key.
 func (c *cluster) orgCreate(t *testing.T, name, plan string) apitest.Creds {
 	t.Helper()
 	master, err := os.ReadFile(filepath.Join(c.dir, "master.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, "admin", "org", "create", "--store", c.Store, "--name", name, "--plan", plan)
-	cmd.Env = append(c.env, "PICTOR_MASTER_KEY="+strings.TrimSpace(string(master)))
+	cmd := exec.Command(c.bin, "admin", "org", "create", "--name", name, "--plan", plan)
+	cmd.Env = append(c.env, "PICTOR_MASTER_KEY="+strings.TrimSpace(string(master)), "PICTOR_STORE="+c.Store)
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
