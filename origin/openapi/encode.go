@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -112,8 +113,33 @@ func yamlNode(v any) (*yaml.Node, error) {
 
 func yamlString(s string) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-	if strings.Contains(s, "\n") {
+	switch {
+	case strings.Contains(s, "\n"):
 		n.Style = yaml.LiteralStyle
+	case yaml11Retypes(s):
+		n.Style = yaml.DoubleQuotedStyle
 	}
 	return n
 }
+
+// yaml11Implicit matches the plain scalars a YAML 1.1 parser reads as
+// something other than a string (https://yaml.org/type/: bool, null, int,
+// float, timestamp, merge, value), and YAML 1.2's numbers. The encoder
+// quotes only what YAML 1.2 would retype, so `on`, `off`, `yes`, `0777` or
+// `1:20` went out plain, and YAML 1.1 parsers (PyYAML, go-yaml v2, many
+// gateways) read a boolean or a number where the document says a string.
+var yaml11Implicit = regexp.MustCompile(`^(?:` +
+	`y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF` +
+	`|~|null|Null|NULL` +
+	`|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` +
+	`|[-+]?(?:[0-9][0-9_]*)?\.[0-9.]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*` +
+	`|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)` +
+	`|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?` +
+	`|[0-9]{4}-[0-9]{2}-[0-9]{2}` +
+	`|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*Z|[-+][0-9]{1,2}(?::[0-9]{2})?)?` +
+	`|<<|=` +
+	`)$`)
+
+// yaml11Retypes reports whether a plain s would not be read back as the
+// string s by a YAML 1.1 parser.
+func yaml11Retypes(s string) bool { return s == "" || yaml11Implicit.MatchString(s) }

@@ -3,8 +3,12 @@ package openapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v2"
 )
 
 func TestDocument(t *testing.T) {
@@ -43,5 +47,75 @@ func TestETags(t *testing.T) {
 	}
 	if JSONETag() != etag(JSON()) || YAMLETag() != etag(YAML()) {
 		t.Error("the ETags are not those of the documents")
+	}
+}
+
+// TestYAMLReadsAsTheJSONUnderYAML11: a YAML 1.1 parser (go-yaml v2, as
+// PyYAML and many gateways) reads the served YAML as the same document as
+// the JSON: every string stays a string (`on`, `off`, `yes`, `0777` are not
+// booleans or numbers), every number the same number.
+func TestYAMLReadsAsTheJSONUnderYAML11(t *testing.T) {
+	var fromJSON any
+	dec := json.NewDecoder(bytes.NewReader(JSON()))
+	dec.UseNumber()
+	if err := dec.Decode(&fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	var fromYAML any
+	if err := yaml.Unmarshal(YAML(), &fromYAML); err != nil {
+		t.Fatalf("a YAML 1.1 parser cannot read the document: %v", err)
+	}
+	var diffs []string
+	sameValue(&diffs, "", fromJSON, fromYAML)
+	if len(diffs) > 0 {
+		t.Fatalf("%d values read differently by a YAML 1.1 parser, e.g.:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 20)], "\n"))
+	}
+}
+
+// sameValue compares a JSON value with what go-yaml v2 made of its YAML.
+func sameValue(diffs *[]string, path string, j, y any) {
+	switch j := j.(type) {
+	case map[string]any:
+		m, ok := y.(map[any]any)
+		if !ok || len(m) != len(j) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: object read as %T with %d entries", path, y, len(m)))
+			return
+		}
+		for k, v := range j {
+			yv, ok := m[k]
+			if !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s/%s: key not read back as that string", path, k))
+				continue
+			}
+			sameValue(diffs, path+"/"+k, v, yv)
+		}
+	case []any:
+		s, ok := y.([]any)
+		if !ok || len(s) != len(j) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: array read as %T", path, y))
+			return
+		}
+		for i := range j {
+			sameValue(diffs, fmt.Sprintf("%s/%d", path, i), j[i], s[i])
+		}
+	case json.Number:
+		want, _ := j.Float64()
+		var got float64
+		switch y := y.(type) {
+		case int:
+			got = float64(y)
+		case float64:
+			got = y
+		default:
+			*diffs = append(*diffs, fmt.Sprintf("%s: number %s read as %T %v", path, j, y, y))
+			return
+		}
+		if got != want {
+			*diffs = append(*diffs, fmt.Sprintf("%s: number %s read as %v", path, j, got))
+		}
+	default: // string, bool, nil
+		if j != y {
+			*diffs = append(*diffs, fmt.Sprintf("%s: %T %q read as %T %v", path, j, j, y, y))
+		}
 	}
 }
