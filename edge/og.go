@@ -187,7 +187,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	}
 	e.og.misses.Inc()
 	token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
-	ent, err := e.fillOG(string(kb.b), caching, string(requestID))
+	ent, err := e.fillOG(string(kb.b), caching, string(requestID), ctx.RemoteIP().String())
 	e.inflight.end(token)
 	if err != nil {
 		e.answerOGFailure(ctx, err)
@@ -329,7 +329,9 @@ func parseOGKey(key string) (ogKey, error) {
 // that raced with a fill finishing just before its own began finds that
 // fill's entry. Uncached (no purge channel, a key too long), it still
 // shares the one request to the origin among those waiting at once.
-func (e *Edge) fillOG(key string, caching bool, rid string) (*cache.Entry, error) {
+// client is the address of the client whose miss started it: the origin
+// limits new pages per client address (X-Forwarded-For).
+func (e *Edge) fillOG(key string, caching bool, rid, client string) (*cache.Entry, error) {
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		if caching {
 			if ent, ok := e.cache.Recheck([]byte(key)); ok {
@@ -341,7 +343,7 @@ func (e *Edge) fillOG(key string, caching bool, rid string) (*cache.Entry, error
 			return nil, err
 		}
 		epoch := e.cache.Epoch()
-		ans, err := e.fetchOG(k, rid, "")
+		ans, err := e.fetchOG(k, rid, "", client)
 		if err != nil {
 			return nil, err
 		}
@@ -376,8 +378,10 @@ type ogAnswer struct {
 
 // fetchOG asks an origin for k's image; with validator, conditionally;
 // a GET that got no answer goes to the next origin (origins.Idempotent).
+// client, the address of the client the request is for, goes as
+// X-Forwarded-For; a background revalidation has none and sends none.
 // Any answer but 200 and 304 is an *upstreamError.
-func (e *Edge) fetchOG(k ogKey, rid, validator string) (ogAnswer, error) {
+func (e *Edge) fetchOG(k ogKey, rid, validator, client string) (ogAnswer, error) {
 	e.metrics.fetches.Inc()
 	ctx, cancel := context.WithTimeout(e.base, ogFetchTimeout)
 	defer cancel()
@@ -390,6 +394,9 @@ func (e *Edge) fetchOG(k ogKey, rid, validator string) (ogAnswer, error) {
 		req.Header.Set(contract.HeaderOGPlatform, k.platform.Name)
 		if validator != "" {
 			req.Header.Set("If-None-Match", validator)
+		}
+		if client != "" {
+			req.Header.Set(contract.HeaderForwardedFor, client)
 		}
 		return e.fwd.Client().Do(req)
 	}, origins.Idempotent)
@@ -604,7 +611,7 @@ func (e *Edge) revalidateNow(key, rid string) {
 	if validator == "" {
 		validator = old.ETag
 	}
-	ans, err := e.fetchOG(k, rid, validator)
+	ans, err := e.fetchOG(k, rid, validator, "")
 	var ue *upstreamError
 	switch {
 	case errors.As(err, &ue) && (ue.status == http.StatusNotFound || ue.status == http.StatusGone):

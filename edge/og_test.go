@@ -37,7 +37,7 @@ const (
 
 // ogRequest is what the test origin was asked.
 type ogRequest struct {
-	path, rawPath, query, platform, ifNoneMatch, requestID string
+	path, rawPath, query, platform, ifNoneMatch, requestID, forwardedFor string
 }
 
 // ogOrigin answers GET /v1/og/{domain}/{path...} as the origin does: 200
@@ -76,7 +76,7 @@ func (o *ogOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	o.count.Add(1)
 	req := ogRequest{path: r.URL.Path, rawPath: r.URL.EscapedPath(), query: r.URL.RawQuery,
 		platform: r.Header.Get(contract.HeaderOGPlatform), ifNoneMatch: r.Header.Get("If-None-Match"),
-		requestID: r.Header.Get(contract.HeaderRequestID)}
+		requestID: r.Header.Get(contract.HeaderRequestID), forwardedFor: strings.Join(r.Header.Values(contract.HeaderForwardedFor), "|")}
 	select {
 	case o.arrived <- req:
 	default:
@@ -100,6 +100,7 @@ func (o *ogOrigin) serve(w http.ResponseWriter, r *http.Request) {
 		if retryAfter != "" {
 			w.Header().Set("Retry-After", retryAfter)
 		}
+		w.Header().Set("Cache-Control", "no-store") // as the origin answers every failure
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(fail)
 		fmt.Fprintf(w, `{"error":%q,"message":"test origin failure","statusCode":%d}`, http.StatusText(fail), fail)
@@ -941,6 +942,7 @@ func TestOGErrorsRelayed(t *testing.T) {
 		{"bad request", http.StatusBadRequest, ""},
 		{"bad gateway", http.StatusBadGateway, ""},
 		{"render budget spent", http.StatusServiceUnavailable, "17"},
+		{"new images limited", http.StatusTooManyRequests, "86400"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newOGOrigin(t, contract.OGAsIs)
@@ -951,11 +953,43 @@ func TestOGErrorsRelayed(t *testing.T) {
 				m := apitest.WantError(t, r, tc.status)
 				apitest.WantMessage(t, m, "test origin failure")
 				wantHeader(t, r, "Retry-After", tc.retryAfter)
+				wantHeader(t, r, "Cache-Control", "no-store")
 				if got := o.count.Load(); got != int64(i+1) {
 					t.Fatalf("request %d: the origin was asked %d times: the error was cached", i, got)
 				}
 			}
 		})
+	}
+}
+
+// TestOGForwardsClientAddress: a fill tells the origin the address of the
+// client whose miss started it (X-Forwarded-For, the edge's own word
+// only: what the client claims is not passed on), which the origin limits
+// new pages by; a background revalidation has no client and sends none.
+func TestOGForwardsClientAddress(t *testing.T) {
+	o := newOGOrigin(t, contract.OGAsIs)
+	clock := ogClock()
+	_, base := newOGEdge(t, o.URL, clock, nil)
+	for _, from := range []string{"127.0.0.7", "127.0.0.8"} {
+		c := dialFrom(t, strings.TrimPrefix(base, "http://"), from)
+		fmt.Fprintf(c, "GET %s%s/from-%s HTTP/1.1\r\nHost: edge\r\nUser-Agent: %s\r\nX-Forwarded-For: 203.0.113.1\r\n\r\n",
+			contract.OGPrefix, ogDomain, from, uaTwitter)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("from %s: %d", from, resp.StatusCode)
+		}
+		if got := o.next(t); got.forwardedFor != from || got.ifNoneMatch != "" {
+			t.Fatalf("the fill for %s sent X-Forwarded-For %q", from, got.forwardedFor)
+		}
+	}
+	clock.Advance((ogMaxAgeS + 1) * time.Second)
+	apitest.WantStatus(t, ogGet(t, base, "GET", contract.OGPrefix+ogDomain+"/from-127.0.0.7", uaTwitter), 200)
+	if got := o.next(t); got.ifNoneMatch == "" || got.forwardedFor != "" {
+		t.Fatalf("the revalidation sent If-None-Match %q, X-Forwarded-For %q; want a validator and no address", got.ifNoneMatch, got.forwardedFor)
 	}
 }
 

@@ -17,6 +17,8 @@
 //	ogc/d/<domain_id>                 id of the OG configuration with that domain id
 //	ogc/o/<org_id>/<id>               empty; an organization's OG configurations in creation order
 //	ogc/e/<org_id>/<base_url>         id of the organization's enabled OG configuration for that origin
+//	ogc/n/<id>                        an OG configuration's new images of the UTC day and the billing period
+//	ogc/s/<org_id>                    the credits an organization's OG images spent in the billing period
 //	oauth-client/<client_id>          registered OAuth client (secret as its SHA-256)
 //	oauth-code/<sha256 of code>       authorization code, kept used with its grant until it expires
 //	oauth-refresh/<sha256 of token>   refresh token, kept used until it expires
@@ -37,7 +39,7 @@
 //
 // Store.Update runs a read-modify-write under a named lock that every
 // process sharing the store agrees on. Names in use: credits/<org>,
-// image/<id>, api-key/<org>, proxy/<org>, og-config/<org>,
+// image/<id>, api-key/<org>, proxy/<org>, og-config/<org> (also the OG caps' counts),
 // storage-destination/<org>, template/org/<org>, template/<id>,
 // oauth/code/<hash>, oauth/grant/<id>, the OG page key, ratelimit/<key>,
 // edge-event.

@@ -217,6 +217,7 @@ func (o *Origin) open() error {
 	}
 	oc := og.DefaultConfig()
 	oc.Store, oc.Configs, oc.Orgs, oc.Images, oc.Pages, oc.Templates = store, o.ogcs, o.orgs, o.images, pages, o.templates
+	oc.Caps, oc.Registerer = o.ogcs, o.registry
 	oc.Now, oc.OnRecheck = o.cfg.Now, o.cfg.OGRechecked
 	if o.cfg.OGRenderBudget > 0 {
 		oc.Budget = o.cfg.OGRenderBudget

@@ -15,9 +15,9 @@ const DefaultBudget = 60
 // budget holds one token bucket per configuration: perMinute renders a
 // minute, up to perMinute at once. Only new renders take a token; images
 // already made are served whatever the bucket holds. It is per origin
-// process, as decided for OG images: a bound on how fast a crawler spends
-// credits, which the credits themselves cap, so n origins allowing n times
-// the pace is not worth a store write per render.
+// process, as decided for OG images: the pacing of a burst, whose total
+// the caps on new images bound (ogconfig, counted in the store), so n
+// origins allowing n times the pace is not worth a store write per render.
 type budget struct {
 	perMinute int
 	now       func() time.Time

@@ -42,7 +42,22 @@ func (s *Service) begin() bool {
 // changed, once however many requests ask: every waiter gets its result,
 // and one that stops waiting does not stop it.
 func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, error) {
-	ch := s.reads.DoChan(cfg.ID+"\x00"+path, func() (any, error) {
+	// A background recheck of the path shares the key and may end with no
+	// page (the page was gone or changed when it began): this request then
+	// reads the page itself.
+	for range 3 {
+		pg, err := s.readOnce(ctx, cfg, o, path, v)
+		if pg != nil || err != nil {
+			return pg, err
+		}
+	}
+	return nil, apierr.New(http.StatusServiceUnavailable, "The page is being read; try again").WithHeader("Retry-After", "1")
+}
+
+func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, error) {
+	key := readKey(cfg.ID, path)
+	ch := s.reads.DoChan(key, func() (any, error) {
+		defer s.flying.hold(key)()
 		if !s.begin() {
 			return nil, apierr.From(apierr.ErrShuttingDown)
 		}
@@ -63,7 +78,8 @@ func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pa
 		if res.Err != nil {
 			return nil, res.Err
 		}
-		return res.Val.(*page), nil
+		pg, _ := res.Val.(*page) // nil from a recheck that found nothing to do
+		return pg, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -85,7 +101,7 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
-		_, _, _ = s.reads.Do(cfg.ID+"\x00"+path, func() (any, error) {
+		_, _, _ = s.reads.Do(readKey(cfg.ID, path), func() (any, error) {
 			ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 			defer cancel()
 			prev, err := loadPage(s.cfg.Store, cfg.ID, path)
@@ -192,7 +208,9 @@ func (s *Service) store(ctx context.Context, next *page) (*page, error) {
 // makeVariant makes the image of another platform for a page read
 // already, once however many requests ask.
 func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (*page, error) {
-	ch := s.variants.DoChan(cfg.ID+"\x00"+pg.Path+"\x00"+v, func() (any, error) {
+	key := variantKey(cfg.ID, pg.Path, v)
+	ch := s.variants.DoChan(key, func() (any, error) {
+		defer s.flying.hold(key)()
 		if !s.begin() {
 			return nil, apierr.From(apierr.ErrShuttingDown)
 		}
@@ -236,24 +254,22 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 }
 
 // render makes a variant's image and waits until it is rendered: a new
-// image takes one render of the configuration's budget and its credits;
-// one that exists (the same inputs) costs nothing.
+// image takes one render of the configuration's budget, one of its caps
+// and its credits (create); one that exists (the same inputs) costs
+// nothing.
 func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (string, error) {
 	it, err := s.item(cfg, o, pg.Request, pg.Extra, v)
 	if err != nil {
 		return "", err
 	}
 	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, images.ErrNotFound) {
-		if ok, retry := s.budget.take(cfg.ID); !ok {
-			e := apierr.New(http.StatusServiceUnavailable, "This OG configuration started its %d renders of the minute; try again shortly", s.cfg.Budget)
-			e.WithHeader("Retry-After", retryAfter(retry))
-			return "", e
+		if err := s.create(ctx, cfg, o, it); err != nil {
+			return "", err
 		}
 	} else if err != nil {
 		return "", err
-	}
-	if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil {
-		return "", images.PlanError(err)
+	} else if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil { // reused: costs nothing
+		return "", s.createError(o, err)
 	}
 	f, err := s.cfg.Images.Open(ctx, it.ID, imageparams.FormatPNG)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/pictorhq/pictor/kv"
@@ -53,6 +54,16 @@ type Templates interface {
 	Expand(ctx context.Context, orgID string, obj *field.Object, pathID string, pathVersion int) (*field.Object, string, int, error)
 }
 
+// Caps counts new images against the configurations' caps and their
+// organizations' OG share (package ogconfig's Store).
+type Caps interface {
+	Room(c *ogconfig.Config, o *org.Org, credits int64) error
+	Reserve(ctx context.Context, c *ogconfig.Config, o *org.Org, credits int64) (*ogconfig.Reservation, error)
+	Release(ctx context.Context, r *ogconfig.Reservation) error
+}
+
+var _ Caps = (*ogconfig.Store)(nil)
+
 // Config wires a Service.
 type Config struct {
 	Store     kv.Store
@@ -61,8 +72,17 @@ type Config struct {
 	Images    Images
 	Pages     Pages
 	Templates Templates
-	// Budget is the new renders a configuration may start a minute.
+	Caps      Caps
+	// Budget is the new renders a configuration may start a minute, in
+	// this process: the pacing of a burst (the caps bound the total).
 	Budget int
+	// ClientRate and ClientBurst are the requests a minute, and at once,
+	// one client address may make per configuration that read a page or
+	// render (a path or variant without an image); ClientKeys bounds the
+	// addresses remembered.
+	ClientRate, ClientBurst, ClientKeys int
+	// Registerer receives the metrics; nil skips them.
+	Registerer prometheus.Registerer
 	// StaleRetry is how soon the edge asks again while a stale page is
 	// being read, and how long a failed recheck waits before the next.
 	StaleRetry time.Duration
@@ -75,19 +95,24 @@ type Config struct {
 	OnRecheck func(configID, path string)
 }
 
-// DefaultConfig returns the defaults: a budget of DefaultBudget, a stale
-// page asked again after 10 s, 4 background rechecks at once.
+// DefaultConfig returns the defaults: a budget of DefaultBudget, the
+// per-client limit of DefaultClientRate, DefaultClientBurst and
+// DefaultClientKeys, a stale page asked again after 10 s, 4 background
+// rechecks at once.
 func DefaultConfig() Config {
-	return Config{Budget: DefaultBudget, StaleRetry: 10 * time.Second, Rechecks: 4, Now: time.Now}
+	return Config{Budget: DefaultBudget, ClientRate: DefaultClientRate, ClientBurst: DefaultClientBurst, ClientKeys: DefaultClientKeys,
+		StaleRetry: 10 * time.Second, Rechecks: 4, Now: time.Now}
 }
 
 // Validate reports the first missing part.
 func (c *Config) Validate() error {
 	switch {
-	case c.Store == nil || c.Configs == nil || c.Orgs == nil || c.Images == nil || c.Pages == nil || c.Templates == nil:
-		return errors.New("og: store, configurations, organizations, images, pages and templates are required")
+	case c.Store == nil || c.Configs == nil || c.Orgs == nil || c.Images == nil || c.Pages == nil || c.Templates == nil || c.Caps == nil:
+		return errors.New("og: store, configurations, organizations, images, pages, templates and caps are required")
 	case c.Budget <= 0:
 		return fmt.Errorf("og: render budget %d: must be positive", c.Budget)
+	case c.ClientRate <= 0 || c.ClientBurst <= 0 || c.ClientKeys <= 0:
+		return fmt.Errorf("og: per-client limit %d a minute, burst %d, %d addresses: must be positive", c.ClientRate, c.ClientBurst, c.ClientKeys)
 	case c.StaleRetry <= 0 || c.Rechecks <= 0:
 		return errors.New("og: stale retry and rechecks must be positive")
 	}
@@ -102,12 +127,15 @@ func (c *Config) Validate() error {
 
 // Service answers GET /v1/og/{domain_id}/{path...} at the origin.
 type Service struct {
-	cfg    Config
-	log    *slog.Logger
-	budget *budget
+	cfg     Config
+	log     *slog.Logger
+	budget  *budget
+	clients *clients
+	metrics *metrics
 
 	reads    singleflight.Group // one read of a page at a time, per configuration and path
 	variants singleflight.Group // one render of a variant at a time
+	flying   flying             // the reads and renders under way
 	slots    chan struct{}      // background rechecks running
 
 	ctx    context.Context // ends at Close: background rechecks stop
@@ -123,7 +151,12 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{cfg: cfg, log: cfg.Logger, budget: newBudget(cfg.Budget, cfg.Now),
+		clients: newClients(cfg.ClientRate, cfg.ClientBurst, cfg.ClientKeys, cfg.Now), metrics: m,
 		slots: make(chan struct{}, cfg.Rechecks)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
@@ -167,7 +200,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		pl = ogplatform.FromUserAgent(r.UserAgent())
 	}
-	f, pg, err := s.image(r.Context(), cfg, o, path, pl)
+	client := "-" // no address: one allowance for all such requests
+	if a, ok := contract.ClientAddr(r.Header.Get(contract.HeaderForwardedFor), r.RemoteAddr); ok {
+		client = contract.ClientKey(a)
+	}
+	f, pg, err := s.image(r.Context(), cfg, o, path, pl, client)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -176,8 +213,15 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.write(w, r, cfg, o, pg, f)
 }
 
+// fail answers an error, never to be kept; a refusal is counted and
+// answered in its generic words.
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
+	var ref *refusal
+	if errors.As(err, &ref) {
+		s.metrics.refused.WithLabelValues(ref.reason).Inc()
+		err = ref.answer()
+	}
 	apierr.Write(w, r, err)
 }
 
@@ -236,17 +280,38 @@ func etagMatch(header, etag string) bool {
 // image returns the open image of a page for a platform: read the page
 // first when it is new or its configuration changed; start a background
 // recheck when its refresh interval is over, serving the current image
-// meanwhile.
-func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform) (*images.File, *page, error) {
+// meanwhile. New work (a page read or a render) is admitted by the
+// client's allowance when the path has no image for the platform at all
+// and the work is not under way already (joining it starts nothing), and
+// by the caps; a page whose configuration changed keeps its last image
+// while the caps refuse a new one.
+func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform, client string) (*images.File, *page, error) {
 	pg, err := loadPage(s.cfg.Store, cfg.ID, path)
 	if err != nil {
 		return nil, nil, err
 	}
 	v := variant(cfg, pl)
-	if pg == nil || pg.Revision != cfg.Revision {
-		if pg, err = s.read(ctx, cfg, o, path, v); err != nil {
-			return nil, nil, err
+	current := pg != nil && pg.Revision == cfg.Revision
+	if !current || pg.Images[v] == "" {
+		work := readKey(cfg.ID, path)
+		if current {
+			work = variantKey(cfg.ID, path, v)
 		}
+		if (pg == nil || pg.Images[v] == "") && !s.flying.under(work) {
+			if err := s.admitClient(cfg, client); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := s.cfg.Caps.Room(cfg, o, ogCredits); err != nil {
+			return s.last(ctx, pg, v, s.capRefusal(err))
+		}
+	}
+	if !current {
+		next, err := s.read(ctx, cfg, o, path, v)
+		if err != nil {
+			return s.last(ctx, pg, v, err)
+		}
+		pg = next
 	} else if !s.cfg.Now().Before(pg.FreshUntil) {
 		s.recheckLater(cfg, o, path)
 	}
@@ -262,6 +327,23 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 		return nil, nil, err
 	}
 	return f, pg, nil
+}
+
+// last answers a refused read of a page whose configuration changed with
+// the image made under an earlier revision, to be asked for again soon
+// (stale-if-error); without one, the refusal. Other errors stay errors.
+func (s *Service) last(ctx context.Context, pg *page, v string, cause error) (*images.File, *page, error) {
+	if pg == nil || pg.Images[v] == "" || !isRefusal(cause) {
+		return nil, nil, cause
+	}
+	f, err := s.cfg.Images.Open(ctx, pg.Images[v], imageparams.FormatPNG)
+	if err != nil {
+		return nil, nil, cause
+	}
+	s.log.DebugContext(ctx, "OG image of a changed configuration refused; serving the last image", "config_id", pg.ConfigID, "path", pg.Path, "error", cause)
+	stale := pg.clone()
+	stale.FreshUntil = time.Time{}
+	return f, stale, nil
 }
 
 // scaleOf reads the device scale of a resolved request (1 when unset or

@@ -11,6 +11,7 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/kv/storetest"
+	"github.com/pictorhq/pictor/origin/ogconfig"
 )
 
 func TestScaleOf(t *testing.T) {
@@ -136,3 +137,67 @@ func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
 // sharedStores are two handles of one store, as two origins have, on each
 // backend.
 var sharedStores = storetest.Backends()
+
+// doneSpy is a context that says when Done is first asked for: read asks
+// right after it joined (or started) the shared read of its page.
+type doneSpy struct {
+	context.Context
+	once   sync.Once
+	called chan struct{}
+}
+
+func (c *doneSpy) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.called) })
+	return c.Context.Done()
+}
+
+// TestReadJoiningAnEmptyRecheck: a request that joins a background
+// recheck of its path which ends with no page (the page had changed when
+// it began) reads the page itself, instead of failing on the missing
+// result (it panicked).
+func TestReadJoiningAnEmptyRecheck(t *testing.T) {
+	db, err := pebblekv.Open(t.TempDir(), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := &Service{cfg: Config{Store: db, Now: time.Now}, ctx: context.Background()}
+	cfg := &ogconfig.Config{ID: "cfg", Revision: 2}
+	want := &page{ConfigID: "cfg", Path: "/a", Revision: 2, Images: map[string]string{"": "image-1"}}
+	if err := savePage(db, want); err != nil {
+		t.Fatal(err)
+	}
+	release, recheckDone := make(chan struct{}), make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		defer close(recheckDone)
+		s.reads.Do(readKey("cfg", "/a"), func() (any, error) {
+			close(started)
+			<-release
+			return nil, nil // as recheckLater's when the page changed meanwhile
+		})
+	}()
+	<-started
+	ctx := &doneSpy{Context: context.Background(), called: make(chan struct{})}
+	type result struct {
+		pg  *page
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				got <- result{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		pg, err := s.read(ctx, cfg, nil, "/a", "")
+		got <- result{pg, err}
+	}()
+	<-ctx.called // joined the recheck
+	close(release)
+	<-recheckDone
+	r := <-got
+	if r.err != nil || r.pg == nil || r.pg.Images[""] != "image-1" {
+		t.Fatalf("read = %+v, %v; want the stored page", r.pg, r.err)
+	}
+}

@@ -103,6 +103,13 @@ type Config struct {
 	// AdditionalHeaderOrigins are normalized origins, sorted, unique.
 	AdditionalHeaderOrigins []string `json:"additional_header_origins,omitempty"`
 
+	// MaxNewImagesPerDay and MaxNewImagesPerPeriod cap the new images
+	// (each a creation that charges credits) the configuration makes in a
+	// UTC day and in its organization's billing period; nil is the default
+	// of the plan (EffectiveLimits), 0 serves only images that exist.
+	MaxNewImagesPerDay    *int64 `json:"max_new_images_per_day,omitempty"`
+	MaxNewImagesPerPeriod *int64 `json:"max_new_images_per_period,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

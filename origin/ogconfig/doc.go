@@ -11,9 +11,11 @@
 //	ogc/d/<domain_id>           id of the configuration with that domain id (ByDomainID)
 //	ogc/o/<org_id>/<id>         empty; an organization's configurations in creation order (ids are UUIDv7)
 //	ogc/e/<org_id>/<base_url>   id of the organization's one enabled configuration for that origin
+//	ogc/n/<id>                  its new images of the current UTC day and billing period (caps.go)
+//	ogc/s/<org_id>              the credits the organization's OG images spent in the current billing period
 //
 // A configuration's keys are written and removed in one batch, under its
-// organization's write lock.
+// organization's write lock; the counts are kept under the same lock.
 //
 // # Decisions
 //
@@ -93,4 +95,37 @@
 //   - After an update or a deletion, Handler.OnChange runs before the
 //     answer (edges drop the configuration's OG images). If it fails, the
 //     change stays and the answer is 500, as for templates.
+//
+// # Caps on new images
+//
+//   - A new image is an OG creation that charges credits: a new path,
+//     another platform's variant, a changed page or content_version, a
+//     new revision of the configuration. Anonymous visitors cause them, so
+//     each configuration has caps: max_new_images_per_day (UTC day) and
+//     max_new_images_per_period (the organization's billing period, as
+//     usage computes it). null (or absent) is the default: per period 20 %
+//     of the plan's credits rounded up, per day a tenth of the effective
+//     period cap rounded up and at least 10 (free: 10 and 10; basic 20 and
+//     200; pro 200 and 2,000; scale 2,000 and 20,000). 0 serves only images
+//     that exist. Both are integers from 0 to the plan's credits per
+//     period (a 400 naming the field above it); JSON types are strict,
+//     forms are text, as for the other integer fields. A plan that shrank
+//     later bounds what was set.
+//   - Whatever the caps say, all OG images of an organization together
+//     spend at most 50 % of the plan's credits in a billing period (fixed):
+//     anonymous traffic never takes the organization's last half.
+//   - Counting is exact across origins sharing the store: Reserve is one
+//     kv.Update under the organization's lock that checks and counts; the
+//     serving path reserves before it creates, and gives the reservation
+//     back (Release) when the creation fails or charged nothing. A
+//     reservation whose origin dies before it is given back stays counted:
+//     the caps err on the side of fewer images. A creation whose render
+//     then fails stays counted too (its credits may be refunded).
+//   - Answers show the fields as set (null for the default) and a
+//     read-only "limits" object: new_images_per_day, new_images_per_period
+//     (in force), used_today, used_this_period, and the organization's
+//     organization_og_credits_per_period and
+//     organization_og_credits_used_this_period. Update is a full
+//     replacement; the counts stay the configuration's (a deletion drops
+//     them).
 package ogconfig

@@ -16,6 +16,9 @@ var (
 	// ErrTemplateNotFound is what a Templates implementation wraps when the
 	// organization has no such template or version.
 	ErrTemplateNotFound = errors.New("template not found")
+	// ErrCapped: a cap on new images refuses one. The error is a
+	// *CapError.
+	ErrCapped = errors.New("OG image cap reached")
 )
 
 // ConflictError names the enabled configuration that already holds an

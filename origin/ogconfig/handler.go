@@ -15,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -93,13 +94,35 @@ type View struct {
 	TemplateValuesMapping   []MappingView              `json:"template_values_mapping"`
 	Headers                 map[string]string          `json:"headers"`
 	AdditionalHeaderOrigins []string                   `json:"additional_header_origins"`
+	MaxNewImagesPerDay      *int64                     `json:"max_new_images_per_day"`
+	MaxNewImagesPerPeriod   *int64                     `json:"max_new_images_per_period"`
+	Limits                  LimitsView                 `json:"limits"`
 	CreatedAt               string                     `json:"created_at"`
 	UpdatedAt               string                     `json:"updated_at"`
 }
 
-// NewView returns the public form of c. Collections are never null;
-// template_id and template_version are null when not set.
-func NewView(c *Config) View {
+// LimitsView is the read-only "limits" of an answer: the caps in force on
+// new images (max_new_images_* when set, else the plan's defaults) and
+// what was counted against them, with the organization's OG share.
+type LimitsView struct {
+	NewImagesPerDay                     int64 `json:"new_images_per_day"`
+	NewImagesPerPeriod                  int64 `json:"new_images_per_period"`
+	UsedToday                           int64 `json:"used_today"`
+	UsedThisPeriod                      int64 `json:"used_this_period"`
+	OrganizationOGCreditsPerPeriod      int64 `json:"organization_og_credits_per_period"`
+	OrganizationOGCreditsUsedThisPeriod int64 `json:"organization_og_credits_used_this_period"`
+}
+
+// NewLimitsView returns the public form of a configuration's usage.
+func NewLimitsView(u Usage) LimitsView {
+	return LimitsView{NewImagesPerDay: u.PerDay, NewImagesPerPeriod: u.PerPeriod, UsedToday: u.Today, UsedThisPeriod: u.ThisPeriod,
+		OrganizationOGCreditsPerPeriod: u.OrgShare, OrganizationOGCreditsUsedThisPeriod: u.OrgShareUsed}
+}
+
+// NewView returns the public form of c with its limits. Collections are
+// never null; template_id, template_version and the max_new_images_*
+// fields are null when not set.
+func NewView(c *Config, u Usage) View {
 	v := View{
 		ID:                      c.ID,
 		DomainID:                c.DomainID,
@@ -115,6 +138,9 @@ func NewView(c *Config) View {
 		TemplateValuesMapping:   make([]MappingView, len(c.Mapping)),
 		Headers:                 c.Headers,
 		AdditionalHeaderOrigins: c.AdditionalHeaderOrigins,
+		MaxNewImagesPerDay:      c.MaxNewImagesPerDay,
+		MaxNewImagesPerPeriod:   c.MaxNewImagesPerPeriod,
+		Limits:                  NewLimitsView(u),
 		CreatedAt:               c.CreatedAt.UTC().Format(TimeFormat),
 		UpdatedAt:               c.UpdatedAt.UTC().Format(TimeFormat),
 	}
@@ -149,7 +175,8 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error)
 	if err != nil {
 		return Request{}, err
 	}
-	req, err := ParseRequest(o, Options{MaxWaitCap: p.Org.PlanInfo().MaxWaitCap, AllowPrivate: h.AllowPrivate})
+	plan := p.Org.PlanInfo()
+	req, err := ParseRequest(o, Options{MaxWaitCap: plan.MaxWaitCap, AllowPrivate: h.AllowPrivate, PlanCredits: plan.Credits})
 	if err != nil {
 		return req, err
 	}
@@ -212,7 +239,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, storeError(err))
 		return
 	}
-	respond.JSON(w, r, http.StatusOK, NewView(c))
+	h.answer(w, r, p.Org, c)
 }
 
 // Get handles GET /v1/og-configs/{id}.
@@ -228,7 +255,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, storeError(err))
 		return
 	}
-	respond.JSON(w, r, http.StatusOK, NewView(c))
+	h.answer(w, r, p.Org, c)
 }
 
 // Update handles POST /v1/og-configs/{id}: a full replacement.
@@ -253,7 +280,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	respond.JSON(w, r, http.StatusOK, NewView(c))
+	h.answer(w, r, p.Org, c)
 }
 
 // Delete handles DELETE /v1/og-configs/{id}.
@@ -291,6 +318,24 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
+	usages := make(map[string]Usage, len(list))
+	for _, c := range list {
+		if usages[c.ID], err = h.Store.Usage(c, p.Org); err != nil {
+			apierr.Write(w, r, err)
+			return
+		}
+	}
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more,
+		func(c *Config) View { return NewView(c, usages[c.ID]) },
 		func(x *Config) string { return x.ID }))
+}
+
+// answer sends one configuration with its limits.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) {
+	u, err := h.Store.Usage(c, o)
+	if err != nil {
+		apierr.Write(w, r, err)
+		return
+	}
+	respond.JSON(w, r, http.StatusOK, NewView(c, u))
 }

@@ -178,9 +178,25 @@ type view struct {
 	TemplateValuesMapping   []map[string]string        `json:"template_values_mapping"`
 	Headers                 map[string]string          `json:"headers"`
 	AdditionalHeaderOrigins []string                   `json:"additional_header_origins"`
+	MaxNewImagesPerDay      *int64                     `json:"max_new_images_per_day"`
+	MaxNewImagesPerPeriod   *int64                     `json:"max_new_images_per_period"`
+	Limits                  limitsView                 `json:"limits"`
 	CreatedAt               string                     `json:"created_at"`
 	UpdatedAt               string                     `json:"updated_at"`
 }
+
+type limitsView struct {
+	NewImagesPerDay    int64 `json:"new_images_per_day"`
+	NewImagesPerPeriod int64 `json:"new_images_per_period"`
+	UsedToday          int64 `json:"used_today"`
+	UsedThisPeriod     int64 `json:"used_this_period"`
+	OrgCredits         int64 `json:"organization_og_credits_per_period"`
+	OrgCreditsUsed     int64 `json:"organization_og_credits_used_this_period"`
+}
+
+// proDefaults are the limits of a pro configuration without caps of its
+// own, before any image.
+var proDefaults = limitsView{NewImagesPerDay: 200, NewImagesPerPeriod: 2000, OrgCredits: 5000}
 
 type page struct {
 	Data       []view `json:"data"`
@@ -243,6 +259,9 @@ func TestCreateDefaults(t *testing.T) {
 		"refresh_interval_s": 86400.0, "optimization_mode": "post_process", "extract_values": true, "default_options": map[string]any{},
 		"template_id": nil, "template_version": nil, "template_values_mapping": []any{}, "headers": map[string]any{},
 		"additional_header_origins": []any{}, "created_at": "2026-03-01T12:00:00.000Z", "updated_at": "2026-03-01T12:00:00.000Z",
+		"max_new_images_per_day": nil, "max_new_images_per_period": nil,
+		"limits": map[string]any{"new_images_per_day": 200.0, "new_images_per_period": 2000.0, "used_today": 0.0, "used_this_period": 0.0,
+			"organization_og_credits_per_period": 5000.0, "organization_og_credits_used_this_period": 0.0},
 	}
 	for k, v := range want {
 		if got, ok := raw[k]; !ok || !reflect.DeepEqual(got, v) {
@@ -280,7 +299,13 @@ func TestCreateEveryField(t *testing.T) {
 		"template_values_mapping":   []any{map[string]any{"template_key": "title", "meta_key": "og:title"}, map[string]any{"template_key": "desc", "fallback": "descriptions"}},
 		"headers":                   map[string]any{"x-preview-token": "abc"},
 		"additional_header_origins": []any{"https://CDN.example.com/"},
+		"max_new_images_per_day":    12,
+		"max_new_images_per_period": 300,
 	})
+	if v.MaxNewImagesPerDay == nil || *v.MaxNewImagesPerDay != 12 || v.MaxNewImagesPerPeriod == nil || *v.MaxNewImagesPerPeriod != 300 ||
+		v.Limits != (limitsView{NewImagesPerDay: 12, NewImagesPerPeriod: 300, OrgCredits: 5000}) {
+		t.Fatalf("caps %v %v, limits %+v", v.MaxNewImagesPerDay, v.MaxNewImagesPerPeriod, v.Limits)
+	}
 	if v.ConfigType != "templated" || v.Name != "Blog cards" || v.Description != "Cards of the blog" || v.Enabled || v.RefreshIntervalS != 3600 ||
 		v.OptimizationMode != "set_viewport" || v.ExtractValues || v.TemplateID == nil || *v.TemplateID != "t-card" ||
 		v.TemplateVersion == nil || *v.TemplateVersion != 2 {
@@ -585,12 +610,16 @@ func TestUpdate(t *testing.T) {
 	s := start(t)
 	v := s.save(t, pro, "", htmlCSS("https://example.com", "name", "Blog", "description", "d", "refresh_interval_s", 600,
 		"optimization_mode", "set_viewport", "extract_values", false, "default_options", map[string]any{"css": "h1{}"},
-		"headers", map[string]any{"X-A": "1"}, "additional_header_origins", []any{"https://cdn.example"}))
+		"headers", map[string]any{"X-A": "1"}, "additional_header_origins", []any{"https://cdn.example"},
+		"max_new_images_per_day", 5, "max_new_images_per_period", 6))
+	if v.Limits.NewImagesPerDay != 5 || v.Limits.NewImagesPerPeriod != 6 {
+		t.Fatalf("limits %+v", v.Limits)
+	}
 	s.clock.Advance(time.Minute)
 	u := s.save(t, pro, v.ID, htmlCSS("https://example.com"))
 	want := view{ID: v.ID, DomainID: v.DomainID, ConfigType: "html_css", BaseURL: "https://example.com", Enabled: true, RefreshIntervalS: 86400,
 		OptimizationMode: "post_process", ExtractValues: true, DefaultOptions: map[string]json.RawMessage{},
-		TemplateValuesMapping: []map[string]string{}, Headers: map[string]string{}, AdditionalHeaderOrigins: []string{},
+		TemplateValuesMapping: []map[string]string{}, Headers: map[string]string{}, AdditionalHeaderOrigins: []string{}, Limits: proDefaults,
 		CreatedAt: "2026-03-01T12:00:00.000Z", UpdatedAt: "2026-03-01T12:01:00.000Z"}
 	if !reflect.DeepEqual(u, want) {
 		t.Fatalf("after a full replacement\n got %+v\nwant %+v", u, want)
@@ -805,5 +834,86 @@ func TestTemplateStoreAdapter(t *testing.T) {
 				t.Fatalf("Exists = %v, want found %v", err, tc.found)
 			}
 		})
+	}
+}
+
+// TestImageCaps: the caps on new images are bounded by the plan's credits
+// (400 naming the field), read from forms as from JSON, answered as set
+// (null for the default) beside the limits in force and what was counted
+// against them, in every answer (list included).
+func TestImageCaps(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	fields := func(r *apitest.Response) []string {
+		t.Helper()
+		apitest.WantError(t, r, http.StatusBadRequest)
+		var body struct {
+			ValidationErrors []struct{ Path, Message string } `json:"validation_errors"`
+		}
+		r.Decode(t, &body)
+		var out []string
+		for _, f := range body.ValidationErrors {
+			out = append(out, f.Path)
+			if f.Path == "max_new_images_per_day" && !strings.Contains(f.Message, "50") {
+				t.Errorf("%s: %q does not name the plan's 50 credits", f.Path, f.Message)
+			}
+		}
+		return out
+	}
+	// The free plan has 50 credits a period.
+	r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs", Creds: free,
+		JSON: htmlCSS("https://example.com", "max_new_images_per_day", 51, "max_new_images_per_period", "10")})
+	if got := fields(r); !slices.Equal(got, []string{"max_new_images_per_day", "max_new_images_per_period"}) {
+		t.Fatalf("fields %v", got)
+	}
+	form := url.Values{"config_type": {"html_css"}, "base_url": {"https://example.com"}, "max_new_images_per_day": {"51"}}
+	r = s.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs", Creds: free, Raw: form.Encode(), ContentType: "application/x-www-form-urlencoded"})
+	if got := fields(r); !slices.Equal(got, []string{"max_new_images_per_day"}) {
+		t.Fatalf("form fields %v", got)
+	}
+
+	form.Set("max_new_images_per_day", "50")
+	form.Set("max_new_images_per_period", "")
+	r = s.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs", Creds: free, Raw: form.Encode(), ContentType: "application/x-www-form-urlencoded"})
+	apitest.WantStatus(t, r, http.StatusOK)
+	var v view
+	r.Decode(t, &v)
+	if v.MaxNewImagesPerDay == nil || *v.MaxNewImagesPerDay != 50 || v.MaxNewImagesPerPeriod != nil ||
+		v.Limits != (limitsView{NewImagesPerDay: 50, NewImagesPerPeriod: 10, OrgCredits: 25}) {
+		t.Fatalf("free configuration: day %v period %v limits %+v", v.MaxNewImagesPerDay, v.MaxNewImagesPerPeriod, v.Limits)
+	}
+
+	// Counted images show in the answers.
+	c, err := s.h.Store.Get(orgID(free), v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &org.Org{ID: orgID(free), Plan: "free"}
+	for range 3 {
+		if _, err := s.h.Store.Reserve(ctx, c, o, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := limitsView{NewImagesPerDay: 50, NewImagesPerPeriod: 10, UsedToday: 3, UsedThisPeriod: 3, OrgCredits: 25, OrgCreditsUsed: 3}
+	if got := s.get(t, free, v.ID).Limits; got != want {
+		t.Fatalf("limits %+v, want %+v", got, want)
+	}
+	r = s.do(t, apitest.Request{Method: "GET", Path: "/v1/og-configs", Creds: free})
+	apitest.WantStatus(t, r, http.StatusOK)
+	var list page
+	r.Decode(t, &list)
+	if len(list.Data) != 1 || list.Data[0].Limits != want {
+		t.Fatalf("list %+v", list.Data)
+	}
+	// An update is a full replacement: without the fields, the defaults;
+	// the counts stay the configuration's.
+	u := s.save(t, free, v.ID, htmlCSS("https://example.com", "max_new_images_per_period", 0))
+	want.NewImagesPerDay, want.NewImagesPerPeriod = 10, 0
+	if u.MaxNewImagesPerDay != nil || u.MaxNewImagesPerPeriod == nil || *u.MaxNewImagesPerPeriod != 0 || u.Limits != want {
+		t.Fatalf("after the update: day %v period %v limits %+v", u.MaxNewImagesPerDay, u.MaxNewImagesPerPeriod, u.Limits)
+	}
+	c, _ = s.h.Store.Get(orgID(free), v.ID)
+	if _, err := s.h.Store.Reserve(ctx, c, o, 1); !errors.Is(err, ogconfig.ErrCapped) {
+		t.Fatalf("a reservation under a period cap of 0: %v", err)
 	}
 }

@@ -38,6 +38,11 @@ const (
 	// that every configuration is one the render path accepts.
 	MaxHeaders                 = imageparams.MaxHeaders
 	MaxAdditionalHeaderOrigins = imageparams.MaxAdditionalHeaderOrigins
+
+	// MaxNewImages bounds max_new_images_per_day and
+	// max_new_images_per_period whatever the plan (the plan's credits per
+	// billing period bound them first).
+	MaxNewImages = 1<<31 - 1
 )
 
 // Output limits of a render without jumbo, in device pixels: the values of
@@ -89,6 +94,11 @@ type Options struct {
 	// AllowPrivate accepts a base_url whose host is a loopback or private
 	// address literal (--allow-private-urls).
 	AllowPrivate bool
+	// PlanCredits is the organization's plan's credits per billing
+	// period: the most max_new_images_per_day and
+	// max_new_images_per_period may be. 0 bounds them by MaxNewImages
+	// only.
+	PlanCredits int64
 }
 
 // Request is a validated create or update request; an update is a full
@@ -108,6 +118,10 @@ type Request struct {
 	Mapping                 []Mapping
 	Headers                 map[string]string
 	AdditionalHeaderOrigins []string
+	// MaxNewImagesPerDay and MaxNewImagesPerPeriod are nil for the
+	// default (null or not sent).
+	MaxNewImagesPerDay    *int64
+	MaxNewImagesPerPeriod *int64
 }
 
 // ParseRequest validates a configuration request from a JSON object or a
@@ -184,7 +198,26 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 		errs.Add(o.Path("template_values_mapping"), "is only for %s configurations", Templated)
 	}
 	req.Headers, req.AdditionalHeaderOrigins = rd.headers()
+	req.MaxNewImagesPerDay = rd.imageCap("max_new_images_per_day", opts.PlanCredits)
+	req.MaxNewImagesPerPeriod = rd.imageCap("max_new_images_per_period", opts.PlanCredits)
 	return req, errs.Err()
+}
+
+// imageCap reads a cap on new images: an integer from 0 to the plan's
+// credits per billing period, nil when null or not sent (the default).
+func (rd reader) imageCap(name string, planCredits int64) *int64 {
+	if !rd.sent(name) {
+		return nil
+	}
+	n, ok := rd.o.Int(rd.errs, name, 0, MaxNewImages)
+	if !ok {
+		return nil
+	}
+	if planCredits > 0 && n > planCredits {
+		rd.errs.Add(rd.o.Path(name), "must be at most %d, the plan's image credits per billing period (null: the default)", planCredits)
+		return nil
+	}
+	return &n
 }
 
 // reader reads top-level fields; in a form an empty value is not sent, as

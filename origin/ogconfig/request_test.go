@@ -70,9 +70,9 @@ func tbody(extra string) string {
 func TestParseDefaults(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{"minimal", body("")},
-		{"nulls", body(`"name":null,"description":null,"disabled":null,"refresh_interval_s":null,"optimization_mode":null,"extract_values":null,"default_options":null,"template_values_mapping":null,"headers":null,"additional_header_origins":null`)},
+		{"nulls", body(`"name":null,"description":null,"disabled":null,"refresh_interval_s":null,"optimization_mode":null,"extract_values":null,"default_options":null,"template_values_mapping":null,"headers":null,"additional_header_origins":null,"max_new_images_per_day":null,"max_new_images_per_period":null`)},
 		{"blanks and empties", body(`"name":"  ","description":"\t","default_options":{},"template_values_mapping":[],"headers":{},"additional_header_origins":[]`)},
-		{"empty form values", "form:config_type=html_css&base_url=https://example.com&name=&disabled=&refresh_interval_s=&optimization_mode=&extract_values=&default_options=&headers=&additional_header_origins=&template_values_mapping="},
+		{"empty form values", "form:config_type=html_css&base_url=https://example.com&name=&disabled=&refresh_interval_s=&optimization_mode=&extract_values=&default_options=&headers=&additional_header_origins=&template_values_mapping=&max_new_images_per_day=&max_new_images_per_period="},
 		{"unknown fields", body(`"id":"x","domain_id":"y","enabled":false,"created_at":5,"surprise":{"a":1}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,6 +273,72 @@ func TestParseFields(t *testing.T) {
 	}
 }
 
+// TestParseImageCaps: max_new_images_per_day and
+// max_new_images_per_period are whole numbers from 0 to the plan's
+// credits per billing period, or null (absent, an empty form value) for
+// the default; JSON types are strict, forms are text.
+func TestParseImageCaps(t *testing.T) {
+	free := Options{PlanCredits: 50}
+	type caps struct{ day, period *int64 }
+	n := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name string
+		body string
+		opts Options
+		want caps
+		bad  map[string]string // path → a word of its message
+	}{
+		{name: "absent", body: body(""), opts: free},
+		{name: "null", body: body(`"max_new_images_per_day":null,"max_new_images_per_period":null`), opts: free},
+		{name: "set", body: body(`"max_new_images_per_day":5,"max_new_images_per_period":40`), opts: free, want: caps{n(5), n(40)}},
+		{name: "zero: only images that exist", body: body(`"max_new_images_per_day":0,"max_new_images_per_period":0`), opts: free, want: caps{n(0), n(0)}},
+		{name: "the plan's credits", body: body(`"max_new_images_per_day":50,"max_new_images_per_period":50`), opts: free, want: caps{n(50), n(50)}},
+		{name: "above the plan's credits", body: body(`"max_new_images_per_day":51,"max_new_images_per_period":1000`), opts: free,
+			bad: map[string]string{"max_new_images_per_day": "50", "max_new_images_per_period": "plan"}},
+		{name: "negative", body: body(`"max_new_images_per_day":-1,"max_new_images_per_period":5`), opts: free,
+			bad: map[string]string{"max_new_images_per_day": "between"}},
+		{name: "fractional", body: body(`"max_new_images_per_period":2.5`), opts: free,
+			bad: map[string]string{"max_new_images_per_period": "integer"}},
+		{name: "a JSON string", body: body(`"max_new_images_per_day":"5"`), opts: free,
+			bad: map[string]string{"max_new_images_per_day": "number"}},
+		{name: "a boolean", body: body(`"max_new_images_per_period":true`), opts: free,
+			bad: map[string]string{"max_new_images_per_period": "number"}},
+		{name: "an exponent is a number", body: body(`"max_new_images_per_period":1e1`), opts: free, want: caps{nil, n(10)}},
+		{name: "no plan bound: at most MaxNewImages", body: body(`"max_new_images_per_day":2147483647,"max_new_images_per_period":2147483648`),
+			bad: map[string]string{"max_new_images_per_period": "between"}},
+		{name: "form", body: "form:config_type=html_css&base_url=https://example.com&max_new_images_per_day=7&max_new_images_per_period=",
+			opts: free, want: caps{n(7), nil}},
+		{name: "form, spaces around", body: "form:config_type=html_css&base_url=https://example.com&max_new_images_per_period=+12+", opts: free, want: caps{nil, n(12)}},
+		{name: "form not a number", body: "form:config_type=html_css&base_url=https://example.com&max_new_images_per_day=ten", opts: free,
+			bad: map[string]string{"max_new_images_per_day": "number"}},
+		{name: "form above the plan's credits", body: "form:config_type=html_css&base_url=https://example.com&max_new_images_per_period=51", opts: free,
+			bad: map[string]string{"max_new_images_per_period": "50"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := parse(t, tc.body, tc.opts)
+			if tc.bad == nil {
+				if err != nil {
+					t.Fatalf("%v: %v", err, paths(t, err))
+				}
+				if !reflect.DeepEqual(caps{req.MaxNewImagesPerDay, req.MaxNewImagesPerPeriod}, tc.want) {
+					t.Fatalf("caps day %v period %v, want %v %v", req.MaxNewImagesPerDay, req.MaxNewImagesPerPeriod, tc.want.day, tc.want.period)
+				}
+				return
+			}
+			var e *apierr.Error
+			if !errors.As(err, &e) || e.Status != 400 || len(e.Fields) != len(tc.bad) {
+				t.Fatalf("err = %v, want a 400 naming %v", err, tc.bad)
+			}
+			for _, f := range e.Fields {
+				if word, ok := tc.bad[f.Path]; !ok || !strings.Contains(f.Message, word) {
+					t.Fatalf("%s: %q, want %q in a message for one of %v", f.Path, f.Message, word, tc.bad)
+				}
+			}
+		})
+	}
+}
+
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
@@ -322,8 +388,10 @@ func TestParseForm(t *testing.T) {
 	asJSON := tbody(`"name":"Blog","disabled":true,"refresh_interval_s":3600,"extract_values":false,"optimization_mode":"set_viewport","template_version":2,
 		"default_options":{"viewport_width":1200,"viewport_height":630,"render_when_ready":true},
 		"template_values_mapping":[{"template_key":"title","fallback":"titles"}],
-		"headers":{"X-Token":"abc","X-Other":"d:e"},"additional_header_origins":["https://cdn.example","https://img.example"]`)
+		"headers":{"X-Token":"abc","X-Other":"d:e"},"additional_header_origins":["https://cdn.example","https://img.example"],
+		"max_new_images_per_day":3,"max_new_images_per_period":30`)
 	form := url.Values{
+		"max_new_images_per_day": {"3"}, "max_new_images_per_period": {"30"},
 		"config_type": {"templated"}, "base_url": {"https://example.com"}, "template_id": {"t-1"}, "template_version": {"2"},
 		"name": {"Blog"}, "disabled": {"true"}, "refresh_interval_s": {"3600"}, "extract_values": {"false"}, "optimization_mode": {"set_viewport"},
 		"default_options":           {`{"viewport_width":"1200","viewport_height":630,"render_when_ready":"1"}`},
@@ -475,6 +543,7 @@ func FuzzParseRequest(f *testing.F) {
 		body(`"default_options":{"viewport_width":"5","viewport_height":5,"url":"x"}`),
 		body(`"headers":{"A":"b","host":"x"},"additional_header_origins":["https://A.b:443"]`),
 		`{"config_type":null,"base_url":null}`, `{}`, body(`"refresh_interval_s":1e400`),
+		body(`"max_new_images_per_day":51,"max_new_images_per_period":-0.0`), body(`"max_new_images_per_period":1e400`),
 	} {
 		f.Add([]byte(seed), false)
 	}
@@ -483,7 +552,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req, err := ParseRequest(o, Options{MaxWaitCap: 5 * time.Second, AllowPrivate: allowPrivate})
+		req, err := ParseRequest(o, Options{MaxWaitCap: 5 * time.Second, AllowPrivate: allowPrivate, PlanCredits: 50})
 		if err != nil {
 			var e *apierr.Error
 			if !errors.As(err, &e) || e.Status != 400 || len(e.Fields) == 0 {
@@ -506,6 +575,11 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if req.ConfigType == HTMLCSS && len(req.Mapping) > 0 {
 			t.Fatal("accepted a mapping on html_css")
+		}
+		for _, c := range []*int64{req.MaxNewImagesPerDay, req.MaxNewImagesPerPeriod} {
+			if c != nil && (*c < 0 || *c > 50) {
+				t.Fatalf("accepted a cap of %d on a plan of 50 credits", *c)
+			}
 		}
 		for k := range req.DefaultOptions {
 			if !slices.Contains(OptionNames, k) {

@@ -20,6 +20,8 @@ import (
 //	ogc/d/<domain_id>         id of the configuration with that domain id
 //	ogc/o/<org_id>/<id>       empty: an organization's configurations in creation order
 //	ogc/e/<org_id>/<base_url> id of the organization's enabled configuration for that origin
+//	ogc/n/<id>                its new images counted against its caps (caps.go)
+//	ogc/s/<org_id>            the credits the organization's OG images spent (caps.go)
 func recordKey(id string) []byte         { return []byte("ogc/c/" + id) }
 func domainKey(domainID string) []byte   { return []byte("ogc/d/" + domainID) }
 func orgPrefix(orgID string) []byte      { return []byte("ogc/o/" + orgID + "/") }
@@ -188,6 +190,8 @@ func apply(c *Config, req Request) {
 	c.Mapping = req.Mapping
 	c.Headers = req.Headers
 	c.AdditionalHeaderOrigins = req.AdditionalHeaderOrigins
+	c.MaxNewImagesPerDay = req.MaxNewImagesPerDay
+	c.MaxNewImagesPerPeriod = req.MaxNewImagesPerPeriod
 }
 
 // Get returns the organization's configuration with the id; another
@@ -281,7 +285,8 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) (*Config, error) {
 		err = errors.Join(
 			txn.Delete(recordKey(c.ID)),
 			txn.Delete(domainKey(c.DomainID)),
-			txn.Delete(orgKey(orgID, c.ID)))
+			txn.Delete(orgKey(orgID, c.ID)),
+			txn.Delete(countKey(c.ID)))
 		if !c.Disabled {
 			err = errors.Join(err, txn.Delete(claimKey(orgID, c.BaseURL)))
 		}

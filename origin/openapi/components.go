@@ -669,6 +669,7 @@ const (
 	schOGOptions   = "OGDefaultOptions"
 	schOGMapping   = "TemplateValuesMapping"
 	schOGMappingIn = "TemplateValuesMappingRequest"
+	schOGLimits    = "OGConfigLimits"
 )
 
 func (s *spec) defineOGConfigs() {
@@ -695,6 +696,23 @@ func (s *spec) defineOGConfigs() {
 	types := []string{string(ogconfig.HTMLCSS), string(ogconfig.Templated)}
 	modes := []string{string(ogconfig.NoOptimization), string(ogconfig.PostProcess), string(ogconfig.SetViewport)}
 	minRefresh, maxRefresh := int64(ogconfig.MinRefreshInterval.Seconds()), int64(ogconfig.MaxRefreshInterval.Seconds())
+	limits := object(fmt.Sprintf("Read only: the caps on new images in force (max_new_images_* when set, else the plan's defaults) and what was counted against them. "+
+		"A new image is an OG creation that charges credits: a new path, another platform's variant, a changed page or content_version, a new revision of the configuration. "+
+		"Past a cap, paths without an image answer 429 (the images made are still served). Whatever the caps say, all OG images of the organization together spend at most %d %% of the plan's credits in a billing period.",
+		ogconfig.OrgSharePercent),
+		req("new_images_per_day", count("New images the configuration may make in a UTC day.")),
+		req("new_images_per_period", count("New images the configuration may make in the organization's billing period.")),
+		req("used_today", count("New images made today (UTC).")),
+		req("used_this_period", count("New images made in the current billing period.")),
+		req("organization_og_credits_per_period", count(fmt.Sprintf("Credits all the organization's OG images may spend in a billing period: %d %% of the plan's.", ogconfig.OrgSharePercent))),
+		req("organization_og_credits_used_this_period", count("Credits the organization's OG images spent in the current billing period.")),
+	)
+	limits.ReadOnly = true
+	limitsOut := s.schema(schOGLimits, limits)
+	perDay := fmt.Sprintf("New images (OG creations that charge credits) the configuration may make in a UTC day: 0 to the plan's credits per billing period (400 above); 0 serves only images that exist. "+
+		"null or omitted: the default, a tenth of the period cap rounded up and at least %d.", ogconfig.MinDefaultPerDay)
+	perPeriod := fmt.Sprintf("New images the configuration may make in the organization's billing period: 0 to the plan's credits per billing period (400 above); 0 serves only images that exist. "+
+		"null or omitted: the default, %d %% of the plan's credits rounded up.", ogconfig.DefaultPeriodPercent)
 	s.schema(schOG, withExamples(object("An OG configuration.",
 		req("id", uuidString("The configuration id.")),
 		req("domain_id", withPattern("^[a-z2-7]{26}$", str("The public id in /v1/og/<domain_id>/<page path>, fixed for life."))),
@@ -712,12 +730,18 @@ func (s *spec) defineOGConfigs() {
 		req("template_values_mapping", arrayOf("templated: where each template value comes from.", mappingOut)),
 		req("headers", stringMap("Custom headers sent to base_url's origin and additional_header_origins when pages are read and rendered.")),
 		req("additional_header_origins", array("Origins that also receive the custom headers.", str(""))),
+		req("max_new_images_per_day", nullable(count("The cap on new images a UTC day as set; null: the default (limits shows the number in force)."))),
+		req("max_new_images_per_period", nullable(count("The cap on new images a billing period as set; null: the default (limits shows the number in force)."))),
+		reqRef("limits", limitsOut),
 		req("created_at", timestamp("When it was created")),
 		req("updated_at", timestamp("When it last changed")),
 	), map[string]any{"id": "0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d", "domain_id": "abcdefghijklmnopqrstuvwxyz", "config_type": "html_css",
 		"name": "Blog cards", "description": "", "base_url": "https://blog.example.com", "enabled": true, "refresh_interval_s": 86400,
 		"optimization_mode": "post_process", "extract_values": true, "default_options": map[string]any{"viewport_width": 1200, "viewport_height": 630},
 		"template_id": nil, "template_version": nil, "template_values_mapping": []any{}, "headers": map[string]any{}, "additional_header_origins": []any{},
+		"max_new_images_per_day": nil, "max_new_images_per_period": 150,
+		"limits": map[string]any{"new_images_per_day": 15, "new_images_per_period": 150, "used_today": 3, "used_this_period": 41,
+			"organization_og_credits_per_period": 500, "organization_og_credits_used_this_period": 41},
 		"created_at": "2026-03-14T15:09:26.000Z", "updated_at": "2026-03-14T15:09:26.000Z"}))
 	body := open(object(fmt.Sprintf("An OG configuration request (an update replaces the whole configuration). Images are then served at /v1/og/<domain_id>/<page path> for every page of base_url. "+
 		"At most one enabled configuration per base_url in an organization (409 otherwise). JSON types are strict; enumerations are exact lower-case values. Unknown fields are ignored."),
@@ -735,6 +759,8 @@ func (s *spec) defineOGConfigs() {
 		opt("template_values_mapping", withItems(0, ogconfig.MaxMappings, arrayOf(fmt.Sprintf("templated: where each template value comes from, at most %d; html_css refuses a non-empty list.", ogconfig.MaxMappings), mappingIn))),
 		opt("headers", imageParameter("headers")),
 		opt("additional_header_origins", imageParameter("additional_header_origins")),
+		opt("max_new_images_per_day", nullable(integer(0, ogconfig.MaxNewImages, perDay))),
+		opt("max_new_images_per_period", nullable(integer(0, ogconfig.MaxNewImages, perPeriod))),
 	))
 	body.Examples = []any{map[string]any{"config_type": "templated", "base_url": "https://blog.example.com", "template_id": "t-0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d",
 		"template_values_mapping": []any{map[string]any{"template_key": "title", "meta_key": "og:title"}, map[string]any{"template_key": "subtitle", "fallback": "descriptions"}}}}

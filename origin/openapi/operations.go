@@ -631,7 +631,9 @@ func (s *spec) ogResponses() map[int]*openapi3.Response {
 		304: emptyResponse("Not modified (If-None-Match matched the ETag)."),
 		400: s.errorResponse("A malformed page path."),
 		404: s.errorResponse("No enabled configuration has this domain id, or its organization is suspended."),
+		429: s.retryLater("The path (or the crawler's platform) has no image yet and no new one may be made now: a cap of the configuration on new images (a UTC day, a billing period), the organization's OG share of its credits, its credits themselves, or this client address's 30 requests a minute for pages without an image. " +
+			"One message for every reason, which says nothing of the organization's usage; Retry-After is when to ask again (the next UTC day or the billing period's end for a cap). Images already made keep being served."),
 		502: s.errorResponse("The page could not be read or rendered, and it has no image yet; the message names the cause."),
-		503: s.retryLater("The configuration's render budget (60 new renders a minute) is spent, and the path has no image yet."),
+		503: s.retryLater("The configuration's render budget (60 new renders a minute on each origin) is spent, and the path has no image yet."),
 	}
 }

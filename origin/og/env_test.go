@@ -1,0 +1,168 @@
+package og
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/chromiumtest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/ogpage"
+	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/render"
+)
+
+// origin is one origin's OG serving path over a store, from real parts:
+// the store handle, the image service beside a blob directory, the page
+// fetcher behind a real egress, the configuration store. Its render
+// engine was stopped before it started, as a shutting-down origin's is:
+// creations charge their credits and every render fails at once
+// (render.ErrStopped, recorded nowhere) without a browser. Renders
+// themselves are the integration suites' (package origin, cmd/pictor).
+type origin struct {
+	store   kv.Store
+	orgs    *org.Store
+	configs *ogconfig.Store
+	images  *images.Service
+	og      *Service
+	reg     *prometheus.Registry
+}
+
+// newOrigin starts an origin on a handle of a store; shared says other
+// handles (origins) use the store too.
+func newOrigin(t *testing.T, store kv.Store, clock *apitest.Clock, shared bool, blobDir string) *origin {
+	t.Helper()
+	blobs, err := blob.Open(blobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &origin{store: store, orgs: org.NewStore(store, clock.Now), configs: ogconfig.NewStore(store, clock.Now), reg: prometheus.NewRegistry()}
+	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: stoppedEngine(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.images.Close)
+	gc := egress.DefaultConfig()
+	gc.Logger, gc.Registerer = slog.New(slog.DiscardHandler), prometheus.NewRegistry()
+	gw, err := egress.New(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := ogpage.DefaultConfig()
+	pc.Gateway, pc.AllowPrivate, pc.Logger = gw, true, slog.New(slog.DiscardHandler)
+	pages, err := ogpage.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Configs, cfg.Orgs, cfg.Images, cfg.Pages, cfg.Templates, cfg.Caps = store, o.configs, o.orgs, o.images, pages, noTemplates{}, o.configs
+	cfg.Now, cfg.Registerer, cfg.Logger = clock.Now, o.reg, slog.New(slog.DiscardHandler)
+	cfg.Budget = 100_000 // the caps are what these tests look at
+	if o.og, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.og.Close)
+	return o
+}
+
+// stoppedEngine is a real engine that was stopped before it started: its
+// Render answers render.ErrStopped without launching a browser.
+func stoppedEngine(t *testing.T) *render.Engine {
+	t.Helper()
+	gw, err := egress.New(egress.Config{DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := render.DefaultConfig()
+	rc.Chromium = chromiumtest.Path()
+	rc.NoSandbox = true
+	rc.Tabs = 1
+	rc.Gateway = gw
+	rc.ProfileDir = t.TempDir()
+	e, err := render.New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// noTemplates serves html_css configurations only: nothing here is
+// templated.
+type noTemplates struct{}
+
+func (noTemplates) Expand(context.Context, string, *field.Object, string, int) (*field.Object, string, int, error) {
+	return nil, "", 0, errors.New("no templates in this test")
+}
+
+// serve answers the OG route as the origin's router does.
+func (o *origin) serve(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/og/{domain_id}/{path...}", o.og)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// config saves an html_css configuration of the organization for base.
+func (o *origin) config(t *testing.T, ow *org.Org, base string, day, period *int64) *ogconfig.Config {
+	t.Helper()
+	c, err := o.configs.Create(context.Background(), ow.ID, ogconfig.Request{ConfigType: ogconfig.HTMLCSS, BaseURL: base,
+		RefreshInterval: ogconfig.DefaultRefreshInterval, OptimizationMode: ogconfig.PostProcess, ExtractValues: true,
+		MaxNewImagesPerDay: day, MaxNewImagesPerPeriod: period})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// item is an image of html, as the OG path makes one: content-addressed.
+func item(t testing.TB, ow *org.Org, html, extra string) images.Item {
+	t.Helper()
+	raw, _ := json.Marshal(html)
+	p, err := imageparams.Parse(field.FromJSON(map[string]json.RawMessage{"html": raw}), imageparams.Options{RequireSource: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return images.Item{Params: p, ID: images.ContentID(ow.ID, &p, extra)}
+}
+
+// refused reads pictor_og_refused_total{reason}.
+func (o *origin) refused(t *testing.T, reason string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := o.og.metrics.refused.WithLabelValues(reason).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// site answers 200 with a page for every path, as most single-page apps
+// do.
+func site(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><html><head><title>App</title></head><body style="background:#08f"></body></html>`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
