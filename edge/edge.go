@@ -198,7 +198,7 @@ func requestError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.As(err, &ne) && ne.Timeout():
 		err = apierr.New(fasthttp.StatusRequestTimeout, "The request was not received in time")
 	default:
-		err = apierr.BadRequest("Malformed HTTP request")
+		err = malformed(ctx)
 	}
 	forward.WriteError(ctx, err)
 }

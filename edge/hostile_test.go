@@ -181,78 +181,76 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 
 // smuggled is the request hidden after a malformed one; its credentials
 // must reach neither the origin nor the logs.
-const (
-	smuggledSecret = "c211Z2dsZWQ6aHVudGVyMg"
-	smuggled       = "GET /v1/smuggled HTTP/1.1\r\nHost: e\r\nAuthorization: Basic " + smuggledSecret + "\r\n\r\n"
-	creds          = "Authorization: Basic " + smuggledSecret + "\r\n"
-)
+const smuggled = apitest.Smuggled
 
-// TestMalformedFraming: a request whose framing is malformed or ambiguous
-// (RFC 9112 §6.3 Content-Length and Transfer-Encoding, §7.1 chunks, §5.2
-// obs-fold, §2.2 line endings) is answered 400 with the standard body and
+// TestMalformedFraming runs the raw-socket framing table both tiers share
+// (apitest.MalformedFraming; TestHostileOriginFraming runs it against the
+// origin's port) against the edge: a request whose framing is malformed or
+// ambiguous is answered 400 with the standard body naming the problem and
 // the connection is closed: the request written after it on the same
-// connection is never read, let alone relayed. Whoever refuses it (fasthttp
-// while parsing, the edge's framing check, or the forwarder reading the
-// body), the client sees the same. Credentials in the refused bytes never
-// reach the logs.
+// connection is never read, let alone relayed. Whoever refuses it (the
+// connection's framing check, fasthttp while parsing, the forwarder
+// reading the body), the client sees the same. Credentials in the refused
+// bytes never reach the logs. The table's well-framed requests are relayed
+// whole, and the connection serves the next request.
 func TestMalformedFraming(t *testing.T) {
 	logs := captureLogs(t)
 	o := newRecordingOrigin(t)
 	e := newTunedEdge(t, o.URL, nil)
 	addr := strings.TrimPrefix(startEdge(t, e), "http://")
-	const post = "POST /v1/image HTTP/1.1\r\nHost: e\r\n" + creds
-	for _, tt := range []struct {
-		name, req string
-	}{
-		// Chunked bodies the forwarder cannot read: what follows the bad
-		// part is the smuggled request.
-		{"chunk size not hex", post + "Transfer-Encoding: chunked\r\n\r\nG\r\n" + smuggled},
-		{"chunk size ended by a bare LF", post + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n" + smuggled},
-		{"chunk size past 64 bits", post + "Transfer-Encoding: chunked\r\n\r\n10000000000000000\r\n" + smuggled},
-		{"chunk data not ended by CRLF", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX" + smuggled},
-		{"chunk extension with a bare LF", post + "Transfer-Encoding: chunked\r\n\r\n5;x\n\r\nhello\r\n0\r\n\r\n" + smuggled},
-		{"framing field in the trailer", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n" + smuggled},
-		// Content-Length and Transfer-Encoding (§6.3).
-		{"Content-Length then chunked", post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
-		{"chunked then Content-Length", post + "Transfer-Encoding: chunked\r\nContent-Length: 44\r\n\r\n0\r\n\r\n" + smuggled},
-		{"Transfer-Encoding identity with Content-Length", post + "Transfer-Encoding: identity\r\nContent-Length: 5\r\n\r\nhello" + smuggled},
-		{"Transfer-Encoding identity alone", post + "Transfer-Encoding: identity\r\n\r\n" + smuggled},
-		{"Transfer-Encoding in HTTP/1.0", "POST /v1/image HTTP/1.0\r\nHost: e\r\n" + creds + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
-		{"transfer coding other than chunked", post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + smuggled},
-		{"differing Content-Length twice", post + "Content-Length: 5\r\nContent-Length: 0\r\n\r\nhello" + smuggled},
-		{"identical Content-Length twice", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello" + smuggled},
-		{"Content-Length list", post + "Content-Length: 5, 5\r\n\r\nhello" + smuggled},
-		{"Content-Length with a sign", post + "Content-Length: +5\r\n\r\nhello" + smuggled},
-		{"space before the colon", post + "Content-Length : 5\r\n\r\nhello" + smuggled},
-		// obs-fold (§5.2).
-		{"folded header", "GET /v1/api-keys HTTP/1.1\r\nHost: e\r\n" + creds + "X-Note: one\r\n two\r\n\r\n" + smuggled},
-		{"folded Transfer-Encoding", post + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + smuggled},
-		// Line endings (§2.2).
-		{"bare LF line endings", "POST /v1/image HTTP/1.1\nHost: e\n" + strings.TrimSuffix(creds, "\r\n") + "\nContent-Length: 5\n\nhello" + smuggled},
-		{"one header ended by a bare LF", post + "X-Note: one\nContent-Length: 5\r\n\r\nhello" + smuggled},
-		{"bare CR in a header", post + "X-Note: one\rContent-Length: 5\r\n\r\nhello" + smuggled},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tc := range apitest.MalformedFraming(smuggled) {
+		t.Run(tc.Name, func(t *testing.T) {
 			o.forget()
 			c := dial(t, addr)
-			if _, err := io.WriteString(c, tt.req); err != nil {
+			if _, err := io.WriteString(c, tc.Request); err != nil {
 				t.Fatal(err)
 			}
 			br := bufio.NewReader(c)
 			r := readResponse(t, br)
-			apitest.WantError(t, r.Response, http.StatusBadRequest)
+			apitest.WantMessage(t, apitest.WantError(t, r.Response, http.StatusBadRequest), "Malformed HTTP request: "+tc.Reason.Error())
 			if !r.close {
 				t.Error("no Connection: close")
 			}
 			wantClosed(t, c, br)
-			if o.asked("/v1/smuggled") {
+			if o.asked(apitest.SmuggledPath) {
 				t.Fatal("the smuggled request reached the origin")
 			}
 		})
 	}
+	for _, tc := range apitest.MalformedAfterFollowUp(smuggled) {
+		t.Run(tc.Name, func(t *testing.T) {
+			o.forget()
+			c := dial(t, addr)
+			io.WriteString(c, tc.Request)
+			br := bufio.NewReader(c)
+			apitest.WantStatus(t, readResponse(t, br).Response, 200)
+			r := readResponse(t, br)
+			apitest.WantMessage(t, apitest.WantError(t, r.Response, http.StatusBadRequest), "Malformed HTTP request: "+tc.Reason.Error())
+			if !r.close {
+				t.Error("no Connection: close")
+			}
+			wantClosed(t, c, br)
+			if o.asked(apitest.SmuggledPath) {
+				t.Fatal("the smuggled request reached the origin")
+			}
+		})
+	}
+	for _, tc := range apitest.WellFramed() {
+		t.Run("well framed: "+tc.Name, func(t *testing.T) {
+			c := dial(t, addr)
+			io.WriteString(c, tc.Request+apitest.FollowUp)
+			br := bufio.NewReader(c)
+			r := readResponse(t, br)
+			apitest.WantStatus(t, r.Response, 200)
+			if want := fmt.Sprintf(`{"received":%d}`, tc.Body); string(r.Body) != want {
+				t.Fatalf("the origin answered %s, want %s", r.Body, want)
+			}
+			apitest.WantStatus(t, readResponse(t, br).Response, 200)
+		})
+	}
 	// The edge still serves.
 	apitest.WantStatus(t, apitest.Do(t, "http://"+addr, apitest.Request{Method: "GET", Path: "/v1/api-keys"}), 200)
-	if strings.Contains(logs.String(), smuggledSecret) {
+	if strings.Contains(logs.String(), apitest.SmuggledSecret) {
 		t.Fatalf("credentials of a refused request in the logs:\n%s", logs.String())
 	}
 }

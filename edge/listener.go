@@ -348,9 +348,10 @@ func remoteAddr(c net.Conn) netip.Addr {
 // conn is an admitted connection; its Close counts it out once.
 type conn struct {
 	net.Conn
-	l    *listener
-	ip   netip.Addr
-	once sync.Once
+	l     *listener
+	ip    netip.Addr
+	once  sync.Once
+	frame frameCheck // its Read checks the requests' framing (framing.go)
 }
 
 func (c *conn) Close() error {

@@ -455,15 +455,28 @@ func (u *upload) readAttempt(id uint64, p []byte) (int, error) {
 	case err == io.EOF:
 		u.eof = true
 	case err != nil && !u.closed: // not finish's interruption
-		u.err = clientBodyError(err, !time.Now().Before(u.deadline))
+		u.err = clientBodyError(err, !time.Now().Before(u.deadline), u.conn)
 		return n, u.err
 	}
 	return n, err
 }
 
-// clientBodyError is the answer to a body that could not be read: 408 when
-// it was too slow, 400 when it was malformed or cut off.
-func clientBodyError(err error, pastDeadline bool) *apierr.Error {
+// framingChecker is a connection that checks its requests' framing on the
+// raw bytes (the edge's): FramingError says why it refused a byte, if it
+// did. fasthttp's chunk reader hides the read error it got in its own.
+type framingChecker interface{ FramingError() error }
+
+// clientBodyError is the answer to a body that could not be read: 400
+// naming the problem when conn refused its framing, 408 when it was too
+// slow, 400 when it was malformed or cut off.
+func clientBodyError(err error, pastDeadline bool, conn net.Conn) *apierr.Error {
+	if fc, ok := conn.(framingChecker); ok {
+		if reason := fc.FramingError(); reason != nil {
+			e := apierr.BadRequest("Malformed HTTP request: %v", reason)
+			e.Cause = err
+			return e
+		}
+	}
 	var ne net.Error
 	if pastDeadline || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		e := apierr.New(http.StatusRequestTimeout, "The request body was not received in time")

@@ -12,15 +12,27 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/framing"
 )
 
 // Listener is the origin port's listener. It makes every answer of the port
 // use the standard error body, including those net/http writes itself
 // before any handler runs (a header block too large: 431; a request it
 // cannot parse: 400; an Expect it does not know: 417; an unknown transfer
-// coding: 501) and the one it does not write at all (headers that stop
-// arriving: 408). It also keeps every connection it accepted, hijacked ones
-// included, so that a forced stop can close them all.
+// coding: 501, though the framing check below refuses that one first) and
+// the one it does not write at all (headers that stop arriving: 408). It
+// also keeps every connection it accepted, hijacked ones included, so that
+// a forced stop can close them all.
+//
+// It checks every connection's request framing on the raw bytes, before
+// net/http reads them (framing.Checker: net/http takes Content-Length with
+// chunked, obs-fold and bare LF, and leaves no trace of them for a handler
+// to see). net/http gets the bytes before the first refused one, then a
+// read error instead of the rest, which is dropped: refused in a request's
+// head, net/http answers 400 itself (rewritten to name the problem); in a
+// body, the handler reading it gets a 400 *apierr.Error, and net/http
+// closes the connection after the answer, since the body did not end.
+// Either way nothing after the refused byte is ever read as a request.
 //
 // Serve it with the hooks of ServerHooks. What net/http writes on a
 // connection while no handler has run since the connection was last idle
@@ -56,8 +68,16 @@ func (l *Listener) Accept() (net.Conn, error) {
 // when a handler answers (Router marks it) and when a connection is idle.
 func (l *Listener) ServerHooks(srv *http.Server) {
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
-		if wc, ok := c.(*conn); ok && (s == http.StateNew || s == http.StateIdle) {
+		wc, ok := c.(*conn)
+		switch {
+		case !ok:
+		case s == http.StateNew || s == http.StateIdle:
 			wc.between()
+		case s == http.StateHijacked:
+			// What the handler reads now is its own protocol. (Nothing on
+			// the origin port hijacks; bytes net/http read ahead before
+			// the hijack were checked as requests.)
+			wc.hijacked.Store(true)
 		}
 	}
 	base := srv.ConnContext
@@ -119,7 +139,35 @@ type conn struct {
 	// answered: net/http's own answer went out (rewritten).
 	answered  atomic.Bool
 	closeOnce sync.Once
+	// begun counts the requests net/http began reading: the one it
+	// serves is begun-1, counting from 0.
+	begun    atomic.Int64
+	hijacked atomic.Bool
+	// frame checks the bytes read; only Read uses it, and net/http never
+	// reads a connection from two goroutines at once.
+	frame framing.Checker
+	// refused is set once frame refused a byte.
+	refused atomic.Pointer[refusal]
 }
+
+// refusal is a framing problem found on a connection.
+type refusal struct {
+	reason  error         // a framing sentinel
+	request int64         // the request it lies in, counting from 0
+	err     *apierr.Error // what a read gets instead of the refused bytes
+	// pad placeholder bytes come first, so that net/http reads peekAhead
+	// bytes of the refused request: it peeks that many of a keep-alive
+	// connection's next request before it reads it, and closes without an
+	// answer when it cannot. Only readers use it, one at a time.
+	pad int
+}
+
+// peekAhead is what net/http peeks of a keep-alive connection's next request.
+const peekAhead = 4
+
+// placeholder stands for a refused request's first bytes: net/http cannot
+// read a request of them, and reads the refusal next.
+const placeholder = 'X'
 
 // between resets the state of a connection between two requests.
 func (c *conn) between() {
@@ -127,10 +175,29 @@ func (c *conn) between() {
 	c.headerBytes.Store(0)
 	c.headerTimedOut.Store(false)
 	c.answered.Store(false)
+	c.begun.Add(1)
 }
 
 func (c *conn) Read(p []byte) (int, error) {
+	if c.hijacked.Load() {
+		return c.Conn.Read(p)
+	}
+	if r := c.refused.Load(); r != nil {
+		return c.readRefused(r, p)
+	}
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		if k, reason := c.frame.Check(p[:n]); reason != nil {
+			r := &refusal{reason: reason, request: c.frame.Requests(), pad: max(0, peekAhead-int(c.frame.Offset())),
+				err: apierr.BadRequest("Malformed HTTP request: %v", reason).WithHeader("Connection", "close")}
+			r.err.Cause = reason
+			c.refused.Store(r)
+			if k == 0 {
+				return c.readRefused(r, p)
+			}
+			n, err = k, nil // the refusal comes with the next read
+		}
+	}
 	if !c.answering.Load() {
 		if c.headerBytes.Add(int64(n)) > 0 {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
@@ -141,9 +208,44 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readRefused is a read once the bytes left are refused ones. If they lie
+// in the request net/http serves, it gets the refusal. If they lie in a
+// later one, net/http is reading ahead (its background read while a
+// handler runs, which a read error would take for the client leaving, and
+// cancel the request): the read then waits as it would have, until its
+// deadline or the connection's end, dropping what arrives, and the
+// refusal waits for net/http to begin that request.
+func (c *conn) readRefused(r *refusal, p []byte) (int, error) {
+	if r.request <= c.begun.Load()-1 || len(p) == 0 {
+		if n := min(r.pad, len(p)); n > 0 {
+			r.pad -= n
+			for i := range n {
+				p[i] = placeholder
+			}
+			return n, nil
+		}
+		return 0, r.err
+	}
+	drop := make([]byte, 4<<10) // the background read's buffer is one byte
+	for {
+		if _, err := c.Conn.Read(drop); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// refusedNow returns the reason of a framing refusal in the request net/http
+// serves, if there is one.
+func (c *conn) refusedNow() error {
+	if r := c.refused.Load(); r != nil && r.request == c.begun.Load()-1 {
+		return r.reason
+	}
+	return nil
+}
+
 func (c *conn) Write(p []byte) (int, error) {
 	if !c.answering.Load() {
-		if out, ok := c.l.rewrite(p, c.headerTimedOut.Load()); ok {
+		if out, ok := c.l.rewrite(p, c.headerTimedOut.Load(), c.refusedNow()); ok {
 			c.answered.Store(true)
 			if _, err := c.Conn.Write(out); err != nil {
 				return 0, err
@@ -177,8 +279,10 @@ func (c *conn) Close() error {
 
 // rewrite recognizes an error answer net/http wrote on its own, whole in
 // p (status line and header block, and its plain-text body if any), and
-// returns the standard answer for it.
-func (l *Listener) rewrite(p []byte, timedOut bool) ([]byte, bool) {
+// returns the standard answer for it. refused is the framing problem of
+// the request answered, if any: net/http's 400 is then its answer to the
+// read error it got instead of the refused bytes.
+func (l *Listener) rewrite(p []byte, timedOut bool, refused error) ([]byte, bool) {
 	proto, code, detail, ok := ParseOwnAnswer(p)
 	if !ok {
 		return nil, false
@@ -188,6 +292,8 @@ func (l *Listener) rewrite(p []byte, timedOut bool) ([]byte, bool) {
 	case timedOut && code == http.StatusBadRequest:
 		// A header cut off by its deadline reads as malformed to net/http.
 		e = headerTimeout()
+	case refused != nil && code == http.StatusBadRequest:
+		e = apierr.BadRequest("Malformed HTTP request: %v", refused)
 	case code == http.StatusRequestHeaderFieldsTooLarge:
 		e = apierr.New(code, "The request line and headers must fit in %d KiB", l.headerLimit>>10)
 	case code == http.StatusBadRequest:

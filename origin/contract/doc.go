@@ -5,7 +5,9 @@
 //
 // The packages under origin/contract/ are everything of the origin that the
 // edge tier may import: the standard error body (apierr), request field
-// validation (field), image conversions (codec), structured logs (logging)
-// and the test kit for the standard body (apitest). A test in edge/ fails
+// validation (field), image conversions (codec), structured logs (logging),
+// the HTTP/1.1 request framing both tiers accept (framing), the crawlers and
+// their card sizes (ogplatform) and the test kit for the standard body
+// (apitest). A test in edge/ fails
 // when an edge package imports any other origin package.
 package contract
