@@ -71,7 +71,14 @@ type site struct {
 	failed map[string]string      // render failures, by image id
 	broken bool                   // every handler answers 500
 	n      int
+	// held, when set, receives a channel from createImage for html
+	// holdHTML, which waits until that channel is closed.
+	held chan chan struct{}
 }
+
+// holdHTML is the html of an image creation that waits for the test
+// (site.held).
+const holdHTML = "<p>hold</p>"
 
 const requestID = "req-mcp-test-1"
 
@@ -213,7 +220,7 @@ func (s *site) createImage(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Internal(errors.New("disk on fire")))
 		return
 	}
-	o, err := field.DecodeAny(w, r, 8<<20)
+	o, err := field.DecodeAny(w, r, maxImageBody)
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
@@ -230,6 +237,11 @@ func (s *site) createImage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		apierr.Write(w, r, err)
 		return
+	}
+	if params.HTML == holdHTML && s.held != nil {
+		release := make(chan struct{})
+		s.held <- release
+		<-release
 	}
 	if params.HTML == overPlan {
 		e := apierr.New(http.StatusTooManyRequests, "You've used 10000 of your 10000 image credits for this billing period; this request needs 1")

@@ -13,11 +13,13 @@ import (
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/logging"
+	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
 // Config wires the MCP server.
@@ -69,19 +71,37 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// maxRequestBytes bounds an MCP request: the largest REST body (an image
-// batch, 32 MiB) inside its JSON-RPC envelope.
-const maxRequestBytes = 33 << 20
+// Message limits. The SDK reads and decodes a message several times over:
+// a 7 MiB create_image call allocates ≈ 270 MiB, its heap peaking ≈ 50-80
+// MiB above the rest (REST's decoding of the same body: ≈ 7 bytes per
+// byte). So messages are bounded before any decode, and large ones are
+// handled a few at a time: the budget holds two of the largest.
+const (
+	// maxImageBody is REST's image creation body limit (images.MaxBody,
+	// which this package does not import: it links libvips).
+	maxImageBody = imageparams.MaxHTMLBytes + imageparams.MaxCSSBytes + 1<<20
+	// MaxMessageBytes bounds an MCP message: the largest REST body a tool
+	// sends (an image or a template, 7 MiB; a batch over MCP is held to it
+	// too, not to REST's 32 MiB) inside its JSON-RPC envelope.
+	MaxMessageBytes = maxImageBody + 64<<10
+	// largeMessage is the size from which a message takes its size from
+	// the decode budget.
+	largeMessage = 64 << 10
+	// decodeBudget bounds the bytes of large messages being handled at
+	// once; a large message that does not fit is answered 503.
+	decodeBudget = 16 << 20
+)
 
 // maxToken bounds the bearer token we are willing to verify.
 const maxToken = 8 << 10
 
 // Server serves the MCP endpoint.
 type Server struct {
-	cfg   Config
-	mcp   *mcp.Server
-	http  http.Handler // the SDK's streamable handler behind the token check
-	calls *prometheus.CounterVec
+	cfg      Config
+	mcp      *mcp.Server
+	http     http.Handler // the SDK's streamable handler behind the token check
+	calls    *prometheus.CounterVec
+	decoding *semaphore.Weighted // bytes of the large messages being handled, at most decodeBudget
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -94,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxImageBytes == 0 {
 		cfg.MaxImageBytes = DefaultMaxImageBytes
 	}
-	s := &Server{cfg: cfg, calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+	s := &Server{cfg: cfg, decoding: semaphore.NewWeighted(decodeBudget), calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pictor_origin_mcp_tool_calls_total",
 		Help: "MCP tool calls, by tool and outcome (ok, invalid, forbidden, rate_limited, failed).",
 	}, []string{"tool", "outcome"})}
@@ -119,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 		// a name to a loopback address cannot send; and the edge forwards
 		// the public Host to an origin that may listen on loopback.
 		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        maxRequestBytes,
+		MaxRequestBodyBytes:        MaxMessageBytes,
 		// A client that goes away cancels its tool call, as a REST client
 		// that hangs up cancels its request.
 		PropagateRequestCancellation: true,
@@ -200,9 +220,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		body, ok := readMessage(w, r)
+		body, e, ok := readMessage(w, r)
 		if !ok {
 			return
+		}
+		if n := int64(len(body)); n > largeMessage {
+			if !s.decoding.TryAcquire(n) {
+				w.Header().Set("Retry-After", "1")
+				rpcError(w, e.id, http.StatusServiceUnavailable, codeBusy, "Server busy: too many large MCP messages are being handled at once; retry in a second")
+				return
+			}
+			defer s.decoding.Release(n)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -214,45 +242,88 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeBusy           = -32000 // implementation-defined server error
 )
 
-// readMessage reads a POST's body, at most maxRequestBytes, and answers a
-// JSON-RPC error itself when it is not one JSON-RPC message: -32700 for
-// what is not JSON, -32600 for JSON that is not a request, notification or
-// response (the SDK would answer these in plain text).
-func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-	var tooLarge *http.MaxBytesError
+// readMessage reads a POST's body, at most MaxMessageBytes, and answers a
+// JSON-RPC error itself when it is not one JSON-RPC message the SDK takes
+// as it is (the SDK would answer these in plain text, or change the id):
+// 413 for a larger body, refused on its Content-Length before any of it
+// is read; -32700 for what is not JSON; -32600 for JSON that readEnvelope
+// refuses.
+func readMessage(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
+	if r.ContentLength > MaxMessageBytes {
+		tooLarge(w)
+		return nil, envelope{}, false
+	}
+	body, err := readBody(http.MaxBytesReader(w, r.Body, MaxMessageBytes), r.ContentLength)
+	var over *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
-		rpcError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, fmt.Sprintf("Invalid Request: the message is larger than %d bytes", maxRequestBytes))
-		return nil, false
+	case errors.As(err, &over):
+		tooLarge(w)
+		return nil, envelope{}, false
 	case err != nil:
-		rpcError(w, http.StatusBadRequest, codeParseError, "Parse error: the body could not be read")
-		return nil, false
+		rpcError(w, nil, http.StatusBadRequest, codeParseError, "Parse error: the body could not be read")
+		return nil, envelope{}, false
 	case !json.Valid(body):
-		rpcError(w, http.StatusBadRequest, codeParseError, "Parse error: the body is not valid JSON")
-		return nil, false
+		rpcError(w, nil, http.StatusBadRequest, codeParseError, "Parse error: the body is not valid JSON")
+		return nil, envelope{}, false
 	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		Method  *string         `json:"method"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
+	e, err := readEnvelope(body)
+	if err != nil {
+		rpcError(w, nil, http.StatusBadRequest, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return nil, envelope{}, false
 	}
-	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" || (m.Method == nil && m.Result == nil && m.Error == nil) {
-		rpcError(w, http.StatusBadRequest, codeInvalidRequest, `Invalid Request: send one JSON-RPC 2.0 message, an object with "jsonrpc": "2.0" and a "method"`)
-		return nil, false
-	}
-	return body, true
+	return body, e, true
 }
 
-// rpcError answers a JSON-RPC error with a null id: the request's id is
-// not known.
-func rpcError(w http.ResponseWriter, status, code int, message string) {
+// readBody reads r to its end into one buffer: of the declared length
+// (plus the byte that finds the end) when it is known (length >= 0),
+// else doubling from 64 KiB but never past MaxMessageBytes+1, so that
+// reading a body up to the limit allocates at most about twice the limit.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	size := 64 << 10
+	if length >= 0 {
+		size = int(min(length, MaxMessageBytes)) + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			next := make([]byte, len(buf), min(2*cap(buf), MaxMessageBytes+1))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+}
+
+func tooLarge(w http.ResponseWriter) {
+	rpcError(w, nil, http.StatusRequestEntityTooLarge, codeInvalidRequest,
+		fmt.Sprintf("Invalid Request: the message is larger than %d bytes (%.2f MiB), the limit of one MCP message", MaxMessageBytes, float64(MaxMessageBytes)/(1<<20)))
+}
+
+// rpcError answers a JSON-RPC error for the request of id, null when it
+// is not known (raw JSON, nil for null).
+func rpcError(w http.ResponseWriter, id json.RawMessage, status, code int, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": message}})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // the id as it came
+	enc.Encode(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   any             `json:"error"`
+	}{"2.0", id, map[string]any{"code": code, "message": message}})
 }
 
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, err error, message string) {

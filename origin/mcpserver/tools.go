@@ -45,7 +45,7 @@ func tools() []*tool {
 		input: templatedImageArgs(), output: imageOut(), hints: hints{openWorld: true},
 		run: createImage(templatedImage)})
 	add(tool{name: "create_batch_images", title: "Create images in a batch", permission: perm.ImagesCreate, twin: "POST /v1/image/batch",
-		description: fmt.Sprintf("Create 1 to %d images in one call (get_max_batch_size): each variation is html, a url, or template values (template_id at the top level, in default_options or in the variation), laid over default_options. Every variation is validated before any image is created; the answer lists the images in order. Consumes one image credit per image (more with jumbo sizes); a plan without enough credits refuses the whole batch. No dedupe in batches.", maxBatch) +
+		description: fmt.Sprintf("Create 1 to %d images in one call (get_max_batch_size): each variation is html, a url, or template values (template_id at the top level, in default_options or in the variation), laid over default_options. Every variation is validated before any image is created; the answer lists the images in order. Consumes one image credit per image (more with jumbo sizes); a plan without enough credits refuses the whole batch. No dedupe in batches. One MCP call carries at most %.2f MiB; larger batches go through the REST API (32 MiB).", maxBatch, float64(MaxMessageBytes)/(1<<20)) +
 			lazy + " Needs images:create." + validation + openBody,
 		input: batchArgs(), output: batchOut(), hints: hints{openWorld: true},
 		run: createImage(batchImages)})

@@ -335,7 +335,7 @@ func (s *Server) Consent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request, c *client, p *pending, form url.Values) {
 	ctx := r.Context()
 	now := s.now()
-	attempt, ok := s.failures.attempt(c.ID, now)
+	attempt, _, ok := s.failures.take(c.ID, now)
 	if !ok {
 		s.log.WarnContext(ctx, "oauth sign-in refused: too many failures", "client_id", c.ID)
 		w.Header().Set("Retry-After", "60")

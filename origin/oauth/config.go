@@ -67,8 +67,21 @@ type Config struct {
 
 	// ConsentFailures bounds failed sign-ins on the consent page, per client.
 	ConsentFailures Limit
-	// Registrations bounds dynamic client registrations, for everyone at once.
+	// RegistrationsPerAddress bounds the dynamic client registrations of
+	// one client address (contract.ClientKey: an IPv4 address, an IPv6 /64).
+	RegistrationsPerAddress Limit
+	// Registrations bounds the dynamic client registrations of all
+	// addresses together: a ceiling far above one address's, so that many
+	// addresses at once are bounded too.
 	Registrations Limit
+	// UnusedClientTTL is how long a registered client that has never
+	// redeemed an authorization code is kept.
+	UnusedClientTTL time.Duration
+	// IdleClientTTL is how long a client that has redeemed a code is kept
+	// after its last token request (code or refresh). It exceeds
+	// RefreshTTL by more than an hour (clientUseEvery), so that a client
+	// whose grant is alive is never removed.
+	IdleClientTTL time.Duration
 	// Scopes are the permissions a connection may be granted.
 	Scopes []perm.Permission
 }
@@ -77,13 +90,16 @@ type Config struct {
 // Keys remain to be set.
 func DefaultConfig() Config {
 	return Config{
-		Now:             time.Now,
-		AccessTTL:       10 * time.Minute,
-		RefreshTTL:      30 * 24 * time.Hour,
-		CodeTTL:         60 * time.Second,
-		ConsentFailures: Limit{N: 5, Per: time.Minute, Burst: 5},
-		Registrations:   Limit{N: 30, Per: time.Minute, Burst: 60},
-		Scopes:          defaultScopes(),
+		Now:                     time.Now,
+		AccessTTL:               10 * time.Minute,
+		RefreshTTL:              30 * 24 * time.Hour,
+		CodeTTL:                 60 * time.Second,
+		ConsentFailures:         Limit{N: 5, Per: time.Minute, Burst: 5},
+		RegistrationsPerAddress: Limit{N: 10, Per: time.Minute, Burst: 20},
+		Registrations:           Limit{N: 600, Per: time.Minute, Burst: 600},
+		UnusedClientTTL:         24 * time.Hour,
+		IdleClientTTL:           90 * 24 * time.Hour,
+		Scopes:                  defaultScopes(),
 	}
 }
 
@@ -130,8 +146,17 @@ func (c Config) Validate() error {
 	if err := c.ConsentFailures.validate("ConsentFailures"); err != nil {
 		return err
 	}
+	if err := c.RegistrationsPerAddress.validate("RegistrationsPerAddress"); err != nil {
+		return err
+	}
 	if err := c.Registrations.validate("Registrations"); err != nil {
 		return err
+	}
+	switch {
+	case c.UnusedClientTTL <= 0:
+		return fmt.Errorf("oauth: UnusedClientTTL %v must be positive", c.UnusedClientTTL)
+	case c.IdleClientTTL <= c.RefreshTTL+clientUseEvery:
+		return fmt.Errorf("oauth: IdleClientTTL %v must exceed RefreshTTL %v by more than %v: a client with a live grant would be removed", c.IdleClientTTL, c.RefreshTTL, clientUseEvery)
 	}
 	if len(c.Scopes) == 0 {
 		return errors.New("oauth: Scopes must name at least one permission")

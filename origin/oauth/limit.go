@@ -11,57 +11,78 @@ func newLimiter(l Limit) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(float64(l.N)/l.Per.Seconds()), l.Burst)
 }
 
-// maxTrackedClients bounds the failure limiter's memory.
-const maxTrackedClients = 10_000
+// maxTracked bounds a keyedLimiter's memory.
+const maxTracked = 10_000
 
-// failureLimiter counts failed sign-ins per client. Clients whose bucket is
-// full again are forgotten when room is needed; past maxTrackedClients
-// clients with recent failures, further clients share one bucket. It is
-// per process, like the registration limit: it slows down guessing
-// rather than guarding a secret (an API key has 192 random bits, and
-// anyone can register another client), so n origins allowing n times the
-// attempts changes nothing that matters.
-type failureLimiter struct {
+// keyedLimiter is a token bucket per key: failed sign-ins per client,
+// registrations per client address. Keys whose bucket is full again are
+// forgotten when room is needed (looked for at most every pruneEvery);
+// past maxTracked keys with recent events, further keys share one bucket,
+// so a flood of keys cannot grow it. It is
+// per process: for sign-ins it slows down guessing rather than guarding a
+// secret (an API key has 192 random bits, and anyone can register another
+// client), for registrations it keeps one address from taking what all
+// addresses share; n origins allowing n times the events changes nothing
+// that matters.
+type keyedLimiter struct {
 	limit    Limit
 	mu       sync.Mutex
-	clients  map[string]*rate.Limiter
+	buckets  map[string]*rate.Limiter
 	overflow *rate.Limiter
+	pruned   time.Time // the last look for full buckets to forget
 }
 
-func newFailureLimiter(l Limit) *failureLimiter {
-	return &failureLimiter{limit: l, clients: map[string]*rate.Limiter{}, overflow: newLimiter(l)}
+// pruneEvery is how often a full keyedLimiter looks for buckets to
+// forget at most: the look goes through every bucket.
+const pruneEvery = time.Second
+
+func newKeyedLimiter(l Limit) *keyedLimiter {
+	return &keyedLimiter{limit: l, buckets: map[string]*rate.Limiter{}, overflow: newLimiter(l)}
 }
 
-// attempt takes one sign-in attempt of clientID at now. ok is false when the
-// client has no attempt left; otherwise the caller gives the attempt back
-// with r.CancelAt when the sign-in succeeds, so only failures count.
-func (f *failureLimiter) attempt(clientID string, now time.Time) (r *rate.Reservation, ok bool) {
-	lim := f.limiter(clientID, now)
+// take takes one event of key at now. ok is false when key has none left,
+// and wait says when it has one again; otherwise the caller may give the
+// event back with r.CancelAt (a sign-in that succeeds, a registration
+// another limit refuses).
+func (k *keyedLimiter) take(key string, now time.Time) (r *rate.Reservation, wait time.Duration, ok bool) {
+	return reserve(k.limiter(key, now), now)
+}
+
+// reserve takes one event of lim at now, or none, as keyedLimiter.take.
+func reserve(lim *rate.Limiter, now time.Time) (r *rate.Reservation, wait time.Duration, ok bool) {
 	r = lim.ReserveN(now, 1)
-	if !r.OK() || r.DelayFrom(now) > 0 {
+	if wait = r.DelayFrom(now); !r.OK() || wait > 0 {
 		r.CancelAt(now)
-		return nil, false
+		return nil, wait, false
 	}
-	return r, true
+	return r, 0, true
 }
 
-func (f *failureLimiter) limiter(clientID string, now time.Time) *rate.Limiter {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if lim, ok := f.clients[clientID]; ok {
+func (k *keyedLimiter) limiter(key string, now time.Time) *rate.Limiter {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if lim, ok := k.buckets[key]; ok {
 		return lim
 	}
-	if len(f.clients) >= maxTrackedClients {
-		for id, lim := range f.clients {
-			if lim.TokensAt(now) >= float64(f.limit.Burst) {
-				delete(f.clients, id)
+	if len(k.buckets) >= maxTracked && now.Sub(k.pruned).Abs() >= pruneEvery {
+		k.pruned = now
+		for id, lim := range k.buckets {
+			if lim.TokensAt(now) >= float64(k.limit.Burst) {
+				delete(k.buckets, id)
 			}
 		}
-		if len(f.clients) >= maxTrackedClients {
-			return f.overflow
-		}
 	}
-	lim := newLimiter(f.limit)
-	f.clients[clientID] = lim
+	if len(k.buckets) >= maxTracked {
+		return k.overflow
+	}
+	lim := newLimiter(k.limit)
+	k.buckets[key] = lim
 	return lim
+}
+
+// tracked is how many keys have a bucket of their own.
+func (k *keyedLimiter) tracked() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.buckets)
 }

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -54,17 +56,14 @@ func (s *Server) registrationFail(w http.ResponseWriter, r *http.Request, e *reg
 }
 
 // Register registers a client (POST /oauth/register, RFC 7591). It needs no
-// credentials, so registrations are rate limited for everyone at once.
+// credentials, so registrations are rate limited per client address, and
+// for all addresses together far above that. A client is kept
+// UnusedClientTTL unless it redeems a code (Sweep).
 func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", "no-store")
 	now := s.now()
-	if res := s.registrations.ReserveN(now, 1); !res.OK() || res.DelayFrom(now) > 0 {
-		wait := res.DelayFrom(now)
-		res.CancelAt(now)
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(wait.Seconds(), 1)))))
-		s.log.WarnContext(r.Context(), "oauth registration refused: rate limited")
-		s.registrationFail(w, r, &registrationError{http.StatusTooManyRequests, "temporarily_unavailable", "too many client registrations; try again later"})
+	if !s.admitRegistration(w, r, now) {
 		return
 	}
 	reg, rerr := readRegistration(w, r)
@@ -79,12 +78,13 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 	}
 	c.ID = uuid.NewString()
 	c.IssuedAt = now.Unix()
+	c.Expires = now.Add(s.cfg.UnusedClientTTL).UTC()
 	var secret string
 	if !c.public() {
 		secret = newSecret()
 		c.SecretHash = hashSecret(secret)
 	}
-	if err := putJSON(s.cfg.Store, prefixClient+c.ID, c); err != nil {
+	if err := s.saveClient(c); err != nil {
 		s.log.ErrorContext(r.Context(), "oauth registration failed", "error", err)
 		s.registrationFail(w, r, &registrationError{http.StatusInternalServerError, "server_error", "the client could not be registered"})
 		return
@@ -109,6 +109,35 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 		out["client_secret_expires_at"] = 0
 	}
 	respond.JSON(w, r, http.StatusCreated, out)
+}
+
+// admitRegistration takes a registration from the client address's
+// allowance, then from everyone's, or answers 429 with Retry-After. The
+// address is the last X-Forwarded-For entry, which the edge appends.
+func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request, now time.Time) bool {
+	key := "unknown"
+	if addr, ok := contract.ClientAddr(r.Header.Get(contract.HeaderForwardedFor), r.RemoteAddr); ok {
+		key = contract.ClientKey(addr)
+	}
+	mine, wait, ok := s.registrants.take(key, now)
+	limit := "address"
+	if ok {
+		if _, wait, ok = reserve(s.registrations, now); !ok {
+			mine.CancelAt(now) // the address did not get to register
+			limit = "all"
+		}
+	}
+	if ok {
+		return true
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(min(wait, time.Hour).Seconds(), 1)))))
+	s.log.WarnContext(r.Context(), "oauth registration refused: rate limited", "client", key, "limit", limit)
+	description := "too many client registrations from your address; try again later"
+	if limit == "all" {
+		description = "too many client registrations; try again later"
+	}
+	s.registrationFail(w, r, &registrationError{http.StatusTooManyRequests, "temporarily_unavailable", description})
+	return false
 }
 
 func readRegistration(w http.ResponseWriter, r *http.Request) (*registration, *registrationError) {

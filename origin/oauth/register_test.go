@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,7 +61,8 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterRefused(t *testing.T) {
-	e := newEnv(t)
+	// Refused registrations count against the address too: allow them all.
+	e := newEnv(t, func(c *Config) { c.RegistrationsPerAddress = Limit{N: 100, Per: time.Minute, Burst: 100} })
 	tests := []struct {
 		name   string
 		body   string
@@ -135,5 +137,120 @@ func TestRegisterRateLimit(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	if a := e.postJSON(t, "/oauth/register", body); a.status != http.StatusCreated {
 		t.Fatalf("after a minute: status %d", a.status)
+	}
+}
+
+// registerFrom registers a public client as the edge relays a request of
+// a client at address: its address appended to what the client sent as
+// X-Forwarded-For.
+func (e *env) registerFrom(t *testing.T, forwardedFor string) *answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+"/oauth/register",
+		strings.NewReader(`{"redirect_uris":["`+testRedirect+`"],"token_endpoint_auth_method":"none"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", forwardedFor)
+	return do(t, e.browser(t), req)
+}
+
+// TestHostileRegistrationFlood: one address registering as fast as it can
+// gets its own allowance (burst 20, then 10 a minute) and 429 with
+// Retry-After past it, and takes nothing from other addresses: they
+// register as before. Many addresses at once meet the ceiling of all.
+func TestHostileRegistrationFlood(t *testing.T) {
+	// A ceiling a little above one address's burst shows that the refused
+	// attempts of the flood take nothing from it.
+	e := newEnv(t, func(c *Config) { c.Registrations = Limit{N: 50, Per: time.Minute, Burst: 50} })
+	if got := e.cfg.RegistrationsPerAddress; got != (Limit{N: 10, Per: time.Minute, Burst: 20}) {
+		t.Fatalf("per-address limit %+v, want the default 10/min, burst 20", got)
+	}
+	const flooder = "203.0.113.7"
+	created, refused := 0, 0
+	for i := range 200 {
+		// What the client sends before the edge's entry changes nothing.
+		a := e.registerFrom(t, fmt.Sprintf("10.0.0.%d, %s", i%250, flooder))
+		switch a.status {
+		case http.StatusCreated:
+			created++
+		case http.StatusTooManyRequests:
+			refused++
+			wantOAuthError(t, a, http.StatusTooManyRequests, "temporarily_unavailable")
+			if got := a.header.Get("Retry-After"); got != "6" {
+				t.Fatalf("Retry-After %q, want 6 (10 a minute)", got)
+			}
+		default:
+			t.Fatalf("registration %d: status %d %s", i, a.status, a.body)
+		}
+	}
+	if created != 20 || refused != 180 {
+		t.Fatalf("the flooding address registered %d clients and was refused %d times, want 20 and 180", created, refused)
+	}
+	if a := e.registerFrom(t, "198.51.100.9"); a.status != http.StatusCreated {
+		t.Fatalf("another address during the flood: status %d %s", a.status, a.body)
+	}
+	// An IPv6 client counts by its /64.
+	for i := range 20 {
+		if a := e.registerFrom(t, fmt.Sprintf("2001:db8::%x", i+1)); a.status != http.StatusCreated {
+			t.Fatalf("IPv6 registration %d: status %d", i, a.status)
+		}
+	}
+	if a := e.registerFrom(t, "2001:db8::ffff"); a.status != http.StatusTooManyRequests {
+		t.Fatalf("a 21st address of one /64: status %d", a.status)
+	}
+	if a := e.registerFrom(t, "2001:db8:0:1::1"); a.status != http.StatusCreated {
+		t.Fatalf("another /64: status %d", a.status)
+	}
+	e.clock.Advance(6 * time.Second)
+	if a := e.registerFrom(t, flooder); a.status != http.StatusCreated {
+		t.Fatalf("the flooding address 6 s later: status %d %s", a.status, a.body)
+	}
+	if a := e.registerFrom(t, flooder); a.status != http.StatusTooManyRequests {
+		t.Fatalf("the flooding address again: status %d %s", a.status, a.body)
+	}
+	// Of the ceiling's 50, and 5 more for the 6 s, 43 are spent: twelve
+	// more addresses register, the thirteenth meets the ceiling of all.
+	for i := range 13 {
+		a := e.registerFrom(t, fmt.Sprintf("192.0.2.%d", i+1))
+		if i < 12 {
+			if a.status != http.StatusCreated {
+				t.Fatalf("address %d under the ceiling: status %d %s", i, a.status, a.body)
+			}
+			continue
+		}
+		wantOAuthError(t, a, http.StatusTooManyRequests, "temporarily_unavailable")
+		if a.json(t)["error_description"] != "too many client registrations; try again later" || a.header.Get("Retry-After") != "2" {
+			t.Fatalf("at the ceiling: %s, Retry-After %q", a.body, a.header.Get("Retry-After"))
+		}
+	}
+	if got := countKeys(t, e.store, prefixClient); got != 55 {
+		t.Fatalf("%d clients stored, want 55", got)
+	}
+}
+
+// TestHostileRegistrationAddresses: a flood of addresses cannot grow the
+// per-address buckets past maxTracked; once full, new addresses share one
+// bucket until the others' have refilled and are forgotten.
+func TestHostileRegistrationAddresses(t *testing.T) {
+	l := Limit{N: 10, Per: time.Minute, Burst: 20}
+	k := newKeyedLimiter(l)
+	for i := range 2 * maxTracked {
+		if _, _, ok := k.take(fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255), t0); !ok && i < maxTracked {
+			t.Fatalf("address %d refused", i)
+		}
+	}
+	if got := k.tracked(); got != maxTracked {
+		t.Fatalf("%d addresses tracked, want %d", got, maxTracked)
+	}
+	// The overflow bucket was spent by the addresses past maxTracked.
+	if _, _, ok := k.take("192.0.2.1", t0); ok {
+		t.Fatal("a new address got a bucket of its own while every bucket was in use")
+	}
+	// Two minutes later every bucket is full again: the next address
+	// makes room, and gets a bucket of its own.
+	later := t0.Add(2 * time.Minute)
+	if _, _, ok := k.take("192.0.2.1", later); !ok || k.tracked() != 1 {
+		t.Fatalf("after the buckets refilled: ok %v, %d tracked", ok, k.tracked())
 	}
 }

@@ -37,8 +37,9 @@ type Server struct {
 	csrfKey []byte
 
 	scopes        []perm.Permission // cfg.Scopes, sorted
-	registrations *rate.Limiter
-	failures      *failureLimiter
+	registrations *rate.Limiter     // all addresses together
+	registrants   *keyedLimiter     // registrations per client address
+	failures      *keyedLimiter     // failed sign-ins per client
 }
 
 // HKDF labels of the keys derived from the signing key's seed.
@@ -100,7 +101,8 @@ func New(cfg Config) (*Server, error) {
 		csrfKey:       csrfKey,
 		scopes:        scopes,
 		registrations: newLimiter(cfg.Registrations),
-		failures:      newFailureLimiter(cfg.ConsentFailures),
+		registrants:   newKeyedLimiter(cfg.RegistrationsPerAddress),
+		failures:      newKeyedLimiter(cfg.ConsentFailures),
 	}
 	return s, nil
 }

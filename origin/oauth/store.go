@@ -28,6 +28,9 @@ const (
 	prefixGrantKey = "oauth-grant-key/" // oauth-grant-key/<key_id>/<grant_id>: empty
 	prefixGrantOrg = "oauth-grant-org/" // oauth-grant-org/<org_id>/<grant_id>: empty
 	prefixExpiry   = "oauth-expiry/"    // oauth-expiry/<unix seconds, 16 hex digits>/<record key>: empty
+	// keyClientsExpire marks that every client has an expiry (clients
+	// registered before clients expired got one from Sweep).
+	keyClientsExpire = "oauth-meta/clients-expire"
 )
 
 // client is a registered client.
@@ -41,7 +44,17 @@ type client struct {
 	Scope         string   `json:"scope,omitempty"`
 	SecretHash    string   `json:"secret_sha256,omitempty"`
 	IssuedAt      int64    `json:"client_id_issued_at"`
+	// LastUsed is the last redemption of a code or refresh token, written
+	// down at most every clientUseEvery; zero until the first.
+	LastUsed time.Time `json:"last_used,omitzero"`
+	// Expires is when Sweep removes the client: UnusedClientTTL after its
+	// registration until it is used, then IdleClientTTL after LastUsed.
+	Expires time.Time `json:"expires,omitzero"`
 }
+
+// clientUseEvery is how often a client's use is written down at most: a
+// token request writes nothing more most of the time.
+const clientUseEvery = time.Hour
 
 func (c *client) public() bool { return c.AuthMethod == "none" }
 
@@ -102,6 +115,7 @@ type refreshToken struct {
 // token is spent once whichever origin redeems it.
 func codeLock(hash string) string { return "oauth/code/" + hash }
 func grantLock(id string) string  { return "oauth/grant/" + id }
+func clientLock(id string) string { return "oauth/client/" + id }
 
 // newSecret returns 256 random bits, base64url.
 func newSecret() string {
@@ -159,6 +173,8 @@ func family(key string) string {
 	return f
 }
 
+// client returns a registered client, nil for an unknown one or one due
+// for removal (Sweep removes it).
 func (s *Server) client(id string) (*client, error) {
 	if id == "" || len(id) > 64 {
 		return nil, nil
@@ -168,7 +184,61 @@ func (s *Server) client(id string) (*client, error) {
 	if !found || err != nil {
 		return nil, err
 	}
+	if !c.Expires.IsZero() && !s.now().Before(c.Expires) {
+		return nil, nil
+	}
 	return &c, nil
+}
+
+// saveClient stores a new client with its expiry entry.
+func (s *Server) saveClient(c *client) error {
+	b := s.cfg.Store.NewBatch()
+	defer b.Close()
+	if err := saveRecord(b, prefixClient+c.ID, c, c.Expires); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("save client: %w", err)
+	}
+	return nil
+}
+
+// errClientGone: the client was removed after it was read.
+var errClientGone = errors.New("client removed")
+
+// useClient writes down that c redeemed a code or a refresh token at now,
+// unless it was written down less than clientUseEvery ago: the client is
+// then kept IdleClientTTL from now. A client removed meanwhile is
+// errClientGone.
+func (s *Server) useClient(ctx context.Context, c *client, now time.Time) error {
+	if !c.LastUsed.IsZero() && now.Sub(c.LastUsed) < clientUseEvery {
+		return nil
+	}
+	key := prefixClient + c.ID
+	err := s.cfg.Store.Update(ctx, clientLock(c.ID), func(txn kv.Txn) error {
+		var cur client
+		found, err := getJSON(txn, key, &cur)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return errClientGone
+		case !cur.LastUsed.IsZero() && now.Sub(cur.LastUsed) < clientUseEvery:
+			return nil
+		}
+		if !cur.Expires.IsZero() {
+			if err := txn.Delete(expiryKey(cur.Expires, key)); err != nil {
+				return err
+			}
+		}
+		cur.LastUsed = now.UTC()
+		cur.Expires = now.Add(s.cfg.IdleClientTTL).UTC()
+		return saveRecord(txn, key, &cur, cur.Expires)
+	})
+	if err != nil && !errors.Is(err, errClientGone) {
+		return fmt.Errorf("record the use of client %s: %w", c.ID, err)
+	}
+	return err
 }
 
 // saveRecord writes a record and its expiry entry.
@@ -267,10 +337,14 @@ func (s *Server) scanIDs(prefix string, after []byte, n int) (ids []string, last
 	return ids, last, nil
 }
 
-// Sweep removes the codes, refresh tokens and grants that expired by now and
-// reports how many. The origin runs it now and then; records met after
-// their expiry are also removed as they are met.
+// Sweep removes the codes, refresh tokens, grants and clients that expired
+// by now and reports how many. The origin runs it now and then; codes and
+// refresh tokens met after their expiry are also removed as they are met,
+// and a client due for removal is unknown already.
 func (s *Server) Sweep(now time.Time) (int, error) {
+	if err := s.expireOldClients(now); err != nil {
+		return 0, err
+	}
 	removed := 0
 	var after []byte
 	for {
@@ -345,6 +419,9 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 		lock = grantLock(strings.TrimPrefix(record, prefixGrant))
 	case strings.HasPrefix(record, prefixCode):
 		lock = codeLock(strings.TrimPrefix(record, prefixCode))
+	case strings.HasPrefix(record, prefixClient):
+		// A client's expiry moves under its lock when it is used.
+		lock = clientLock(strings.TrimPrefix(record, prefixClient))
 	case strings.HasPrefix(record, prefixRefresh):
 		// A refresh token changes under its grant's lock.
 		var rt refreshToken
@@ -363,7 +440,11 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	removed := 0
 	err := s.cfg.Store.Update(context.Background(), lock, func(txn kv.Txn) error {
 		removed = 0
-		// Every family has "expires"; grants also name their key and organization.
+		// Every family has "expires"; grants also name their key and
+		// organization. A client that has redeemed no code has no grant;
+		// one idle for IdleClientTTL holds none alive any more: each grant
+		// expires RefreshTTL after its last refresh, which the client's
+		// use, written down within clientUseEvery, is not older than.
 		var rec struct {
 			Expires time.Time `json:"expires"`
 			ID      string    `json:"id"`
@@ -393,4 +474,48 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 		return 0, fmt.Errorf("sweep %s: %w", family(record), err)
 	}
 	return removed, nil
+}
+
+// expireOldClients gives the clients registered before clients expired
+// (no expiry) IdleClientTTL from now, as if just used: whether they ever
+// completed an authorization is not known. It runs until it has done so
+// once for the store.
+func (s *Server) expireOldClients(now time.Time) error {
+	if _, err := s.cfg.Store.Get([]byte(keyClientsExpire)); err == nil {
+		return nil
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return fmt.Errorf("read %s: %w", family(keyClientsExpire), err)
+	}
+	var after []byte
+	for {
+		ids, last, err := s.scanIDs(prefixClient, after, 256)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			key := prefixClient + id
+			var c client
+			if found, err := getJSON(s.cfg.Store, key, &c); err != nil {
+				return err
+			} else if !found || !c.Expires.IsZero() {
+				continue
+			}
+			err := s.cfg.Store.Update(context.Background(), clientLock(id), func(txn kv.Txn) error {
+				var c client
+				found, err := getJSON(txn, key, &c)
+				if err != nil || !found || !c.Expires.IsZero() {
+					return err
+				}
+				c.Expires = now.Add(s.cfg.IdleClientTTL).UTC()
+				return saveRecord(txn, key, &c, c.Expires)
+			})
+			if err != nil {
+				return fmt.Errorf("expire client %s: %w", id, err)
+			}
+		}
+		if len(ids) < 256 {
+			return s.cfg.Store.Put([]byte(keyClientsExpire), nil)
+		}
+		after = last
+	}
 }

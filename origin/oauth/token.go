@@ -245,6 +245,9 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 		return nil, errServer
 	}
 
+	if e := s.clientUsed(ctx, c, now); e != nil {
+		return nil, e
+	}
 	g.Expires = now.Add(s.cfg.AccessTTL).UTC()
 	var refresh string
 	var rt *refreshToken
@@ -297,6 +300,20 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 		RefreshToken: refresh,
 		Scope:        joinScopes(g.Scopes),
 	}, nil
+}
+
+// clientUsed writes down the use of c before it gets tokens (useClient),
+// so that Sweep keeps it.
+func (s *Server) clientUsed(ctx context.Context, c *client, now time.Time) *endpointError {
+	err := s.useClient(ctx, c, now)
+	switch {
+	case errors.Is(err, errClientGone):
+		return &endpointError{status: http.StatusUnauthorized, code: "invalid_client", description: "unknown client"}
+	case err != nil:
+		s.log.ErrorContext(ctx, "oauth client use not recorded", "error", err)
+		return errServer
+	}
+	return nil
 }
 
 // errSpent: the code or refresh token was spent, or removed, between its
@@ -394,6 +411,9 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 		return nil, errServer
 	}
 
+	if e := s.clientUsed(ctx, c, now); e != nil {
+		return nil, e
+	}
 	next := newSecret()
 	nextRec := &refreshToken{GrantID: rec.GrantID, ClientID: c.ID, Scopes: rec.Scopes, Expires: now.Add(s.cfg.RefreshTTL).UTC()}
 	var spent refreshToken // the token as the transaction found it
