@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -63,6 +64,12 @@ type Config struct {
 	// on average since its headers, or it gets 408 and is closed.
 	BodyGrace   time.Duration
 	BodyMinRate int64
+	// TrustedProxies are the networks of proxies in front of the edge (load
+	// balancers) whose X-Forwarded-For names the client: behind them, the
+	// client of a request is the address they saw, which the origin's
+	// per-client limits count by (forward.Client). None by default: the
+	// peer is the client.
+	TrustedProxies []netip.Prefix
 	// IdleTimeout bounds the wait for the next request on a keep-alive
 	// connection.
 	IdleTimeout time.Duration

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,7 +188,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	}
 	e.og.misses.Inc()
 	token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
-	ent, err := e.fillOG(string(kb.b), caching, string(requestID), ctx.RemoteIP().String())
+	ent, err := e.fillOG(string(kb.b), caching, string(requestID), e.client(ctx))
 	e.inflight.end(token)
 	if err != nil {
 		e.answerOGFailure(ctx, err)
@@ -689,4 +690,19 @@ func (o *ogState) stop(wait time.Duration) error {
 	case <-time.After(wait):
 		return fmt.Errorf("stop edge: OG revalidations still running %v after they were canceled", wait)
 	}
+}
+
+// client is the address of the client of a request, as the origin's
+// per-client limits count it: the peer, or behind a trusted proxy the
+// address it saw (forward.Client).
+func (e *Edge) client(ctx *fasthttp.RequestCtx) string {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	var xff []string
+	if len(e.cfg.TrustedProxies) > 0 {
+		for _, v := range ctx.Request.Header.PeekAll("X-Forwarded-For") {
+			xff = append(xff, string(v))
+		}
+	}
+	c, _ := forward.Client(peer, xff, e.cfg.TrustedProxies)
+	return c.String()
 }

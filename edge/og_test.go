@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -990,6 +991,37 @@ func TestOGForwardsClientAddress(t *testing.T) {
 	apitest.WantStatus(t, ogGet(t, base, "GET", contract.OGPrefix+ogDomain+"/from-127.0.0.7", uaTwitter), 200)
 	if got := o.next(t); got.ifNoneMatch == "" || got.forwardedFor != "" {
 		t.Fatalf("the revalidation sent If-None-Match %q, X-Forwarded-For %q; want a validator and no address", got.ifNoneMatch, got.forwardedFor)
+	}
+}
+
+// TestOGClientBehindTrustedProxy: behind a load balancer named in
+// TrustedProxies, the fill names the client the balancer saw, not the
+// balancer; a forged entry before it and an untrusted peer's header count
+// for nothing.
+func TestOGClientBehindTrustedProxy(t *testing.T) {
+	o := newOGOrigin(t, contract.OGAsIs)
+	_, base := newOGEdge(t, o.URL, ogClock(), func(c *Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.9/32")}
+	})
+	for i, tt := range []struct{ from, xff, want string }{
+		{"127.0.0.9", "1.1.1.1, 203.0.113.5", "203.0.113.5"},     // the balancer
+		{"127.0.0.10", "203.0.113.5", "127.0.0.10"},              // not trusted: the peer
+		{"127.0.0.9", "198.51.100.1, 127.0.0.9", "198.51.100.1"}, // the balancer behind itself
+	} {
+		c := dialFrom(t, strings.TrimPrefix(base, "http://"), tt.from)
+		fmt.Fprintf(c, "GET %s%s/trusted-%d HTTP/1.1\r\nHost: edge\r\nUser-Agent: %s\r\nX-Forwarded-For: %s\r\n\r\n",
+			contract.OGPrefix, ogDomain, i, uaTwitter, tt.xff)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("case %d: %d", i, resp.StatusCode)
+		}
+		if got := o.next(t); got.forwardedFor != tt.want {
+			t.Fatalf("case %d: the fill sent X-Forwarded-For %q, want %q", i, got.forwardedFor, tt.want)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -24,6 +26,38 @@ func (l *urlList) Set(v string) error {
 			return errors.New("empty URL in the list")
 		}
 		*l = append(*l, u)
+	}
+	return nil
+}
+
+// prefixList is a flag of networks, repeated or separated by commas, each
+// a CIDR prefix or a single address: the edge's --trusted-proxies.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string {
+	if l == nil {
+		return ""
+	}
+	out := make([]string, len(*l))
+	for i, p := range *l {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
+}
+
+func (l *prefixList) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			*l = append(*l, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%q is neither a network (CIDR) nor an address", s)
+		}
+		a = a.Unmap()
+		*l = append(*l, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return nil
 }

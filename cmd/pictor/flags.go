@@ -81,6 +81,9 @@ func registerEdgeLimits(fs *flagSet, cfg *edge.Config) {
 		"time a request body may take before --body-min-rate applies")
 	fs.Int64Var(&cfg.BodyMinRate, "body-min-rate", def.BodyMinRate,
 		"bytes per second a request body must average after --body-grace; a slower client gets 408")
+	fs.Var((*prefixList)(&cfg.TrustedProxies), "trusted-proxies",
+		"`networks` (CIDR or addresses, comma-separated) of the load balancers in front of the edge: their X-Forwarded-For names the client, "+
+			"which the per-client limits of OG pages and OAuth registrations count by (default none: the peer is the client)")
 }
 
 // registerStorage registers the settings of the writes to storage

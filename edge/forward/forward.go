@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -41,6 +42,9 @@ type Config struct {
 	// BodyMinRate bytes per second on average, or the client gets 408.
 	BodyGrace   time.Duration
 	BodyMinRate int64
+	// TrustedProxies are the networks of the proxies in front of the edge
+	// (load balancers) whose X-Forwarded-For names the client (Client).
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultConfig returns a Config without an origin and the edge's body limits.
@@ -244,11 +248,9 @@ func (f *Forwarder) newOutbound(rc *fasthttp.RequestCtx, requestID string, up *u
 	}
 	out.header.Set(contract.HeaderRequestID, requestID)
 	out.header.Set("X-Forwarded-Host", string(rc.Host()))
-	clientIP := rc.RemoteIP().String()
-	if prior := out.header.Get("X-Forwarded-For"); prior != "" {
-		clientIP = prior + ", " + clientIP
-	}
-	out.header.Set("X-Forwarded-For", clientIP)
+	peer, _ := netip.AddrFromSlice(rc.RemoteIP())
+	_, chain := Client(peer, out.header.Values("X-Forwarded-For"), f.cfg.TrustedProxies)
+	out.header.Set("X-Forwarded-For", chain)
 	proto := "http"
 	if rc.IsTLS() {
 		proto = "https"

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -250,5 +251,46 @@ func TestForwardEarlyAnswer(t *testing.T) {
 	}
 	if answered == 0 {
 		t.Fatal("the client never received the early answer")
+	}
+}
+
+// TestForwardClientBehindTrustedProxy: a relay from a trusted proxy
+// (TrustedProxies) sends X-Forwarded-For ending with the client that proxy
+// saw, so the origin's per-client limits count that client; X-Forwarded-For
+// lines are read together.
+func TestForwardClientBehindTrustedProxy(t *testing.T) {
+	got := make(chan string, 1)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- strings.Join(r.Header.Values("X-Forwarded-For"), "|")
+	}))
+	defer origin.Close()
+	for _, tt := range []struct {
+		name    string
+		trusted []netip.Prefix
+		want    string
+	}{
+		{"untrusted peer", nil, "1.1.1.1, 203.0.113.9, 127.0.0.1"},
+		{"trusted peer", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "1.1.1.1, 203.0.113.9"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Origin, cfg.TrustedProxies = origin.URL, tt.trusted
+			f, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Close)
+			req, _ := http.NewRequest("GET", startEdge(t, f)+"/v1/x", nil)
+			req.Header.Add("X-Forwarded-For", "1.1.1.1")
+			req.Header.Add("X-Forwarded-For", "203.0.113.9")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if xff := <-got; xff != tt.want {
+				t.Fatalf("the origin got X-Forwarded-For %q, want %q", xff, tt.want)
+			}
+		})
 	}
 }
