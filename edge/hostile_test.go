@@ -3,7 +3,6 @@ package edge
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -146,25 +145,6 @@ func readResponse(t *testing.T, br *bufio.Reader) answer {
 	return answer{Response: &apitest.Response{Status: r.StatusCode, Header: r.Header, Body: body}, close: r.Close}
 }
 
-// wantClosed checks that the server closed c with nothing after what was
-// read: a read ends at once with EOF (or a reset, when the server closed
-// with the client's bytes unread), never with data or a timeout.
-func wantClosed(t *testing.T, c net.Conn, br *bufio.Reader) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	rest, err := io.ReadAll(br)
-	if len(rest) > 0 {
-		t.Fatalf("%d bytes after the response: %q", len(rest), rest)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("the connection was left open")
-	}
-	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("reading after the response: %v", err)
-	}
-}
-
 // waitFor polls cond every 10 ms until it holds, failing after limit.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -211,7 +191,7 @@ func TestMalformedFraming(t *testing.T) {
 			if !r.close {
 				t.Error("no Connection: close")
 			}
-			wantClosed(t, c, br)
+			apitest.WantClosed(t, c, br)
 			if o.asked(apitest.SmuggledPath) {
 				t.Fatal("the smuggled request reached the origin")
 			}
@@ -229,7 +209,7 @@ func TestMalformedFraming(t *testing.T) {
 			if !r.close {
 				t.Error("no Connection: close")
 			}
-			wantClosed(t, c, br)
+			apitest.WantClosed(t, c, br)
 			if o.asked(apitest.SmuggledPath) {
 				t.Fatal("the smuggled request reached the origin")
 			}
@@ -289,7 +269,7 @@ func TestUnreadBodyClosesConnection(t *testing.T) {
 			if !r.close {
 				t.Error("no Connection: close")
 			}
-			wantClosed(t, c, br)
+			apitest.WantClosed(t, c, br)
 		})
 	}
 	if n := o.gets.Load(); n != fetches {
@@ -375,13 +355,13 @@ func TestSlowClients(t *testing.T) {
 	t.Run("headers too slow", func(t *testing.T) {
 		r, c, br := send(t, "GET /v1/api-keys HTTP/1.1\r\nHost: e\r\nX-Slow: ", []byte("a"), 1<<20, 50*time.Millisecond)
 		apitest.WantError(t, r.Response, http.StatusRequestTimeout)
-		wantClosed(t, c, br)
+		apitest.WantClosed(t, c, br)
 	})
 	t.Run("body stalls", func(t *testing.T) {
 		head := "POST /v1/stall HTTP/1.1\r\nHost: e\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("x", 16<<10)
 		r, c, br := send(t, head, nil, 0, time.Hour)
 		apitest.WantError(t, r.Response, http.StatusRequestTimeout)
-		wantClosed(t, c, br)
+		apitest.WantClosed(t, c, br)
 	})
 	t.Run("body below the minimum rate", func(t *testing.T) {
 		// 16 KiB/s against 64 KiB/s, after 16 KiB at once (past what
@@ -389,14 +369,14 @@ func TestSlowClients(t *testing.T) {
 		r, c, br := send(t, "POST /v1/trickle HTTP/1.1\r\nHost: e\r\nContent-Length: 1048576\r\n\r\n"+strings.Repeat("x", 16<<10),
 			make([]byte, 1<<10), 1<<20, 62*time.Millisecond)
 		apitest.WantError(t, r.Response, http.StatusRequestTimeout)
-		wantClosed(t, c, br)
+		apitest.WantClosed(t, c, br)
 	})
 	t.Run("chunked body below the minimum rate", func(t *testing.T) {
 		chunk := []byte("400\r\n" + strings.Repeat("y", 1<<10) + "\r\n")
 		r, c, br := send(t, "POST /v1/trickle-chunked HTTP/1.1\r\nHost: e\r\nTransfer-Encoding: chunked\r\n\r\n",
 			chunk, 1<<20, 62*time.Millisecond)
 		apitest.WantError(t, r.Response, http.StatusRequestTimeout)
-		wantClosed(t, c, br)
+		apitest.WantClosed(t, c, br)
 	})
 	t.Run("body at a fine rate", func(t *testing.T) {
 		// 320 KiB/s against 64 KiB/s, for about a second: past the grace.
@@ -462,7 +442,7 @@ func TestConnectionLimits(t *testing.T) {
 		if r.Header.Get("Retry-After") == "" || !r.close {
 			t.Errorf("refusal: close %v, headers %v", r.close, r.Header)
 		}
-		wantClosed(t, c, br)
+		apitest.WantClosed(t, c, br)
 	}
 	// hold opens a connection that sends half a request.
 	hold := func(t *testing.T, from string) net.Conn {
@@ -603,7 +583,7 @@ func TestStopIsBounded(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	for _, c := range []net.Conn{partial, relayed, fill} {
-		wantClosed(t, c, bufio.NewReader(c))
+		apitest.WantClosed(t, c, bufio.NewReader(c))
 	}
 	got := map[string]bool{}
 	for range 2 {

@@ -202,18 +202,7 @@ func TestEdgeCachesAndTransforms(t *testing.T) {
 // served and misses fail fast.
 func TestSeparateEdgesPurge(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		Key struct {
-			APIID  string `json:"api_id"`
-			APIKey string `json:"api_key"`
-		} `json:"key"`
-	}
-	decodeJSON(t, out, &created)
-	creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	creds := orgCreate(t, dir, "acme", "scale")
 	token := strings.Repeat("e", 40)
 	os.Setenv("PICTOR_EDGE_TOKEN", token)
 	defer os.Unsetenv("PICTOR_EDGE_TOKEN")
@@ -300,6 +289,24 @@ func TestSeparateEdgesPurge(t *testing.T) {
 	}
 	_, a2 := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", cacheA, "--name", "a")
 	apitest.WantStatus(t, apitest.Do(t, a2, apitest.Request{Method: "GET", Path: p3}), 200)
+}
+
+// orgCreate creates an organization on plan with `pictor admin org
+// create` in the data directory dir and returns its key.
+func orgCreate(t *testing.T, dir, name, plan string) apitest.Creds {
+	t.Helper()
+	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", name, "--plan", plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		Key struct {
+			APIID  string `json:"api_id"`
+			APIKey string `json:"api_key"`
+		} `json:"key"`
+	}
+	decodeJSON(t, out, &created)
+	return apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
 }
 
 func decodeJSON(t *testing.T, s string, v any) {
@@ -390,18 +397,7 @@ func TestSignedURLsAtTheEdge(t *testing.T) {
 // is the origin's own answer.
 func TestEdgeWithoutToken(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		Key struct {
-			APIID  string `json:"api_id"`
-			APIKey string `json:"api_key"`
-		} `json:"key"`
-	}
-	decodeJSON(t, out, &created)
-	creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	creds := orgCreate(t, dir, "acme", "scale")
 	token := strings.Repeat("t", 40)
 
 	_, originURL := startProcess(t, "origin", "--data-dir", dir, "--addr", "127.0.0.1:0", "--allow-private-urls", "--edge-token", token)

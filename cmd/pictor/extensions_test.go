@@ -34,18 +34,7 @@ func TestHostileExtensionSpellings(t *testing.T) {
 	})
 	t.Run("separate edges", func(t *testing.T) {
 		dir := t.TempDir()
-		out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var created struct {
-			Key struct {
-				APIID  string `json:"api_id"`
-				APIKey string `json:"api_key"`
-			} `json:"key"`
-		}
-		decodeJSON(t, out, &created)
-		creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+		creds := orgCreate(t, dir, "acme", "scale")
 		token := strings.Repeat("x", 40)
 		_, originURL := startProcess(t, "origin", "--data-dir", dir, "--addr", "127.0.0.1:0", "--allow-private-urls", "--edge-token", token)
 		_, synced := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", filepath.Join(t.TempDir(), "synced"), "--edge-token", token)

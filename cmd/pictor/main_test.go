@@ -339,18 +339,7 @@ func (p *process) terminate(t *testing.T) error {
 
 func TestSeparateEdgeAndOriginProcesses(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		Key struct {
-			APIID  string `json:"api_id"`
-			APIKey string `json:"api_key"`
-		} `json:"key"`
-	}
-	json.Unmarshal([]byte(out), &created)
-	creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	creds := orgCreate(t, dir, "acme", "scale")
 
 	origin, originURL := startProcess(t, "origin", "--data-dir", dir, "--addr", "127.0.0.1:0")
 	edge, edgeURL := startProcess(t, "edge", "--origin-url", originURL, "--addr", "127.0.0.1:0", "--cache-dir", filepath.Join(t.TempDir(), "cache"))

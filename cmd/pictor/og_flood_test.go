@@ -35,20 +35,7 @@ func TestHostileOGFlood(t *testing.T) {
 	defer site.Close()
 	dir := t.TempDir()
 	s := startServe(t, dir, nil)
-	out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "tiny", "--plan", "free")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		Key struct {
-			APIID  string `json:"api_id"`
-			APIKey string `json:"api_key"`
-		} `json:"key"`
-	}
-	if err := json.Unmarshal([]byte(out), &created); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	tiny := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+	tiny := orgCreate(t, dir, "tiny", "free")
 	r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs", Creds: &tiny, JSON: map[string]any{"config_type": "html_css", "base_url": site.URL}})
 	apitest.WantStatus(t, r, 200)
 	var cfg struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,20 +115,7 @@ func TestShutdownWaitsForChromium(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			out, err := runCmd(t, nil, "admin", "org", "create", "--data-dir", dir, "--name", "acme", "--plan", "scale")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var created struct {
-				Key struct {
-					APIID  string `json:"api_id"`
-					APIKey string `json:"api_key"`
-				} `json:"key"`
-			}
-			if err := json.Unmarshal([]byte(out), &created); err != nil {
-				t.Fatalf("admin output: %v\n%s", err, out)
-			}
-			creds := apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey}
+			creds := orgCreate(t, dir, "acme", "scale")
 			profiles := render.ProfileRoot(filepath.Join(dir, "chromium"))
 			t.Cleanup(func() {
 				// Whatever a failure left behind.

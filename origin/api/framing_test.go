@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,23 +101,6 @@ func readFramed(t *testing.T, br *bufio.Reader) framedAnswer {
 	return framedAnswer{&apitest.Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, resp.Close}
 }
 
-// wantEnd checks that the server closed c with nothing after what was read.
-func wantEnd(t *testing.T, c net.Conn, br *bufio.Reader) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	rest, err := io.ReadAll(br)
-	if len(rest) > 0 {
-		t.Fatalf("%d bytes after the answer: %q", len(rest), rest)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("the connection was left open")
-	}
-	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("reading after the answer: %v", err)
-	}
-}
-
 func dialFraming(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c := dial(t, addr)
@@ -153,7 +135,7 @@ func TestHostileOriginFraming(t *testing.T) {
 			if !r.close {
 				t.Error("no Connection: close")
 			}
-			wantEnd(t, c, br)
+			apitest.WantClosed(t, c, br)
 		})
 	}
 	if n := s.smuggled.Load(); n != 0 {
@@ -173,7 +155,7 @@ func TestHostileOriginFraming(t *testing.T) {
 			if !r.close {
 				t.Error("no Connection: close")
 			}
-			wantEnd(t, c, br)
+			apitest.WantClosed(t, c, br)
 		})
 	}
 	if n := s.smuggled.Load(); n != 0 {
@@ -232,7 +214,7 @@ func TestOriginFramingPipelined(t *testing.T) {
 	}
 	second := readFramed(t, br)
 	apitest.WantMessage(t, apitest.WantError(t, second.Response, 400), framing.ErrFieldName.Error())
-	wantEnd(t, c, br)
+	apitest.WantClosed(t, c, br)
 	if s.smuggled.Load() != 0 {
 		t.Fatal("the smuggled request reached a handler")
 	}

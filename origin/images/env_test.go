@@ -19,14 +19,12 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/cursor"
-	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
-	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/render/rendertest"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
@@ -65,35 +63,11 @@ func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
 		t.Fatal(err)
 	}
 	e.orgs = org.NewStore(store, e.clock.Now)
-	e.svc, err = NewService(Config{Store: store, Blobs: e.blobs, Engine: stoppedEngine(t), Now: e.clock.Now, CompactIdle: -1})
+	e.svc, err = NewService(Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.svc.Close)
-	return e
-}
-
-// stoppedEngine is a real engine that was stopped before it started: its
-// Render answers render.ErrStopped without launching a browser.
-func stoppedEngine(t *testing.T) *render.Engine {
-	t.Helper()
-	gw, err := egress.New(egress.Config{DialTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := render.DefaultConfig()
-	rc.Chromium = chromiumtest.Path()
-	rc.NoSandbox = true
-	rc.Tabs = 1
-	rc.Gateway = gw
-	rc.ProfileDir = t.TempDir()
-	e, err := render.New(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return e
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/render/rendertest"
 )
 
 // blockedDestinations hold every Open until release is closed, as a
@@ -32,7 +33,7 @@ func TestStoreQueueFull(t *testing.T) {
 	e := newEnv(t)
 	dests := blockedDestinations{opened: make(chan string, 4), release: make(chan struct{})}
 	stored := make(chan string, 4)
-	svc, err := NewService(Config{Store: e.store, Blobs: e.blobs, Engine: stoppedEngine(t), Now: e.clock.Now, CompactIdle: -1,
+	svc, err := NewService(Config{Store: e.store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1,
 		Destinations: dests, StorageWrites: 1, StorageQueue: 1,
 		OnStored: func(id string, err error) { stored <- id }})
 	if err != nil {

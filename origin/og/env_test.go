@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/egress"
@@ -25,7 +23,7 @@ import (
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
-	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/render/rendertest"
 )
 
 // origin is one origin's OG serving path over a store, from real parts:
@@ -53,7 +51,7 @@ func newOrigin(t *testing.T, store kv.Store, clock *apitest.Clock, shared bool, 
 		t.Fatal(err)
 	}
 	o := &origin{store: store, orgs: org.NewStore(store, clock.Now), configs: ogconfig.NewStore(store, clock.Now), reg: prometheus.NewRegistry()}
-	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: stoppedEngine(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
+	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: rendertest.Stopped(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,30 +77,6 @@ func newOrigin(t *testing.T, store kv.Store, clock *apitest.Clock, shared bool, 
 	}
 	t.Cleanup(o.og.Close)
 	return o
-}
-
-// stoppedEngine is a real engine that was stopped before it started: its
-// Render answers render.ErrStopped without launching a browser.
-func stoppedEngine(t *testing.T) *render.Engine {
-	t.Helper()
-	gw, err := egress.New(egress.Config{DialTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := render.DefaultConfig()
-	rc.Chromium = chromiumtest.Path()
-	rc.NoSandbox = true
-	rc.Tabs = 1
-	rc.Gateway = gw
-	rc.ProfileDir = t.TempDir()
-	e, err := render.New(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return e
 }
 
 // noTemplates serves html_css configurations only: nothing here is

@@ -1,7 +1,14 @@
 package apitest
 
 import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
 	"strings"
+	"syscall"
+	"testing"
+	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/framing"
 )
@@ -137,5 +144,24 @@ func WellFramed() []FramingCase {
 		{Name: "trailer field", Request: post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 1\r\n\r\n", Body: 5},
 		{Name: "obs-text in a header value", Request: post + "X-Note: caf\xe9\r\nContent-Length: 5\r\n\r\nhello", Body: 5},
 		{Name: "header value with tabs", Request: post + "X-Note:\ta\tb\t\r\nContent-Length: 5\r\n\r\nhello", Body: 5},
+	}
+}
+
+// WantClosed checks that the server closed c with nothing after what br
+// read: a read ends at once with EOF (or a reset, when the server closed
+// with the client's bytes unread), never with data or a timeout.
+func WantClosed(t testing.TB, c net.Conn, br *bufio.Reader) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rest, err := io.ReadAll(br)
+	if len(rest) > 0 {
+		t.Fatalf("%d bytes after the answer: %q", len(rest), rest)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the connection was left open")
+	}
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading after the answer: %v", err)
 	}
 }
