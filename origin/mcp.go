@@ -37,7 +37,7 @@ func (o *Origin) openOAuth(box *seal.Box) error {
 		return nil
 	}
 	cfg := oauth.DefaultConfig()
-	cfg.Store, cfg.Keys, cfg.Now = o.store, o.keys, o.cfg.Now
+	cfg.Store, cfg.Keys, cfg.Now, cfg.Registerer = o.store, o.keys, o.cfg.Now, o.registry
 	cfg.KeyFile = filepath.Join(o.cfg.DataDir, OAuthKeyFile)
 	if o.cfg.Store != "" {
 		// Origins sharing a store share the master key, not a data

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -389,4 +390,282 @@ func idOf(body string) string {
 		return "?"
 	}
 	return string(e.id)
+}
+
+// TestHostileMCPNoPlainText: whatever reaches /mcp with a valid token is
+// answered in JSON, never in the SDK's plain text: a message it cannot
+// take gets a JSON-RPC error (400, -32600 with a null id for the
+// envelope; 404, -32601 with the request's id for an unknown method;
+// -32602 for params that are missing or not an object, with the id and
+// 200 as the SDK's own, 400 for a notification); a request refused for
+// its HTTP method or headers gets the standard error body; a
+// notification, known or not, is accepted (202, no body). No tool runs.
+func TestHostileMCPNoPlainText(t *testing.T) {
+	s := newSite(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	current := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
+	const (
+		rpc      = "rpc"      // a JSON-RPC error
+		standard = "standard" // the standard error body
+		accepted = "accepted" // 202 without a body
+		result   = "result"   // a JSON-RPC result
+	)
+	tests := []struct {
+		name   string
+		method string            // HTTP; POST when ""
+		header map[string]string // set over the defaults; "-" removes one
+		body   string
+		status int
+		kind   string
+		code   int    // JSON-RPC error code
+		id     string // the id that comes back
+		says   string // in the message
+	}{
+		{name: "request without id", body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"check_usage","arguments":{}}}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: `Invalid Request: a request needs an "id"`},
+		{name: "request without id, current protocol", header: current, body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"check_usage","arguments":{},` + meta + `}}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: `a request needs an "id"`},
+		{name: "tools/list without id", body: `{"jsonrpc":"2.0","method":"tools/list"}`, status: 400, kind: rpc, code: -32600, id: "null", says: `a request needs an "id"`},
+		{name: "notification with an id", body: `{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: `a notification (a method starting with "notifications/") has no "id"`},
+		{name: "unknown method", body: `{"jsonrpc":"2.0","id":1,"method":"images/make","params":{}}`,
+			status: 404, kind: rpc, code: -32601, id: "1", says: `Method not found: "images/make"`},
+		{name: "unknown method, string id", body: `{"jsonrpc":"2.0","id":"a-1","method":"resources/delete"}`,
+			status: 404, kind: rpc, code: -32601, id: `"a-1"`, says: `Method not found: "resources/delete"`},
+		{name: "empty method", body: `{"jsonrpc":"2.0","id":1,"method":""}`, status: 404, kind: rpc, code: -32601, id: "1", says: `Method not found: ""`},
+		{name: "unreadable method", body: `{"jsonrpc":"2.0","id":1,"method":"é\u0000` + strings.Repeat("m", 100) + `"}`,
+			status: 404, kind: rpc, code: -32601, id: "1", says: "Method not found: this server has no such method"},
+		{name: "unknown notification", body: `{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{}}`, status: 202, kind: accepted},
+		{name: "initialized", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202, kind: accepted},
+		{name: "notification, params of the wrong type", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}`,
+			status: 400, kind: rpc, code: -32602, id: "null", says: `Invalid params: "params" must be an object, not a number`},
+		{name: "notification, a member of the wrong type", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}`,
+			status: 202, kind: accepted},
+		{name: "notification without its params", body: `{"jsonrpc":"2.0","method":"notifications/progress"}`,
+			status: 400, kind: rpc, code: -32602, id: "null", says: `Invalid params: notifications/progress needs "params"`},
+		{name: "params a number", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}`,
+			status: 200, kind: rpc, code: -32602, id: "1", says: `Invalid params: "params" must be an object, not a number`},
+		{name: "params an array", body: `{"jsonrpc":"2.0","id":"l","method":"tools/list","params":[]}`,
+			status: 200, kind: rpc, code: -32602, id: `"l"`, says: `"params" must be an object, not an array`},
+		{name: "params a string", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}`,
+			status: 200, kind: rpc, code: -32602, id: "1", says: `"params" must be an object, not a string`},
+		{name: "tools/call without params", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`,
+			status: 200, kind: rpc, code: -32602, id: "7", says: `Invalid params: tools/call needs "params"`},
+		{name: "tools/call, params null", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":null}`,
+			status: 200, kind: rpc, code: -32602, id: "7", says: `Invalid params: tools/call needs "params"`},
+		{name: "a params member of the wrong type", body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":5}}`,
+			status: 200, kind: rpc, code: -32602, id: "8"},
+		{name: "response", body: `{"jsonrpc":"2.0","id":1,"result":{}}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: "this server sends no requests, so it takes no responses"},
+		{name: "response with a malformed error", body: `{"jsonrpc":"2.0","id":"x","error":5}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: "takes no responses"},
+		{name: "request with an error member", body: `{"jsonrpc":"2.0","id":1,"method":"ping","error":5}`,
+			status: 400, kind: rpc, code: -32600, id: "null", says: `a request or a notification has no "result" or "error"`},
+		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, kind: result},
+		{name: "ping, params null", body: `{"jsonrpc":"2.0","id":2,"method":"ping","params":null}`, status: 200, kind: result},
+
+		{name: "GET", method: "GET", header: map[string]string{"Accept": "text/event-stream", "Content-Type": "-"}, status: 405, kind: standard, says: "Method GET is not allowed"},
+		{name: "DELETE", method: "DELETE", header: map[string]string{"Mcp-Session-Id": "abc", "Content-Type": "-"}, status: 405, kind: standard, says: "Method DELETE is not allowed"},
+		{name: "PUT", method: "PUT", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 405, kind: standard, says: "send JSON-RPC messages with POST"},
+		{name: "text/plain", header: map[string]string{"Content-Type": "text/plain"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 415, kind: standard, says: `Unsupported Content-Type "text/plain": send application/json`},
+		{name: "no Content-Type", header: map[string]string{"Content-Type": "-"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 415, kind: standard, says: "Content-Type is missing"},
+		{name: "JSON with a charset", header: map[string]string{"Content-Type": "application/json; charset=utf-8"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 200, kind: result},
+		{name: "Accept without event streams", header: map[string]string{"Accept": "application/json"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 406, kind: standard, says: "Accept must list both application/json and text/event-stream"},
+		{name: "no Accept", header: map[string]string{"Accept": "-"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 406, kind: standard, says: "Accept"},
+		{name: "Accept anything", header: map[string]string{"Accept": "*/*"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, kind: result},
+		{name: "unknown protocol version", header: map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 400, kind: standard, says: `Mcp-Protocol-Version "1999-01-01" is not a supported protocol version`},
+		{name: "Last-Event-ID", header: map[string]string{"Last-Event-ID": "0_1"}, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			status: 400, kind: standard, says: "Last-Event-ID resumes a stream"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			method := tc.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			req, err := http.NewRequest(method, s.srv.URL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer all")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tc.header {
+				if v == "-" {
+					req.Header.Del(k)
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.kind == accepted {
+				if len(body) != 0 {
+					t.Fatalf("a body with 202: %q", body)
+				}
+				return
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q, body %q", ct, body)
+			}
+			var answer struct {
+				JSONRPC    string          `json:"jsonrpc"`
+				ID         json.RawMessage `json:"id"`
+				Result     json.RawMessage `json:"result"`
+				Error      json.RawMessage `json:"error"` // an object in JSON-RPC, a string in the standard body
+				Message    string          `json:"message"`
+				StatusCode int             `json:"statusCode"`
+			}
+			if err := json.Unmarshal(body, &answer); err != nil {
+				t.Fatalf("the answer %q is not JSON: %v", body, err)
+			}
+			switch tc.kind {
+			case result:
+				if answer.JSONRPC != "2.0" || answer.Result == nil || answer.Error != nil {
+					t.Fatalf("answer %s, want a JSON-RPC result", body)
+				}
+			case rpc:
+				var e struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				}
+				if answer.JSONRPC != "2.0" || json.Unmarshal(answer.Error, &e) != nil || e.Code != tc.code || string(answer.ID) != tc.id ||
+					!strings.Contains(e.Message, tc.says) {
+					t.Fatalf("answer %s, want JSON-RPC error %d with id %s saying %q", body, tc.code, tc.id, tc.says)
+				}
+			case standard:
+				if answer.JSONRPC != "" || answer.StatusCode != tc.status || !strings.Contains(answer.Message, tc.says) {
+					t.Fatalf("answer %s, want the standard error body saying %q", body, tc.says)
+				}
+				if tc.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != http.MethodPost {
+					t.Fatalf("Allow %q, want POST", resp.Header.Get("Allow"))
+				}
+			}
+		})
+	}
+	if got := s.received(); len(got) != 0 {
+		t.Fatalf("the router was called: %+v", got)
+	}
+}
+
+// TestPlainGuard: a plain-text error answered behind the guard goes out
+// as a JSON-RPC error of the same status, with a null id; other answers,
+// streamed ones included, pass unchanged. (After the checks before it,
+// the SDK is not known to answer in plain text: a stand-in does.)
+func TestPlainGuard(t *testing.T) {
+	tests := []struct {
+		name    string
+		inner   http.HandlerFunc
+		status  int
+		code    int // 0: passed unchanged
+		body    string
+		message string
+	}{
+		{name: "a 400 in plain text", inner: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "malformed payload", http.StatusBadRequest)
+		},
+			status: 400, code: codeInvalidRequest, message: "Invalid Request: malformed payload"},
+		{name: "a 500 in plain text", inner: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "failed connection", http.StatusInternalServerError)
+		},
+			status: 500, code: codeInternalError, message: "Internal error: failed connection"},
+		{name: "a long text", inner: func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, strings.Repeat("x", 10_000), http.StatusBadRequest)
+		},
+			status: 400, code: codeInvalidRequest, message: "Invalid Request: " + strings.Repeat("x", maxPlainText)},
+		{name: "a JSON error", inner: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}`)
+		}, status: 400, body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}`},
+		{name: "a streamed answer", inner: func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: {}\n\n")
+			http.NewResponseController(w).Flush()
+			io.WriteString(w, "event: message\ndata: {}\n\n")
+		}, status: 200, body: "event: message\ndata: {}\n\nevent: message\ndata: {}\n\n"},
+		{name: "an empty 202", inner: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }, status: 202},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				g := &plainGuard{ResponseWriter: w}
+				tc.inner(g, r)
+				g.finish(r)
+			}))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := readAnswerOrRaw(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", a.status, tc.status, a.raw)
+			}
+			if tc.code == 0 {
+				if string(a.raw) != tc.body {
+					t.Fatalf("body %q, want it unchanged: %q", a.raw, tc.body)
+				}
+				return
+			}
+			if a.header.Get("Content-Type") != "application/json" || a.Error == nil || a.Error.Code != tc.code ||
+				string(a.ID) != "null" || a.Error.Message != tc.message {
+				t.Fatalf("answer %s (Content-Type %q), want JSON-RPC %d %q with a null id", a.raw, a.header.Get("Content-Type"), tc.code, tc.message)
+			}
+		})
+	}
+}
+
+// readAnswerOrRaw reads an answer, decoded when it is JSON.
+func readAnswerOrRaw(resp *http.Response) (*rpcAnswer, error) {
+	defer resp.Body.Close()
+	a := &rpcAnswer{status: resp.StatusCode, header: resp.Header}
+	var err error
+	if a.raw, err = io.ReadAll(resp.Body); err != nil {
+		return nil, err
+	}
+	json.Unmarshal(a.raw, a)
+	return a, nil
+}
+
+// TestMethodsServed: every method the server lets through is one the SDK
+// serves: a request of it gets an answer of the SDK's (a result or a
+// JSON-RPC error, 200), a notification 202; none reaches the guard.
+func TestMethodsServed(t *testing.T) {
+	s := newSite(t)
+	for name := range methods {
+		t.Run(name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":1,"method":` + quote(name) + `,"params":{}}`
+			want := http.StatusOK
+			if strings.HasPrefix(name, notificationPrefix) {
+				body, want = `{"jsonrpc":"2.0","method":`+quote(name)+`,"params":{}}`, http.StatusAccepted
+			}
+			resp := s.post("all", body, nil)
+			got, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, want, got)
+			}
+			if want == http.StatusOK && !bytes.Contains(got, []byte(`"id":1`)) {
+				t.Fatalf("answer %s is not the SDK's answer to the request", got)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,7 +14,9 @@ import (
 // the members the SDK routes it by, raw (nil when absent), found as the
 // SDK's decoder finds them: names match exactly, escapes in names decoded.
 type envelope struct {
-	version, id, method, result, error json.RawMessage
+	version, id, method, params, result, error json.RawMessage
+	// name is the method, decoded; "" for a message without one.
+	name string
 }
 
 // maxDepth is the deepest nesting the SDK's decoder takes (its
@@ -29,15 +32,26 @@ var (
 	errNotObject = errors.New(`send one JSON-RPC 2.0 message, an object with "jsonrpc": "2.0" and a "method"`)
 	errTooDeep   = fmt.Errorf("the message nests deeper than %d levels", maxDepth)
 	errMalformed = errors.New("the message could not be read")
+	errResponse  = errors.New("this server sends no requests, so it takes no responses: send a request or a notification")
+	errNoID      = errors.New(`a request needs an "id": a message without one is a notification, and only methods starting with "notifications/" are`)
+	errNotifyID  = errors.New(`a notification (a method starting with "notifications/") has no "id"`)
+	errAnswerIn  = errors.New(`a request or a notification has no "result" or "error"`)
 )
 
+// notificationPrefix starts every MCP notification method. JSON-RPC calls
+// a message without an id a notification; MCP names its notifications so.
+const notificationPrefix = "notifications/"
+
 // readEnvelope reads the top-level members of a JSON-RPC message and
-// checks them: "jsonrpc" is "2.0"; "method", when present, a string; a
-// message without one is a response, with "result" or "error" and an id;
-// an id is one checkID accepts. A member named twice is refused: the SDK
-// would take the last one, and a reader that took the first could be
-// told something else. body must be valid JSON (json.Valid); the scan
-// never copies it, whatever its size.
+// checks them: "jsonrpc" is "2.0"; "method" a string, without "result" or
+// "error" beside it (a message without a method is a response, which this
+// server never awaits); an id is one checkID accepts, present exactly
+// when the method is not a notification (notificationPrefix). A member
+// named twice is refused: the SDK would take the last one, and a reader
+// that took the first could be told something else. What it accepts, the
+// SDK decodes as a request of the same id and method (FuzzReadEnvelope).
+// body must be valid JSON (json.Valid); the scan never copies it,
+// whatever its size.
 func readEnvelope(body []byte) (envelope, error) {
 	var e envelope
 	if tooDeep(body) {
@@ -77,6 +91,8 @@ func readEnvelope(body []byte) (envelope, error) {
 			slot = &e.id
 		case "method":
 			slot = &e.method
+		case "params":
+			slot = &e.params
 		case "result":
 			slot = &e.result
 		case "error":
@@ -100,8 +116,9 @@ func readEnvelope(body []byte) (envelope, error) {
 	}
 }
 
-// check applies the rules readEnvelope documents to the members found.
-func (e envelope) check() error {
+// check applies the rules readEnvelope documents to the members found,
+// and decodes the method into e.name.
+func (e *envelope) check() error {
 	var version string
 	if e.version == nil || json.Unmarshal(e.version, &version) != nil || version != "2.0" {
 		return errNotObject
@@ -111,10 +128,29 @@ func (e envelope) check() error {
 		return fmt.Errorf("\"method\" must be a string, not %s", kind(e.method))
 	case e.method == nil && e.result == nil && e.error == nil:
 		return errNotObject
-	case e.method == nil && e.id == nil:
-		return errors.New(`a response needs the "id" of its request`)
+	case e.method == nil:
+		// Stateless, the server never sends a request: nothing awaits
+		// an answer (the SDK takes one with a malformed "error" in plain
+		// text, and any other says nothing).
+		return errResponse
+	case e.result != nil || e.error != nil:
+		// The SDK would decode them, and answer a malformed "error" in
+		// plain text.
+		return errAnswerIn
 	case e.id != nil:
-		return checkID(e.id)
+		if err := checkID(e.id); err != nil {
+			return err
+		}
+	}
+	if json.Unmarshal(e.method, &e.name) != nil {
+		return errMalformed
+	}
+	notification := strings.HasPrefix(e.name, notificationPrefix)
+	switch {
+	case e.id == nil && !notification:
+		return errNoID
+	case e.id != nil && notification:
+		return errNotifyID
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -63,8 +64,9 @@ func FuzzCheckID(f *testing.F) {
 }
 
 // FuzzReadEnvelope: any input is read without a panic; an accepted
-// message's members are those a decoder matching names exactly finds,
-// and the SDK takes an accepted request.
+// message's members are those a decoder matching names exactly finds, and
+// the SDK decodes it as a request of the same method and id: one with an
+// id exactly when the method is not a notification.
 func FuzzReadEnvelope(f *testing.F) {
 	for _, id := range idSeeds {
 		f.Add([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{}}`))
@@ -73,8 +75,17 @@ func FuzzReadEnvelope(f *testing.F) {
 		`{"jsonrpc":"2.0","ID":{},"id":5,"method":"x"}`, `{"jsonrpc":"2.0","\u0069d":1,"method":"x"}`,
 		`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`, `{"jsonrpc":"2.0","result":{}}`, `{"jsonrpc":"2.0","id":"r","error":{"code":1,"message":"m"}}`,
 		`{ "jsonrpc" : "2.0" , "id" : 12 , "method" : "x" }`, `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, `{}`, `{"a":"\"}"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[[[{"b":"]]"}]]]}}`, `{"jsonrpc":"1.0","id":1,"method":"x"}`, `{"jsonrpc":"2.0","id":1,"method":7}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[[[{"b":"]]"}]]]}}`, `{"jsonrpc":"2.0","id":1,"method":"x"}`,
+		`{"jsonrpc":"1.0","id":1,"method":"x"}`, `{"jsonrpc":"2.0","id":1,"method":7}`,
 		`{"jsonrpc":"2.0","id":1,"method":"x"} `, `{"jsonrpc":"2.0","id":1,"method":"x"`, `{"jsonrpc":"2.0","id":1,"method":"x"}}`,
+		// Notifications and ids, params, answers inside a request.
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"check_usage"}}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}`, `{"jsonrpc":"2.0","method":"notifications\/cancelled","params":{}}`,
+		`{"jsonrpc":"2.0","method":"\u006eotifications/x"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":null}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":5}`, `{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}`, `{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","error":5}`, `{"jsonrpc":"2.0","id":1,"method":"ping","Error":5}`,
+		`{"jsonrpc":"2.0","id":"x","error":5}`, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xffb\"}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -87,20 +98,21 @@ func FuzzReadEnvelope(f *testing.F) {
 		if err := json.Unmarshal(body, &members); err != nil {
 			t.Fatalf("accepted %q, not an object: %v", body, err)
 		}
-		for name, got := range map[string]json.RawMessage{"jsonrpc": e.version, "id": e.id, "method": e.method, "result": e.result, "error": e.error} {
+		for name, got := range map[string]json.RawMessage{"jsonrpc": e.version, "id": e.id, "method": e.method, "params": e.params, "result": e.result, "error": e.error} {
 			if want, ok := members[name]; !bytes.Equal(got, want) || (got == nil) == ok {
 				t.Fatalf("%q: %s is %s, want %s", body, name, got, want)
 			}
-		}
-		if e.method == nil || e.error != nil {
-			return
 		}
 		m, err := jsonrpc.DecodeMessage(body)
 		if err != nil {
 			t.Fatalf("accepted %q, which the SDK refuses: %v", body, err)
 		}
-		if req, ok := m.(*jsonrpc.Request); !ok || req.ID.IsValid() != (e.id != nil) {
-			t.Fatalf("accepted %q, which the SDK reads as %#v", body, m)
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.ID.IsValid() != (e.id != nil) || req.Method != e.name {
+			t.Fatalf("accepted %q (method %q), which the SDK reads as %#v", body, e.name, m)
+		}
+		if strings.HasPrefix(e.name, notificationPrefix) == (e.id != nil) {
+			t.Fatalf("accepted %q: method %q with id %s", body, e.name, e.id)
 		}
 	})
 }

@@ -191,8 +191,9 @@ func callerOf(req *mcp.CallToolRequest) *caller {
 	return c
 }
 
-// ServeHTTP authenticates every request with its bearer token, then hands
-// it to the SDK.
+// ServeHTTP authenticates every request with its bearer token, refuses
+// what the SDK would answer in plain text (protocol.go), then hands the
+// message to the SDK.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := logging.RequestID(r.Context())
 	if id == "" { // not behind the router, which does this
@@ -219,23 +220,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, errors.New("verify access token: no principal and no error"))
 		return
 	}
-	if r.Method == http.MethodPost {
-		body, e, ok := readMessage(w, r)
-		if !ok {
+	if refuseHTTP(w, r) {
+		return
+	}
+	body, e, ok := readMessage(w, r)
+	if !ok || checkMethod(w, e) {
+		return
+	}
+	if n := int64(len(body)); n > largeMessage {
+		if !s.decoding.TryAcquire(n) {
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, e.id, http.StatusServiceUnavailable, codeBusy, "Server busy: too many large MCP messages are being handled at once; retry in a second")
 			return
 		}
-		if n := int64(len(body)); n > largeMessage {
-			if !s.decoding.TryAcquire(n) {
-				w.Header().Set("Retry-After", "1")
-				rpcError(w, e.id, http.StatusServiceUnavailable, codeBusy, "Server busy: too many large MCP messages are being handled at once; retry in a second")
-				return
-			}
-			defer s.decoding.Release(n)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		defer s.decoding.Release(n)
 	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	c := &caller{principal: p, requestID: id, remoteAddr: r.RemoteAddr, host: r.Host, forwarded: r.Header.Get("X-Forwarded-For")}
-	s.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	g := &plainGuard{ResponseWriter: w}
+	s.http.ServeHTTP(g, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	g.finish(r)
 }
 
 // JSON-RPC 2.0 error codes of a message that cannot be taken.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/perm"
@@ -60,6 +62,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the server's logs; nil is slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the server's metrics; nil skips them.
+	Registerer prometheus.Registerer
 
 	AccessTTL  time.Duration // access tokens
 	RefreshTTL time.Duration // each refresh token, from its issue
@@ -82,6 +86,15 @@ type Config struct {
 	// RefreshTTL by more than an hour (clientUseEvery), so that a client
 	// whose grant is alive is never removed.
 	IdleClientTTL time.Duration
+	// MaxUnfinishedClients bounds the clients that have never redeemed a
+	// code kept at once, counted over the store (every origin sharing it
+	// together): a registration past it removes the oldest of them, so
+	// registering is never refused for it.
+	MaxUnfinishedClients int
+	// MaxUnfinishedClientsPerAddress bounds them per registering address
+	// (contract.ClientKey): a registration past it removes that
+	// address's oldest.
+	MaxUnfinishedClientsPerAddress int
 	// Scopes are the permissions a connection may be granted.
 	Scopes []perm.Permission
 }
@@ -99,7 +112,13 @@ func DefaultConfig() Config {
 		Registrations:           Limit{N: 600, Per: time.Minute, Burst: 600},
 		UnusedClientTTL:         24 * time.Hour,
 		IdleClientTTL:           90 * 24 * time.Hour,
-		Scopes:                  defaultScopes(),
+		// A person registers and authorizes within minutes: a flood at
+		// the registration ceiling (600 a minute per origin) takes more
+		// than half an hour to push a registration out, and a network of
+		// people connecting at once leaves far fewer than 100 unfinished.
+		MaxUnfinishedClients:           20_000,
+		MaxUnfinishedClientsPerAddress: 100,
+		Scopes:                         defaultScopes(),
 	}
 }
 
@@ -157,6 +176,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("oauth: UnusedClientTTL %v must be positive", c.UnusedClientTTL)
 	case c.IdleClientTTL <= c.RefreshTTL+clientUseEvery:
 		return fmt.Errorf("oauth: IdleClientTTL %v must exceed RefreshTTL %v by more than %v: a client with a live grant would be removed", c.IdleClientTTL, c.RefreshTTL, clientUseEvery)
+	case c.MaxUnfinishedClients <= 0:
+		return fmt.Errorf("oauth: MaxUnfinishedClients %d must be positive", c.MaxUnfinishedClients)
+	case c.MaxUnfinishedClientsPerAddress <= 0 || c.MaxUnfinishedClientsPerAddress > c.MaxUnfinishedClients:
+		return fmt.Errorf("oauth: MaxUnfinishedClientsPerAddress %d must be positive and at most MaxUnfinishedClients %d", c.MaxUnfinishedClientsPerAddress, c.MaxUnfinishedClients)
 	}
 	if len(c.Scopes) == 0 {
 		return errors.New("oauth: Scopes must name at least one permission")

@@ -183,16 +183,17 @@ func newEnv(t *testing.T, adjust ...func(*Config)) *env {
 // newEnvPair returns two servers on two handles of one store, as two
 // origins sharing it run: one signing key from a shared seed, one issuer
 // (the first's URL), one set of API keys.
-func newEnvPair(t *testing.T, dbs [2]kv.Store) [2]*env {
+func newEnvPair(t *testing.T, dbs [2]kv.Store, adjust ...func(*Config)) [2]*env {
 	t.Helper()
 	seed := make([]byte, ed25519.SeedSize)
 	rand.Read(seed)
-	a := newEnv(t, func(c *Config) { c.Store, c.Seed = dbs[0], seed })
-	b := newEnv(t, func(c *Config) {
+	a := newEnv(t, append(slices.Clone(adjust), func(c *Config) { c.Store, c.Seed = dbs[0], seed })...)
+	b := newEnv(t, append(slices.Clone(adjust), func(c *Config) {
 		c.Store, c.Seed, c.Keys = dbs[1], seed, a.keys
 		c.Issuer, c.Resource = a.cfg.Issuer, a.cfg.Resource
-	})
+	})...)
 	b.keys = a.keys
+	a.store, b.store = dbs[0], dbs[1]
 	return [2]*env{a, b}
 }
 

@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// maxRedirectURI bounds one redirect URI.
+// maxRedirectURI bounds a redirect URI given to be matched (registration
+// takes at most maxRedirectURIBytes; clients registered before kept up to
+// this).
 const maxRedirectURI = 2000
 
 // forbiddenSchemes can never take an authorization response: they run code,
@@ -23,7 +25,7 @@ var forbiddenSchemes = map[string]bool{
 // 8252 §7.3), or a private-use scheme (RFC 8252 §7.1).
 func checkRedirectURI(raw string) error {
 	if raw == "" || len(raw) > maxRedirectURI {
-		return errors.New("must be 1 to 2000 characters")
+		return errors.New("must be 1 to 2000 bytes")
 	}
 	for _, r := range raw {
 		if r <= ' ' || r == 0x7f {

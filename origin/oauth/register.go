@@ -22,11 +22,18 @@ import (
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
-// Registration bounds.
+// Registration bounds. A stored client is at most ≈ 6 KiB (redirect URIs
+// 2 KiB, 4 KiB if every byte were a quote or backslash JSON escapes; the
+// name 1.2 KiB at most), ≈ 0.5 KiB for a typical one.
 const (
 	maxRegistrationBody = 64 << 10
 	maxRedirectURIs     = 10
-	maxClientName       = 200
+	// maxRedirectURIBytes bounds one redirect URI at registration; a
+	// real one is a loopback or web callback of well under 200 bytes.
+	maxRedirectURIBytes = 1024
+	// maxRedirectURIsBytes bounds them all together.
+	maxRedirectURIsBytes = 2048
+	maxClientName        = 200
 )
 
 // registration is the client metadata Pictor keeps (RFC 7591 §2); other
@@ -63,7 +70,8 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", "no-store")
 	now := s.now()
-	if !s.admitRegistration(w, r, now) {
+	registrant, ok := s.admitRegistration(w, r, now)
+	if !ok {
 		return
 	}
 	reg, rerr := readRegistration(w, r)
@@ -79,17 +87,22 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 	c.ID = uuid.NewString()
 	c.IssuedAt = now.Unix()
 	c.Expires = now.Add(s.cfg.UnusedClientTTL).UTC()
+	c.Registered, c.Registrant = now.UTC(), registrant
 	var secret string
 	if !c.public() {
 		secret = newSecret()
 		c.SecretHash = hashSecret(secret)
 	}
-	if err := s.saveClient(c); err != nil {
+	ev, err := s.registerClient(r.Context(), c)
+	if err != nil {
 		s.log.ErrorContext(r.Context(), "oauth registration failed", "error", err)
 		s.registrationFail(w, r, &registrationError{http.StatusInternalServerError, "server_error", "the client could not be registered"})
 		return
 	}
-	s.log.InfoContext(r.Context(), "oauth client registered", "client_id", c.ID, "client_name", c.Name, "token_endpoint_auth_method", c.AuthMethod)
+	s.evicted.WithLabelValues("address").Add(float64(ev.address))
+	s.evicted.WithLabelValues("total").Add(float64(ev.total))
+	s.log.InfoContext(r.Context(), "oauth client registered", "client_id", c.ID, "client_name", c.Name, "token_endpoint_auth_method", c.AuthMethod,
+		"evicted_address", ev.address, "evicted_total", ev.total)
 	out := map[string]any{
 		"client_id":                  c.ID,
 		"client_id_issued_at":        c.IssuedAt,
@@ -113,9 +126,10 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 
 // admitRegistration takes a registration from the client address's
 // allowance, then from everyone's, or answers 429 with Retry-After. The
-// address is the last X-Forwarded-For entry, which the edge appends.
-func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request, now time.Time) bool {
-	key := "unknown"
+// address is the last X-Forwarded-For entry, which the edge appends; key
+// is its contract.ClientKey.
+func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request, now time.Time) (key string, ok bool) {
+	key = "unknown"
 	if addr, ok := contract.ClientAddr(r.Header.Get(contract.HeaderForwardedFor), r.RemoteAddr); ok {
 		key = contract.ClientKey(addr)
 	}
@@ -128,7 +142,7 @@ func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request, now t
 		}
 	}
 	if ok {
-		return true
+		return key, true
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(min(wait, time.Hour).Seconds(), 1)))))
 	s.log.WarnContext(r.Context(), "oauth registration refused: rate limited", "client", key, "limit", limit)
@@ -137,7 +151,7 @@ func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request, now t
 		description = "too many client registrations; try again later"
 	}
 	s.registrationFail(w, r, &registrationError{http.StatusTooManyRequests, "temporarily_unavailable", description})
-	return false
+	return key, false
 }
 
 func readRegistration(w http.ResponseWriter, r *http.Request) (*registration, *registrationError) {
@@ -180,10 +194,18 @@ func (s *Server) checkRegistration(reg *registration) (*client, *registrationErr
 	case n > maxRedirectURIs:
 		return nil, &registrationError{http.StatusBadRequest, "invalid_redirect_uri", fmt.Sprintf("at most %d redirect_uris", maxRedirectURIs)}
 	}
+	total := 0
 	for i, u := range reg.RedirectURIs {
+		if len(u) > maxRedirectURIBytes {
+			return nil, &registrationError{http.StatusBadRequest, "invalid_redirect_uri", fmt.Sprintf("redirect_uris[%d] must be at most %d bytes", i, maxRedirectURIBytes)}
+		}
 		if err := checkRedirectURI(u); err != nil {
 			return nil, &registrationError{http.StatusBadRequest, "invalid_redirect_uri", fmt.Sprintf("redirect_uris[%d] %s", i, err)}
 		}
+		total += len(u)
+	}
+	if total > maxRedirectURIsBytes {
+		return nil, &registrationError{http.StatusBadRequest, "invalid_redirect_uri", fmt.Sprintf("redirect_uris must be at most %d bytes together", maxRedirectURIsBytes)}
 	}
 	if utf8.RuneCountInString(reg.ClientName) > maxClientName || !utf8.ValidString(reg.ClientName) {
 		return nil, badMetadata("client_name must be at most %d characters", maxClientName)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/pictorhq/pictor/kv"
@@ -40,6 +41,8 @@ type Server struct {
 	registrations *rate.Limiter     // all addresses together
 	registrants   *keyedLimiter     // registrations per client address
 	failures      *keyedLimiter     // failed sign-ins per client
+
+	evicted *prometheus.CounterVec // unfinished clients removed for a registration, by limit
 }
 
 // HKDF labels of the keys derived from the signing key's seed.
@@ -103,6 +106,15 @@ func New(cfg Config) (*Server, error) {
 		registrations: newLimiter(cfg.Registrations),
 		registrants:   newKeyedLimiter(cfg.RegistrationsPerAddress),
 		failures:      newKeyedLimiter(cfg.ConsentFailures),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pictor_oauth_unfinished_clients_evicted_total",
+			Help: "OAuth clients that had never redeemed a code, removed to make room for a registration, by the cap reached: address (per registering address) or total.",
+		}, []string{"limit"}),
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.evicted); err != nil {
+			return nil, fmt.Errorf("oauth: register metrics: %w", err)
+		}
 	}
 	return s, nil
 }

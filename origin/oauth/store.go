@@ -50,6 +50,12 @@ type client struct {
 	// Expires is when Sweep removes the client: UnusedClientTTL after its
 	// registration until it is used, then IdleClientTTL after LastUsed.
 	Expires time.Time `json:"expires,omitzero"`
+	// Registered (to the nanosecond) and Registrant (the registering
+	// address, contract.ClientKey) place a client that has not been used
+	// yet among the unfinished ones (pending.go); zero for a client
+	// registered before they were.
+	Registered time.Time `json:"registered,omitzero"`
+	Registrant string    `json:"registrant,omitempty"`
 }
 
 // clientUseEvery is how often a client's use is written down at most: a
@@ -159,12 +165,16 @@ func getJSON(r kv.Reader, key string, v any) (found bool, err error) {
 	return true, nil
 }
 
+// putJSON stores v as JSON without HTML escapes: a client's redirect URI
+// of 2 KiB of '&' stays 2 KiB rather than 12.
 func putJSON(w kv.Writer, key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return w.Put([]byte(key), raw)
+	return w.Put([]byte(key), bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // family names a key's family for errors, without the secret-derived part.
@@ -190,19 +200,6 @@ func (s *Server) client(id string) (*client, error) {
 	return &c, nil
 }
 
-// saveClient stores a new client with its expiry entry.
-func (s *Server) saveClient(c *client) error {
-	b := s.cfg.Store.NewBatch()
-	defer b.Close()
-	if err := saveRecord(b, prefixClient+c.ID, c, c.Expires); err != nil {
-		return err
-	}
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("save client: %w", err)
-	}
-	return nil
-}
-
 // errClientGone: the client was removed after it was read.
 var errClientGone = errors.New("client removed")
 
@@ -215,16 +212,18 @@ func (s *Server) useClient(ctx context.Context, c *client, now time.Time) error 
 		return nil
 	}
 	key := prefixClient + c.ID
-	err := s.cfg.Store.Update(ctx, clientLock(c.ID), func(txn kv.Txn) error {
-		var cur client
-		found, err := getJSON(txn, key, &cur)
+	err := s.updateClient(ctx, c.ID, func(txn kv.Txn, cur *client, found bool) error {
 		switch {
-		case err != nil:
-			return err
 		case !found:
 			return errClientGone
 		case !cur.LastUsed.IsZero() && now.Sub(cur.LastUsed) < clientUseEvery:
 			return nil
+		case cur.LastUsed.IsZero():
+			// The first use: the client is no longer unfinished.
+			if err := finishPending(txn, cur); err != nil {
+				return err
+			}
+			cur.Registered, cur.Registrant = time.Time{}, ""
 		}
 		if !cur.Expires.IsZero() {
 			if err := txn.Delete(expiryKey(cur.Expires, key)); err != nil {
@@ -233,7 +232,7 @@ func (s *Server) useClient(ctx context.Context, c *client, now time.Time) error 
 		}
 		cur.LastUsed = now.UTC()
 		cur.Expires = now.Add(s.cfg.IdleClientTTL).UTC()
-		return saveRecord(txn, key, &cur, cur.Expires)
+		return saveRecord(txn, key, cur, cur.Expires)
 	})
 	if err != nil && !errors.Is(err, errClientGone) {
 		return fmt.Errorf("record the use of client %s: %w", c.ID, err)
@@ -420,8 +419,7 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	case strings.HasPrefix(record, prefixCode):
 		lock = codeLock(strings.TrimPrefix(record, prefixCode))
 	case strings.HasPrefix(record, prefixClient):
-		// A client's expiry moves under its lock when it is used.
-		lock = clientLock(strings.TrimPrefix(record, prefixClient))
+		return s.sweepClient(entry, record, now)
 	case strings.HasPrefix(record, prefixRefresh):
 		// A refresh token changes under its grant's lock.
 		var rt refreshToken
@@ -441,10 +439,7 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	err := s.cfg.Store.Update(context.Background(), lock, func(txn kv.Txn) error {
 		removed = 0
 		// Every family has "expires"; grants also name their key and
-		// organization. A client that has redeemed no code has no grant;
-		// one idle for IdleClientTTL holds none alive any more: each grant
-		// expires RefreshTTL after its last refresh, which the client's
-		// use, written down within clientUseEvery, is not older than.
+		// organization.
 		var rec struct {
 			Expires time.Time `json:"expires"`
 			ID      string    `json:"id"`
@@ -476,6 +471,36 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	return removed, nil
 }
 
+// sweepClient is sweepEntry for a client, under the lock that guards it
+// (lockOf): an unfinished client also leaves the index and the count. A
+// client that has redeemed no code has no grant; one idle for
+// IdleClientTTL holds none alive any more: each grant expires RefreshTTL
+// after its last refresh, which the client's use, written down within
+// clientUseEvery, is not older than.
+func (s *Server) sweepClient(entry []byte, record string, now time.Time) (int, error) {
+	removed := 0
+	err := s.updateClient(context.Background(), strings.TrimPrefix(record, prefixClient), func(txn kv.Txn, c *client, found bool) error {
+		removed = 0
+		if !found || !bytes.Equal(expiryKey(c.Expires, record), entry) {
+			return txn.Delete(entry) // stale entry
+		}
+		if now.Before(c.Expires) {
+			return nil
+		}
+		if c.LastUsed.IsZero() {
+			if err := finishPending(txn, c); err != nil {
+				return err
+			}
+		}
+		removed = 1
+		return errors.Join(txn.Delete([]byte(record)), txn.Delete(entry))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", family(record), err)
+	}
+	return removed, nil
+}
+
 // expireOldClients gives the clients registered before clients expired
 // (no expiry) IdleClientTTL from now, as if just used: whether they ever
 // completed an authorization is not known. It runs until it has done so
@@ -500,14 +525,12 @@ func (s *Server) expireOldClients(now time.Time) error {
 			} else if !found || !c.Expires.IsZero() {
 				continue
 			}
-			err := s.cfg.Store.Update(context.Background(), clientLock(id), func(txn kv.Txn) error {
-				var c client
-				found, err := getJSON(txn, key, &c)
-				if err != nil || !found || !c.Expires.IsZero() {
-					return err
+			err := s.updateClient(context.Background(), id, func(txn kv.Txn, c *client, found bool) error {
+				if !found || !c.Expires.IsZero() {
+					return nil
 				}
 				c.Expires = now.Add(s.cfg.IdleClientTTL).UTC()
-				return saveRecord(txn, key, &c, c.Expires)
+				return saveRecord(txn, key, c, c.Expires)
 			})
 			if err != nil {
 				return fmt.Errorf("expire client %s: %w", id, err)
