@@ -36,10 +36,12 @@ func TestSoakChecks(t *testing.T) {
 	}{
 		{"flat and small", func(n int) int64 { return 600*mib + int64(n%30)*mib }, true, true},
 		{"leaking", func(n int) int64 { return 500*mib + int64(n)*mib/2 }, true, false},
+		{"growing by 8 %", func(n int) int64 { return 700*mib + int64(n)*mib/15 }, true, false},
 		{"too big", func(int) int64 { return 1600 * mib }, false, true},
-		// PSS grows as the edge's memory cache fills: the cache is left
-		// out of the flatness, not out of the peak.
-		{"cache filling", func(n int) int64 { return 600*mib + int64(n)*mib/2 }, true, true},
+		// PSS grows as the edge's memory cache fills: the flatness is
+		// judged once it is full, cache included.
+		{"cache filling, then flat", func(n int) int64 { return 600*mib + int64(min(n, 300))*mib/2 }, true, true},
+		{"cache still filling at the end", func(n int) int64 { return 600*mib + int64(n)*mib/2 }, true, false},
 		{"one spike over the limit", func(n int) int64 {
 			if n == 500 {
 				return 1700 * mib
@@ -49,7 +51,7 @@ func TestSoakChecks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			series := soakSeries(tc.pss)
-			if tc.name == "cache filling" {
+			if strings.HasPrefix(tc.name, "cache") {
 				series = withCache(series, 600*mib)
 			}
 			res := []*load.Result{{Name: "soak/pool-full", Memory: series}}
@@ -78,6 +80,22 @@ func TestSoakWindows(t *testing.T) {
 	}
 	if _, _, _, ok := soakWindows(samples[:1]); ok {
 		t.Error("one sample gave windows")
+	}
+	// A cache growing to 450 MiB at 450 renders is full (95 %) at 430: the
+	// warm window is 430..620, mean 525.
+	filled := soakSeries(func(n int) int64 { return int64(n) * mib })
+	for i := range filled {
+		filled[i].CacheBytes = int64(min(filled[i].Renders, 450)) * mib
+	}
+	if warm, end, _, ok := soakWindows(filled); !ok || warm != 525*mib || end != 900*mib {
+		t.Errorf("soakWindows with the cache full at 450 = %d, %d MiB, %v; want 525, 900, true", warm/mib, end/mib, ok)
+	}
+	// Full only at 700: no window after it that ends before the last fifth.
+	for i := range filled {
+		filled[i].CacheBytes = int64(min(filled[i].Renders, 700)) * mib
+	}
+	if _, _, _, ok := soakWindows(filled); ok {
+		t.Error("a cache full at 700 of 1000 renders gave windows")
 	}
 	note := soakNote(samples)
 	for _, want := range []string{"0 MiB at start", "1000 MiB after 1000 renders", "peak 1000 MiB", "9 processes", "2000 MiB"} {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
+	"github.com/pictorhq/pictor/edge/gcpace"
 	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/purgelog"
 	"github.com/pictorhq/pictor/origin/contract"
@@ -56,6 +57,8 @@ type Edge struct {
 	waiting    atomic.Int32
 	idPrefix   []byte
 	idSeq      atomic.Uint64
+	// unpace removes the cache from the GC pacer (gcpace); set by Start.
+	unpace func()
 
 	lnMu sync.Mutex
 	ln   *listener // set by Start
@@ -90,7 +93,8 @@ func New(cfg Config) (*Edge, error) {
 	if e.origins, err = origins.New(pc); err != nil {
 		return nil, err
 	}
-	if e.fwd, err = forward.New(forward.Config{Origins: e.origins, BodyGrace: cfg.BodyGrace, BodyMinRate: cfg.BodyMinRate}); err != nil {
+	if e.fwd, err = forward.New(forward.Config{Origins: e.origins, BodyGrace: cfg.BodyGrace, BodyMinRate: cfg.BodyMinRate,
+		TrustedProxies: cfg.TrustedProxies}); err != nil {
 		return nil, err
 	}
 	e.base, e.cancel = context.WithCancel(context.Background())
@@ -238,6 +242,8 @@ func (e *Edge) Start(ctx context.Context) error {
 		}
 	}
 	e.origins.Start()
+	// The memory cache is live by design: the collector paces the rest.
+	e.unpace = gcpace.Register(func() int64 { return e.cache.Stats().L1Bytes })
 	if e.sub != nil {
 		subCtx, cancel := context.WithCancel(context.Background())
 		e.stopSub, e.subDone = cancel, make(chan struct{})
@@ -309,6 +315,9 @@ const (
 // cache.
 func (e *Edge) Stop(ctx context.Context) error {
 	e.ready.Store(false)
+	if e.unpace != nil {
+		defer e.unpace()
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultDrain)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pictorhq/pictor/origin/contract/malloc"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -36,6 +38,8 @@ type env struct {
 }
 
 func main() {
+	// Before anything allocates C memory (pebble, libvips).
+	malloc.Tune()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: osGetenv})
 	stop()
