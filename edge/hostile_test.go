@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/apitest"
-	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // Tests of the edge against clients that misbehave: malformed framing,
@@ -91,16 +89,6 @@ func newTunedEdge(t testing.TB, origin string, tune func(*Config)) *Edge {
 		e.Stop(ctx)
 	})
 	return e
-}
-
-// captureLogs sends the default logger's records to a buffer for the test.
-func captureLogs(t *testing.T) *apitest.Buffer {
-	t.Helper()
-	buf := &apitest.Buffer{}
-	prev := slog.Default()
-	slog.SetDefault(logging.New(buf, slog.LevelDebug))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return buf
 }
 
 func dial(t *testing.T, addr string) net.Conn {
@@ -174,7 +162,7 @@ const smuggled = apitest.Smuggled
 // bytes never reach the logs. The table's well-framed requests are relayed
 // whole, and the connection serves the next request.
 func TestMalformedFraming(t *testing.T) {
-	logs := captureLogs(t)
+	logs := apitest.CaptureLogs(t)
 	o := newRecordingOrigin(t)
 	e := newTunedEdge(t, o.URL, nil)
 	addr := strings.TrimPrefix(startEdge(t, e), "http://")
@@ -536,7 +524,7 @@ func TestAcceptErrorsAreRetried(t *testing.T) {
 // cancels the origin requests, closes the connections, names what it cut
 // off at warn, and returns no error (a forced end is how a drain ends).
 func TestStopIsBounded(t *testing.T) {
-	logs := captureLogs(t)
+	logs := apitest.CaptureLogs(t)
 	arrived := make(chan string, 2)
 	canceled := make(chan string, 2)
 	release := make(chan struct{})

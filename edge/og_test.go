@@ -458,7 +458,7 @@ func TestOGStaleRevalidatedOnce(t *testing.T) {
 // entries are still served, and a miss fails at once with 502.
 func TestOGRevalidationFailures(t *testing.T) {
 	t.Run("origin failing", func(t *testing.T) {
-		logs := captureLogs(t)
+		logs := apitest.CaptureLogs(t)
 		o := newOGOrigin(t, contract.OGAsIs)
 		clock := ogClock()
 		e, base := newOGEdge(t, o.URL, clock, nil)
@@ -1103,7 +1103,7 @@ func TestOGBackoffBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := ogClock()
 			e := newTunedEdge(t, "http://127.0.0.1:9", func(c *Config) { c.Now = clock.Now })
-			logs := captureLogs(t)
+			logs := apitest.CaptureLogs(t)
 			for i := range ogBackoffKeys {
 				e.og.backoff[fmt.Sprintf("o|d|default|/%d", i)] = ogBackoff{until: clock.Now().Add(-tc.age), delay: ogBackoffMin}
 			}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/framing"
-	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -72,16 +70,6 @@ func startFramingServerOn(t *testing.T, raw net.Listener, extra ...Route) *frami
 	return s
 }
 
-// captureLogs sends the default logger's records to a buffer for the test.
-func captureLogs(t *testing.T) *apitest.Buffer {
-	t.Helper()
-	buf := &apitest.Buffer{}
-	prev := slog.Default()
-	slog.SetDefault(logging.New(buf, slog.LevelDebug))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return buf
-}
-
 // framedAnswer is an answer read off a raw connection.
 type framedAnswer struct {
 	*apitest.Response
@@ -117,7 +105,7 @@ func dialFraming(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 // net/http alone took Content-Length with chunked (reading chunked and
 // serving the next request), obs-fold and bare LF.
 func TestHostileOriginFraming(t *testing.T) {
-	logs := captureLogs(t)
+	logs := apitest.CaptureLogs(t)
 	s := startFramingServer(t)
 	for _, tc := range apitest.MalformedFraming(apitest.Smuggled) {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,16 +88,6 @@ func wantNoPassword(t *testing.T, what string, b []byte) {
 			t.Fatalf("%s holds the password (%q):\n%s", what, form, b)
 		}
 	}
-}
-
-// captureLogs sends every log line, debug included, to the returned buffer
-// until the test ends.
-func captureLogs(t *testing.T) *apitest.Buffer {
-	var buf apitest.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return &buf
 }
 
 // TestStoreKeys: a proxy is its record and one index entry, in the
@@ -305,7 +294,7 @@ func TestStoreLegacyPasswordMigrates(t *testing.T) {
 // open or to migrate) a password logs nothing and returns no error that
 // holds it.
 func TestPasswordNeverLogged(t *testing.T) {
-	logs := captureLogs(t)
+	logs := apitest.CaptureLogs(t)
 	db := &failingKV{Store: openKV(t)}
 	master, box := newBox(t)
 	s := NewStore(db, box, nil)

@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/image/webp"
+
+	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
 // Creds are Basic-auth credentials.
@@ -205,6 +208,17 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// CaptureLogs sends the default logger's records, debug included, to the
+// returned buffer until the test ends, in the service's own format.
+func CaptureLogs(t testing.TB) *Buffer {
+	t.Helper()
+	buf := &Buffer{}
+	prev := slog.Default()
+	slog.SetDefault(logging.New(buf, slog.LevelDebug))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return buf
 }
 
 // Clock is a settable clock for Config.Now.
