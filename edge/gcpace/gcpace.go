@@ -46,7 +46,6 @@ func Register(f Resident) (unregister func()) {
 	}
 	p := &f
 	pacer.mu.Lock()
-	defer pacer.mu.Unlock()
 	if pacer.sources == nil {
 		pacer.sources = map[*Resident]struct{}{}
 	}
@@ -55,6 +54,8 @@ func Register(f Resident) (unregister func()) {
 		pacer.stop, pacer.done = make(chan struct{}), make(chan struct{})
 		go run(pacer.stop, pacer.done)
 	}
+	pacer.mu.Unlock()
+	pace() // at once: the pacer's next look is an interval away
 	var once sync.Once
 	return func() { once.Do(func() { remove(p) }) }
 }
@@ -77,26 +78,46 @@ func remove(p *Resident) {
 // run adjusts GOGC every interval until stop closes, then restores it.
 func run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		metrics.Read(sample)
-		live := int64(0)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = int64(sample[0].Value.Uint64())
-		}
-		apply(PercentFor(live, resident()))
 		select {
 		case <-tick.C:
+			pace()
 		case <-stop:
+			paceMu.Lock()
 			apply(Percent)
 			pacer.mu.Lock()
 			pacer.percent = 0
 			pacer.mu.Unlock()
+			paceMu.Unlock()
 			return
 		}
 	}
+}
+
+// paceMu orders the settings: a pace that began before the pacer stopped
+// ends before GOGC is restored.
+var paceMu sync.Mutex
+
+// pace sets GOGC for the live heap as of the last collection, while the
+// pacer runs.
+func pace() {
+	paceMu.Lock()
+	defer paceMu.Unlock()
+	pacer.mu.Lock()
+	running := pacer.stop != nil
+	pacer.mu.Unlock()
+	if !running {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	live := int64(0)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		live = int64(sample[0].Value.Uint64())
+	}
+	apply(PercentFor(live, resident()))
 }
 
 // resident sums what the sources report.

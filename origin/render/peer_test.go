@@ -238,22 +238,17 @@ func (s *heldSite) from(path string) []string {
 }
 
 // tabSession is the egress address of the engine's one tab, once the last
-// render gave it back.
+// render gave it back (quiesce: a render holds its slot until then).
 func tabSession(t *testing.T, e *Engine) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		e.mu.Lock()
-		tabs := append(slices.Clone(e.idle), e.dirty...)
-		e.mu.Unlock()
-		if len(tabs) == 1 {
-			return tabs[0].session.Addr()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tabs idle or dirty, want the one", len(tabs))
-		}
-		time.Sleep(5 * time.Millisecond)
+	quiesce(t, e)
+	e.mu.Lock()
+	tabs := append(slices.Clone(e.idle), e.dirty...)
+	e.mu.Unlock()
+	if len(tabs) != 1 {
+		t.Fatalf("%d tabs idle or dirty, want the one", len(tabs))
 	}
+	return tabs[0].session.Addr()
 }
 
 // rawAsk writes head to addr on a connection of its own and returns what
@@ -327,8 +322,14 @@ func TestPeerRule(t *testing.T) {
 // sockets: the whole group until one was found holding one, then that one
 // and the main process only, and the whole group again once it is gone.
 func TestConnectors(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & sleep 60 & wait")
+	// The shell prints its children's pids once it forked both: they are
+	// in its process group from then on.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & a=$!; sleep 60 & echo $a $!; wait")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +337,10 @@ func TestConnectors(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
+	var forked [2]int
+	if _, err := fmt.Fscan(out, &forked[0], &forked[1]); err != nil {
+		t.Fatalf("the shell's children: %v", err)
+	}
 	b := &browser{pid: cmd.Process.Pid}
 	all := func() []int {
 		var got []int
@@ -344,18 +349,13 @@ func TestConnectors(t *testing.T) {
 		}
 		return got
 	}
-	var children []int
-	deadline := time.Now().Add(10 * time.Second)
-	for len(children) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the group's children did not start: %v", all())
-		}
-		time.Sleep(5 * time.Millisecond)
-		got := all()
-		if len(got) == 0 || got[0] != b.pid {
-			t.Fatalf("connectors yielded %v, want the main process %d first", got, b.pid)
-		}
-		children = got[1:]
+	got := all()
+	if len(got) != 3 || got[0] != b.pid {
+		t.Fatalf("connectors yielded %v, want the main process %d first, then its two children %v", got, b.pid, forked)
+	}
+	children := got[1:]
+	if !slices.Equal(slices.Sorted(slices.Values(children)), slices.Sorted(slices.Values(forked[:]))) {
+		t.Fatalf("connectors yielded the children %v, want %v", children, forked)
 	}
 
 	// A consumer stops at the second child: it holds the socket.
@@ -372,15 +372,10 @@ func TestConnectors(t *testing.T) {
 	if err := syscall.Kill(found, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		got := all()
-		if slices.Equal(got, []int{b.pid, children[0]}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("once %d was gone, connectors yielded %v, want the main process and %d", found, got, children[0])
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := waitExit(found, 10*time.Second); err != nil {
+		t.Fatalf("process %d: %v", found, err)
+	}
+	if got := all(); !slices.Equal(got, []int{b.pid, children[0]}) {
+		t.Fatalf("once %d was gone, connectors yielded %v, want the main process and %d", found, got, children[0])
 	}
 }
