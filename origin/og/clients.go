@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of the per-client limit on uncached OG requests.
@@ -26,8 +28,8 @@ const (
 // that address could have had after a minute of silence. The caps on new
 // images (ogconfig) bound what any number of addresses can spend.
 type clients struct {
-	rate  float64 // tokens a second
-	burst float64
+	limit rate.Limit // tokens a second
+	burst int
 	max   int
 	now   func() time.Time
 
@@ -37,13 +39,12 @@ type clients struct {
 }
 
 type clientBucket struct {
-	key    string
-	tokens float64
-	at     time.Time // when tokens was right
+	key string
+	l   *rate.Limiter
 }
 
 func newClients(perMinute, burst, max int, now func() time.Time) *clients {
-	return &clients{rate: float64(perMinute) / 60, burst: float64(burst), max: max, now: now,
+	return &clients{limit: rate.Limit(float64(perMinute) / 60), burst: burst, max: max, now: now,
 		lru: list.New(), buckets: make(map[string]*list.Element)}
 }
 
@@ -57,24 +58,21 @@ func (c *clients) take(key string) (ok bool, retryAfter time.Duration) {
 	if el, found := c.buckets[key]; found {
 		c.lru.MoveToFront(el)
 		b = el.Value.(*clientBucket)
-		if elapsed := now.Sub(b.at); elapsed > 0 {
-			b.tokens = min(c.burst, b.tokens+elapsed.Seconds()*c.rate)
-			b.at = now
-		}
 	} else {
 		for c.lru.Len() >= c.max {
 			old := c.lru.Back()
 			c.lru.Remove(old)
 			delete(c.buckets, old.Value.(*clientBucket).key)
 		}
-		b = &clientBucket{key: key, tokens: c.burst, at: now}
+		b = &clientBucket{key: key, l: rate.NewLimiter(c.limit, c.burst)}
 		c.buckets[key] = c.lru.PushFront(b)
 	}
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.l.AllowN(now, 1) {
 		return true, 0
 	}
-	return false, time.Duration((1 - b.tokens) / c.rate * float64(time.Second))
+	// A refused take reserves nothing: the wait is the time the missing
+	// part of a token takes to come (as budget.take).
+	return false, time.Duration((1 - b.l.TokensAt(now)) / float64(c.limit) * float64(time.Second))
 }
 
 // len is the number of buckets held.
