@@ -418,12 +418,6 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetBytesKV(hdrRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
 		rid = ctx.Response.Header.PeekBytes(hdrRequestID)
 	}
-	if problem := framingProblem(&ctx.Request.Header); problem != "" {
-		// The bytes after it may be the rest of a body: none is a request.
-		ctx.SetConnectionClose()
-		forward.WriteError(ctx, apierr.BadRequest("Malformed HTTP request: %s", problem))
-		return
-	}
 	path := ctx.Path()
 	switch {
 	case bytes.Equal(path, pathHealthz):
