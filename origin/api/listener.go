@@ -19,7 +19,7 @@ import (
 // use the standard error body, including those net/http writes itself
 // before any handler runs (a header block too large: 431; a request it
 // cannot parse: 400; an Expect it does not know: 417; an unknown transfer
-// coding: 501, though the framing check below refuses that one first) and
+// coding would be its 501, but the framing check below refuses it first) and
 // the one it does not write at all (headers that stop arriving: 408). It
 // also keeps every connection it accepted, hijacked ones included, so that
 // a forced stop can close them all.
@@ -303,8 +303,6 @@ func (l *Listener) rewrite(p []byte, timedOut bool, refused error) ([]byte, bool
 		}
 	case code == http.StatusExpectationFailed:
 		e = apierr.New(code, "Unsupported Expect header: only 100-continue is understood")
-	case code == http.StatusNotImplemented:
-		e = apierr.New(code, "Unsupported transfer encoding")
 	default:
 		e = apierr.New(code, "%s", http.StatusText(code))
 	}
