@@ -26,8 +26,9 @@ OAPICLIENT      := cmd/pictor/testdata/openapiclient
 RUN_PACKAGES  := chromium chromium-headless-shell fonts-liberation fonts-noto-color-emoji fonts-noto-core fonts-dejavu-core \
                  libvips-dev pkg-config ca-certificates clang-14 lld-14
 # tinyproxy: the forward proxy the proxy tests route renders through;
-# postgresql: the server kv/pgkv/pgtest runs privately for kv/pgkv.
-TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql
+# postgresql: the server kv/pgkv/pgtest runs privately for kv/pgkv;
+# curl, jq: the README's quick start, which cmd/pictor's tests run.
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql curl jq
 TSCLIENT      := origin/testdata/tsclient
 MCPCLIENT     := origin/testdata/mcpclient
 HBSJS         := wasm/testdata/handlebarsjs

@@ -37,7 +37,8 @@ func runMCPClient(t *testing.T, mode, url, state string, creds apitest.Creds, ou
 }
 
 // TestMCPWithTheTypeScriptSDK connects the official MCP TypeScript SDK to
-// `pictor serve` through the edge as an AI assistant would: it discovers
+// `pictor serve` through the edge, at the URL docs/clients.md configures,
+// as an AI assistant would: it discovers
 // the authorization server, registers itself, sends the person to the
 // consent page (answered with an API key's credentials, every offered
 // permission approved), exchanges the code with PKCE, refreshes its token
@@ -49,8 +50,9 @@ func TestMCPWithTheTypeScriptSDK(t *testing.T) {
 		t.Fatalf("the MCP SDK is not installed (make test-deps runs npm ci in origin/testdata/mcpclient): %v", err)
 	}
 	s := startServe(t, t.TempDir(), nil)
-	if s.MCPURL != s.URL+"/mcp" {
-		t.Fatalf("announced MCP endpoint %q, want %s/mcp", s.MCPURL, s.URL)
+	// The endpoint announced is the one docs/clients.md configures.
+	if doc := docMCPURL(t, s.URL); s.MCPURL != doc {
+		t.Fatalf("announced MCP endpoint %q, docs/clients.md configures %s", s.MCPURL, doc)
 	}
 	r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &s.Owner, JSON: map[string]any{
 		"name": "assistant", "permissions": []string{"images:create", "images:read", "usage:read", "templates:read"}}})
