@@ -73,6 +73,7 @@ type Engine struct {
 	goInstances atomic.Uint64
 
 	programs *programCache
+	outlines *outlineCache
 
 	// pool holds ready instances; dirty the used ones waiting for the
 	// filler to reset them; busy counts the instances evaluating. The
@@ -110,6 +111,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		pooled:   make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 		programs: newProgramCache(cfg.ProgramCacheBytes),
+		outlines: newOutlineCache(),
 	}
 	var err error
 	if cfg.CompilationCacheDir != "" {

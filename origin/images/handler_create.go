@@ -35,6 +35,9 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		pathVersion = n
 	}
 	params, ref, err := h.parseAny(r.Context(), p.Org, o, r.PathValue("template_id"), pathVersion)
+	if err == nil {
+		err = h.checkTemplateFields(p.Org.ID, o, ref)
+	}
 	if err != nil {
 		apierr.Write(w, r, err)
 		return

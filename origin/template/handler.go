@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -109,8 +112,70 @@ func (h *Handler) parseVersion(ctx context.Context, o *field.Object) (Version, e
 		if err := h.Engine.Check(ctx, part.text); err != nil {
 			return v, templateError(part.name, err)
 		}
+		// Parsed again in the host, now that the sandbox has bounded it,
+		// for the helpers it calls: one the sandbox lacks would fail
+		// every render that reaches it.
+		out, err := h.Engine.Outline(part.text)
+		if err != nil {
+			return v, templateError(part.name, err)
+		}
+		if len(out.UnknownHelpers) > 0 {
+			errs.Add(part.name, "%s", unknownHelpers(out.UnknownHelpers))
+		}
 	}
-	return v, nil
+	return v, errs.Err()
+}
+
+// maxNamedHelpers bounds the unknown helpers a refusal names.
+const maxNamedHelpers = 3
+
+// unknownHelpers says which helpers a template calls that the sandbox
+// does not provide, each at its first call, and which it provides.
+func unknownHelpers(calls []wasm.HelperCall) string {
+	seen := map[string]bool{}
+	var named []string
+	more := 0
+	for _, c := range calls {
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if len(named) == maxNamedHelpers {
+			more++
+			continue
+		}
+		named = append(named, fmt.Sprintf("unknown helper %q on line %d, column %d", c.Name, c.Line, c.Column))
+	}
+	msg := strings.Join(named, "; ")
+	if more > 0 {
+		msg += fmt.Sprintf(" (and %d more)", more)
+	}
+	return msg + ": templates have only the built-in Handlebars helpers (" + strings.Join(wasm.Helpers(), ", ") + ")"
+}
+
+// Variables returns the names a template version's html and css read
+// from the top level of template_values (wasm.Outline), sorted. A part
+// the host cannot outline (saved under another parser) adds none: it
+// renders as it did.
+func (h *Handler) Variables(orgID, id string, version int) ([]string, error) {
+	_, v, err := h.Store.Version(orgID, id, version)
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	var names []string
+	for _, text := range []string{v.HTML, v.CSS} {
+		if text == "" {
+			continue
+		}
+		out, err := h.Engine.Outline(text)
+		if err != nil {
+			slog.Debug("template not outlined", "template", id, "version", v.Version, "error", err)
+			continue
+		}
+		names = append(names, out.Variables...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 func formSubset(o *field.Object) map[string][]string {

@@ -512,9 +512,13 @@ func TestExpand(t *testing.T) {
 	_, _, _, err = s.h.Expand(context.Background(), orgID, o, id, 0)
 	wantAPIError(t, err, 400, "variations[2].template_values", "")
 
-	// A render fault is the caller's: a 400 naming template_values.
-	helper := s.save(t, pro, map[string]any{"html": "{{shout title}}"})
-	_, _, _, err = s.h.Expand(context.Background(), orgID, obj(map[string]any{"template_values": values}), helper, 0)
+	// A render fault is the caller's: a 400 naming template_values. (A
+	// save refuses this template now; one saved before still renders.)
+	helper, _, err := s.h.Store.Create(context.Background(), orgID, 1000, template.Version{HTML: "{{shout title}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = s.h.Expand(context.Background(), orgID, obj(map[string]any{"template_values": values}), helper.ID, 0)
 	wantAPIError(t, err, 400, "template_values", "")
 
 	if owner, err := s.h.Owner(id); err != nil || owner != orgID {

@@ -1,0 +1,59 @@
+package images
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/imageparams/schema"
+)
+
+// TemplateVariables names the variables of a template version: the
+// names its html and css read from the top level of template_values.
+// Templates that implement it have a template render refuse such a
+// name sent beside template_values.
+type TemplateVariables interface {
+	Variables(orgID, id string, version int) ([]string, error)
+}
+
+// requestFields are the fields a template render reads at its top level:
+// the image creation parameters, and template_version.
+var requestFields = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{"template_version": true}
+	for _, p := range schema.Params() {
+		m[p.Name] = true
+	}
+	return m
+})
+
+// checkTemplateFields refuses a template render (obj as the caller sent
+// it, rendered from ref) with a top-level field that is no parameter but
+// a variable of the template: its value belongs in template_values, and
+// the render would leave the variable blank. Other unknown fields are
+// ignored, as in any creation request.
+func (h *Handler) checkTemplateFields(orgID string, obj *field.Object, ref *templateRef) error {
+	tv, ok := h.Templates.(TemplateVariables)
+	if !ok || ref == nil {
+		return nil
+	}
+	var stray []string
+	for _, k := range obj.Keys() {
+		if !requestFields()[k] {
+			stray = append(stray, k)
+		}
+	}
+	if len(stray) == 0 {
+		return nil // the template is not parsed again
+	}
+	vars, err := tv.Variables(orgID, ref.id, ref.version)
+	if err != nil {
+		return err
+	}
+	var errs field.Errors
+	for _, k := range stray {
+		if _, found := slices.BinarySearch(vars, k); found {
+			errs.Add(obj.Path(k), "is a variable of this template: put it in template_values")
+		}
+	}
+	return errs.Err()
+}
