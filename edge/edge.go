@@ -129,6 +129,9 @@ func New(cfg Config) (*Edge, error) {
 		transform: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pictor_edge_transform_duration_seconds",
 			Help: "Time to make a transformed rendition.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 	}
+	for _, reason := range []string{refusedLimit, refusedPerIP, refusedDescriptors} {
+		e.metrics.refused.WithLabelValues(reason) // exported at 0 before the first
+	}
 	e.og = newOGState(cfg.Now)
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pictor_edge_connections_open", Help: "Client connections open."},
 		func() float64 {

@@ -58,6 +58,8 @@ type Store struct {
 	// down is set when the database stopped answering, so that the outage
 	// and the recovery are logged once each.
 	down atomic.Bool
+	// unavailable counts the calls that could not reach the database.
+	unavailable atomic.Uint64
 
 	// locks are Update's in-process stripes; closing ends when Close is
 	// called, which ends the Updates in flight.
@@ -261,6 +263,23 @@ func (s *Store) run(op string, read bool, fn func(context.Context, *pgxpool.Conn
 	}
 }
 
+// Stats are the store's counts since Open, for metrics.
+type Stats struct {
+	// Unavailable counts the calls that failed with ErrUnavailable
+	// because the database could not be reached or could not answer in
+	// time (not those that timed out waiting for an Update's in-process
+	// stripe).
+	Unavailable uint64
+	// Down is set from such a failure until a call reaches the database
+	// again.
+	Down bool
+}
+
+// Stats returns the store's counts.
+func (s *Store) Stats() Stats {
+	return Stats{Unavailable: s.unavailable.Load(), Down: s.down.Load()}
+}
+
 // recovered logs, once, that the database answers again after a failure.
 func (s *Store) recovered() {
 	if s.down.CompareAndSwap(true, false) {
@@ -277,6 +296,7 @@ func (s *Store) fail(op string, err error, unav bool) error {
 	if !unav {
 		return s.red.wrap(fmt.Errorf("pgkv: %s on %s: %w", op, s.host, err))
 	}
+	s.unavailable.Add(1)
 	if s.down.CompareAndSwap(false, true) {
 		s.log.Warn("pgkv database unavailable", "host", s.host, "op", op, "err", s.red.scrub(err.Error()))
 	}

@@ -398,6 +398,9 @@ func TestOutage(t *testing.T) {
 		}
 	}
 
+	if st := s.Stats(); st != (Stats{}) {
+		t.Fatalf("stats before the outage: %+v, want none", st)
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -405,10 +408,17 @@ func TestOutage(t *testing.T) {
 	if _, err := held.Get([]byte("k/0")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("snapshot taken before the outage: err = %v, want ErrUnavailable", err)
 	}
+	down := s.Stats()
+	if !down.Down || down.Unavailable < uint64(len(ops)+1) {
+		t.Errorf("stats during the outage: %+v, want down and each of the %d failed calls counted", down, len(ops)+1)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	check(t, false)
+	if st := s.Stats(); st.Down || st.Unavailable != down.Unavailable {
+		t.Errorf("stats once the server is back: %+v, want up and still %d unavailable calls", st, down.Unavailable)
+	}
 	if v, err := s.Get([]byte("k/0")); err != nil || string(v) != "before" {
 		t.Fatalf("a write from before the outage: %q, %v", v, err)
 	}

@@ -48,6 +48,14 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Help: "Blobs whose content did not match the SHA-256 recorded when they were written, or had none recorded.",
 		}),
 	}
+	// Every operation and result is exported at 0 from the start, so that
+	// a rate of failures (an alert on an unreachable S3) works before the
+	// first one.
+	for _, op := range []string{"GetObject", "PutObject", "ListObjectsV2", "DeleteObject"} {
+		for _, res := range []string{"ok", "not_found", "changed", "corrupt", "unavailable", "canceled", "error"} {
+			m.requests.WithLabelValues(op, res)
+		}
+	}
 	if r == nil {
 		return m, nil
 	}

@@ -135,10 +135,35 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "pictor_render_frame_waits_total", Help: "Cross-site frames (site isolation) a capture waited for to draw, by what each did.",
 		}, []string{"outcome"}),
 	}
+	// Every outcome is exported from the start, at 0, so that rates and
+	// alerts on one of them work before its first render.
+	for _, o := range renderOutcomes {
+		m.renders.WithLabelValues(o)
+	}
 	if reg != nil {
 		reg.MustRegister(m.renders, m.duration, m.queueWait, m.queued, m.browserStarts, m.browserDeaths, m.tabsOpened, m.tabsOpen, m.resetWaits, m.retries, m.stalls, m.frameWaits)
 	}
 	return m
+}
+
+// renderOutcomes are the outcome labels of pictor_render_total: outcome's
+// and the two refusals of a full queue.
+var renderOutcomes = []string{"ok", "canceled", "stopped", "timeout", "target", "browser", "input", "queue_full", "org_queue_full"}
+
+// capacityCollectors export the engine's size (--render-tabs,
+// --render-queue) and the tabs in use, for the queue's saturation.
+func capacityCollectors(cfg Config, q *tabQueue) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_render_tabs_busy", Help: "Render slots taken: renders in a tab, and tabs being reset for the next one (at most pictor_render_tabs_capacity).",
+		}, func() float64 { return float64(len(q.slots)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_render_tabs_capacity", Help: "Renders that run at once (--render-tabs).",
+		}, func() float64 { return float64(cfg.Tabs) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_render_queue_capacity", Help: "Renders that may wait for a tab (--render-queue); pictor_render_queued of them wait now, more are refused.",
+		}, func() float64 { return float64(cfg.Queue) }),
+	}
 }
 
 // New validates cfg and returns an engine; Start launches the browser.
@@ -157,6 +182,9 @@ func New(cfg Config) (*Engine, error) {
 	kill, killNow := context.WithCancel(context.Background())
 	quit := make(chan struct{})
 	tabs := newTabQueue(cfg.Tabs, cfg.Queue, quit)
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(capacityCollectors(cfg, tabs)...)
+	}
 	return &Engine{
 		cfg:      cfg,
 		account:  acct,

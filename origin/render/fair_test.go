@@ -531,6 +531,21 @@ func TestOrganizationShareOfTheQueue(t *testing.T) {
 	if got := metric(t, reg, "pictor_render_total"); got != 2 {
 		t.Fatalf("%v renders counted, want the 2 refused", got)
 	}
+	// The queue's saturation: one tab of one busy, both places of the
+	// queue taken.
+	for _, m := range []struct {
+		name string
+		want float64
+	}{
+		{"pictor_render_tabs_busy", 1},
+		{"pictor_render_tabs_capacity", 1},
+		{"pictor_render_queued", 2},
+		{"pictor_render_queue_capacity", 2},
+	} {
+		if got := metric(t, reg, m.name); got != m.want {
+			t.Errorf("%s = %v with the queue full, want %v", m.name, got, m.want)
+		}
+	}
 	site.letOne(t)
 	for _, ch := range []<-chan outcomeOf{held, queuedA, queuedB} {
 		if o := wait(t, ch); o.err != nil {
