@@ -34,9 +34,13 @@ import (
 // Automatic Open Graph images: GET /v1/og/{domain_id}/{path...}.
 //
 // The edge keys an OG image on its domain id, the crawler's platform (from
-// the User-Agent, never the raw header: no Vary) and the page path in its
-// one spelling (ogplatform.NormalizePath), "o|{domain}|{platform}|{path}";
-// the client's query string plays no part. Unlike an image, an OG image
+// the User-Agent, never the raw header) and the page path in its one
+// spelling (ogplatform.NormalizePath), "o|{domain}|{platform}|{path}"; the
+// client's query string plays no part. Every OG answer (hits, fills, 304s,
+// HEADs and errors) carries Vary: User-Agent, since what it holds depends
+// on the platform: a shared cache in front that keys on the URL alone
+// would give one crawler's size to all (it may key on the platform
+// instead, see docs/decisions.md). Unlike an image, an OG image
 // changes with its page: each entry keeps the freshness the origin gave it
 // (Cache-Control max-age) and, past it, is served stale at once while one
 // background request per key revalidates it with If-None-Match. A miss is
@@ -50,6 +54,8 @@ var (
 	valPublic = []byte("public, max-age=")
 	valSWR    = []byte(", stale-while-revalidate=")
 	valNoOG   = []byte("no-store")
+	hdrVary   = []byte("Vary")
+	valVaryUA = []byte("User-Agent")
 )
 
 // Bounds of OG work.
@@ -118,6 +124,11 @@ func newOGState(now func() time.Time) *ogState {
 	skipped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_og_revalidations_skipped_total",
 		Help: "Stale OG hits that started no revalidation: all slots busy (busy), or the key backing off after a failure (backoff)."},
 		[]string{"reason"})
+	revalidations := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_og_revalidations_total",
+		Help: "Background revalidations of stale OG images, by outcome: not_modified, modified, gone, failed."}, []string{"outcome"})
+	for _, outcome := range []string{ogNotModified, ogModified, ogGone, ogFailed} {
+		revalidations.WithLabelValues(outcome) // exported at 0 before the first
+	}
 	return &ogState{
 		now:       now,
 		hits:      hits,
@@ -125,8 +136,7 @@ func newOGState(now func() time.Time) *ogState {
 		hitsStale: hits.WithLabelValues("stale"),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "pictor_edge_og_misses_total",
 			Help: "OG image requests that waited for the origin."}),
-		revalidations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_og_revalidations_total",
-			Help: "Background revalidations of stale OG images, by outcome: not_modified, modified, gone, failed."}, []string{"outcome"}),
+		revalidations:  revalidations,
 		skipped:        skipped,
 		skippedBusy:    skipped.WithLabelValues("busy"),
 		skippedBackoff: skipped.WithLabelValues("backoff"),
@@ -151,6 +161,7 @@ func (o *ogState) busy() int {
 
 // serveOG answers GET/HEAD of an OG image.
 func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
+	ctx.Response.Header.SetBytesKV(hdrVary, valVaryUA)
 	domain, page, err := ogTarget(ctx.URI().PathOriginal())
 	if err != nil {
 		forward.WriteError(ctx, err)

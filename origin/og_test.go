@@ -202,7 +202,7 @@ func TestOGImages(t *testing.T) {
 	if cc := r.Header.Get("Cache-Control"); !strings.Contains(cc, "max-age=3600") || !strings.Contains(cc, "stale-while-revalidate=") {
 		t.Fatalf("Cache-Control %q", cc)
 	}
-	if r.Header.Get(contract.HeaderTag) != contract.OGConfigTag(cfgID) || r.Header.Get(contract.HeaderOGMode) != contract.OGFit {
+	if r.Header.Get(contract.HeaderTag) != contract.JoinTags(contract.OGConfigTag(cfgID), contract.OGPageTag(cfgID, "/blog/post")) || r.Header.Get(contract.HeaderOGMode) != contract.OGFit {
 		t.Fatalf("notes for the edge: tag %q mode %q", r.Header.Get(contract.HeaderTag), r.Header.Get(contract.HeaderOGMode))
 	}
 	// Two spellings of one page, and a query string, are one image.

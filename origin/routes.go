@@ -48,6 +48,14 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 				}
 			}
 			return o.purge(ctx, contract.TagsPurged, []string{contract.OGConfigTag(c.ID)})
+		},
+		Refresher: o.og, PublicURL: o.PublicURL(),
+		OnRefresh: func(ctx context.Context, c *ogconfig.Config, path string) error {
+			tag := contract.OGConfigTag(c.ID)
+			if path != "" {
+				tag = contract.OGPageTag(c.ID, path)
+			}
+			return o.purge(ctx, contract.TagsPurged, []string{tag})
 		}}
 	proxies := &proxy.Handler{Store: o.proxies, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs}
 	// Delivery options need a plan with them: refused before the rate
@@ -92,6 +100,7 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get},
 		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Update},
 		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}/refresh", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Refresh},
 
 		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Create},
 		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.List},

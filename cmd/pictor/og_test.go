@@ -58,8 +58,8 @@ func TestOGThroughTheEdge(t *testing.T) {
 				r := apitest.Do(t, s.URL, apitest.Request{Method: "GET", Path: "/v1/og/" + cfg.DomainID + "/post?utm_source=x",
 					Header: map[string]string{"User-Agent": tc.ua}})
 				apitest.WantStatus(t, r, 200)
-				if r.Header.Get("Vary") != "" {
-					t.Fatalf("Vary: %q", r.Header.Get("Vary"))
+				if r.Header.Get("Vary") != "User-Agent" {
+					t.Fatalf("Vary: %q, want User-Agent", r.Header.Get("Vary"))
 				}
 				img, err := png.Decode(bytes.NewReader(r.Body))
 				if err != nil {

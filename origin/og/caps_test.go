@@ -73,7 +73,7 @@ func TestCreateAgainstCaps(t *testing.T) {
 						cfg := []*ogconfig.Config{a, b}[i%2]
 						// Workers 2k and 2k+1 ask for the same images at once.
 						it := item(t, ow, fmt.Sprintf("<p>%s %d %d</p>", cfg.ID, w/2, i), "og\x00"+cfg.ID)
-						err := o.og.create(ctx, cfg, ow, it)
+						_, err := o.og.create(ctx, cfg, ow, it)
 						var ref *refusal
 						switch {
 						case err == nil:

@@ -99,11 +99,37 @@ type flying struct {
 // hold marks key under way until the returned function is called.
 func (f *flying) hold(key string) (done func()) {
 	f.mu.Lock()
+	f.mark(key)
+	f.mu.Unlock()
+	return f.release(key)
+}
+
+// enter admits a request that needs the work of key: it joins the work
+// under way, taking nothing, or, when none is, passes admit (its client's
+// allowance) and marks key under way, until done is called. The check and
+// the mark are one step: of requests arriving at once for work not under
+// way, one is admitted and the others join it (a refused one marks
+// nothing).
+func (f *flying) enter(key string, admit func() error) (done func(), err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys[key] == 0 {
+		if err := admit(); err != nil {
+			return nil, err
+		}
+	}
+	f.mark(key)
+	return f.release(key), nil
+}
+
+func (f *flying) mark(key string) {
 	if f.keys == nil {
 		f.keys = map[string]int{}
 	}
 	f.keys[key]++
-	f.mu.Unlock()
+}
+
+func (f *flying) release(key string) func() {
 	return func() {
 		f.mu.Lock()
 		if f.keys[key]--; f.keys[key] <= 0 {
@@ -111,11 +137,4 @@ func (f *flying) hold(key string) (done func()) {
 		}
 		f.mu.Unlock()
 	}
-}
-
-// under reports whether key is under way.
-func (f *flying) under(key string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.keys[key] > 0
 }

@@ -2,7 +2,10 @@
 // GET /v1/og/{domain_id}/{path}, it reads the page at that path of the
 // configuration's site, works out the image's identity from what the page
 // says, renders it once, and rechecks the page when its refresh interval
-// ends, serving the current image meanwhile.
+// ends, serving the current image meanwhile. Its organization may have a
+// page read at once (Refresh, POST /v1/og-configs/{id}/refresh), or every
+// page read again at its next request (the configuration's refresh
+// generation, which each page record remembers).
 //
 // New work is limited, since anyone can ask for made-up paths: a client
 // address may make DefaultClientRate requests a minute per configuration

@@ -117,24 +117,24 @@ func (s *Service) admitClient(cfg *ogconfig.Config, client string) error {
 // that a spent cap is what a visitor is told (and a refusal takes no
 // render of the minute); it is given back when the budget refuses, or the
 // creation fails or charged nothing (another origin made the image
-// meanwhile).
-func (s *Service) create(ctx context.Context, cfg *ogconfig.Config, o *org.Org, it images.Item) error {
+// meanwhile). charged reports a creation that charged credits.
+func (s *Service) create(ctx context.Context, cfg *ogconfig.Config, o *org.Org, it images.Item) (charged bool, err error) {
 	res, err := s.cfg.Caps.Reserve(ctx, cfg, o, int64(images.Credits(&it.Params)))
 	if err != nil {
-		return s.capRefusal(err)
+		return false, s.capRefusal(err)
 	}
 	if ok, retry := s.budget.take(cfg.ID); !ok {
 		s.release(ctx, cfg, res)
-		return &refusal{reason: reasonBudget, retry: retry, budget: s.cfg.Budget}
+		return false, &refusal{reason: reasonBudget, retry: retry, budget: s.cfg.Budget}
 	}
 	_, charge, err := s.cfg.Images.Create(ctx, o, []images.Item{it})
 	if err != nil || charge.Consumed == 0 {
 		s.release(ctx, cfg, res)
 	}
 	if err != nil {
-		return s.createError(o, err)
+		return false, s.createError(o, err)
 	}
-	return nil
+	return charge.Consumed > 0, nil
 }
 
 // release gives a reservation back, even when the request that made it is

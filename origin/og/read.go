@@ -71,7 +71,7 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 		if prev != nil && prev.Revision == cfg.Revision && prev.Images[v] != "" {
 			return prev, nil // read while this request waited for its turn
 		}
-		return s.check(rctx, cfg, o, path, prev, []string{v})
+		return s.check(rctx, cfg, o, path, prev, []string{v}, true)
 	})
 	select {
 	case res := <-ch:
@@ -85,9 +85,12 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 	}
 }
 
-// recheckLater reads a page whose refresh interval is over in the
-// background, once however many requests ask, unless as many rechecks as
-// allowed are running already (a later request tries again).
+// recheckLater reads a page that is due (its refresh interval is over, or
+// a refresh of every page was asked) in the background, once however many
+// requests ask, unless as many rechecks as allowed are running already (a
+// later request tries again). A page due for a refresh is read
+// unconditionally: a template or a metadata change need not change the
+// page's validators.
 func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 	select {
 	case s.slots <- struct{}{}:
@@ -105,11 +108,11 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 			ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 			defer cancel()
 			prev, err := loadPage(s.cfg.Store, cfg.ID, path)
-			if err != nil || prev == nil || prev.Revision != cfg.Revision || s.cfg.Now().Before(prev.FreshUntil) {
+			if err != nil || prev == nil || prev.Revision != cfg.Revision || !prev.due(cfg, s.cfg.Now()) {
 				return nil, err // gone, changed, or rechecked meanwhile
 			}
 			variants := slices.Sorted(maps.Keys(prev.Images))
-			return s.check(ctx, cfg, o, path, prev, variants)
+			return s.check(ctx, cfg, o, path, prev, variants, prev.Generation >= cfg.RefreshGeneration)
 		})
 		if s.cfg.OnRecheck != nil {
 			s.cfg.OnRecheck(cfg.ID, path)
@@ -117,57 +120,66 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 	}()
 }
 
-// check reads the page (conditionally when prev is of the same
+// check reads the page (conditionally when asked and prev is of the same
 // revision), works out its request, and makes the images of the variants
 // unless they exist already. A page that cannot be read or rendered
 // keeps its previous images (stale-if-error) when it has them.
-func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, prev *page, variants []string) (*page, error) {
+func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, prev *page, variants []string, conditional bool) (*page, error) {
 	if prev != nil && prev.Revision != cfg.Revision {
 		prev = nil
 	}
+	since := s.cfg.Now()
 	pageURL := cfg.BaseURL + path
 	req := ogpage.Request{URL: pageURL, Headers: cfg.Headers, HeaderOrigins: cfg.AdditionalHeaderOrigins}
-	if prev != nil {
+	if prev != nil && conditional {
 		req.ETag, req.LastModified = prev.ETag, prev.LastModified
 	}
 	src, err := s.cfg.Pages.Fetch(ctx, req)
 	now := s.cfg.Now()
 	if err != nil {
-		return s.keep(ctx, cfg, prev, now, variants, sourceError(err), "OG source page unavailable; serving the last image")
+		return s.keep(ctx, cfg, prev, now, since, variants, sourceError(err), "OG source page unavailable; serving the last image")
 	}
 	if src.NotModified && prev != nil {
 		next := prev.clone()
-		next.CheckedAt, next.FreshUntil = now, src.Fresh(now, cfg.RefreshInterval)
+		next.CheckedAt, next.FreshUntil, next.Generation = now, src.Fresh(now, cfg.RefreshInterval), cfg.RefreshGeneration
 		next.ETag, next.LastModified = src.ETag, src.LastModified
-		return s.store(ctx, next)
+		return s.store(ctx, next, since)
 	}
 	res, err := s.resolve(ctx, cfg, o, pageURL, &src.Head)
 	if err != nil {
-		return s.keep(ctx, cfg, prev, now, variants, err, "OG page does not resolve to an image; serving the last image")
+		return s.keep(ctx, cfg, prev, now, since, variants, err, "OG page does not resolve to an image; serving the last image")
 	}
-	next := &page{ConfigID: cfg.ID, Path: path, Revision: cfg.Revision, CheckedAt: now,
-		FreshUntil: src.Fresh(now, cfg.RefreshInterval), ETag: src.ETag, LastModified: src.LastModified,
-		Request: res.request, Extra: res.extra, Images: map[string]string{}}
-	if prev != nil && bytes.Equal(prev.Request, next.Request) && prev.Extra == next.Extra {
-		next.Images = maps.Clone(prev.Images) // the same inputs: the same images, nothing to render
-	}
+	next := s.record(cfg, path, src, res, now, prev)
 	for _, v := range variants {
 		if next.Images[v] != "" {
 			continue
 		}
-		id, err := s.render(ctx, cfg, o, next, v)
+		id, _, err := s.render(ctx, cfg, o, next, v)
 		if err != nil {
-			return s.keep(ctx, cfg, prev, now, variants, err, "OG image render failed; serving the last image")
+			return s.keep(ctx, cfg, prev, now, since, variants, err, "OG image render failed; serving the last image")
 		}
 		next.Images[v] = id
 	}
-	return s.store(ctx, next)
+	return s.store(ctx, next, since)
+}
+
+// record is the record of a page read at now that resolved to res, with
+// prev's images when the inputs are the same (nothing to render).
+func (s *Service) record(cfg *ogconfig.Config, path string, src *ogpage.Page, res *resolved, now time.Time, prev *page) *page {
+	next := &page{ConfigID: cfg.ID, Path: path, Revision: cfg.Revision, Generation: cfg.RefreshGeneration, CheckedAt: now,
+		FreshUntil: src.Fresh(now, cfg.RefreshInterval), ETag: src.ETag, LastModified: src.LastModified,
+		Request: res.request, Extra: res.extra, Images: map[string]string{}}
+	if prev != nil && prev.sameInputs(next) {
+		next.Images = maps.Clone(prev.Images) // the same inputs: the same images, nothing to render
+	}
+	return next
 }
 
 // keep answers a failed read: the previous record, with its images, served
-// until the next try a minute on, when it has an image for every variant
-// asked for; else the failure.
-func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, now time.Time, variants []string, cause error, msg string) (*page, error) {
+// until the next try a minute on (a refresh of every page asked before
+// counts as done: the failure is not retried at every request), when it
+// has an image for every variant asked for; else the failure.
+func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, now, since time.Time, variants []string, cause error, msg string) (*page, error) {
 	if prev == nil {
 		return nil, cause
 	}
@@ -179,30 +191,54 @@ func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, no
 	s.log.Warn(msg, "config_id", cfg.ID, "path", prev.Path, "error", cause)
 	next := prev.clone()
 	next.FreshUntil = now.Add(failedRecheckWait)
-	return s.store(ctx, next)
+	next.Generation = max(next.Generation, cfg.RefreshGeneration)
+	return s.store(ctx, next, since)
 }
 
-// store writes a page record. The variants made meanwhile for the same
-// request (makeVariant, in any process) are kept.
-func (s *Service) store(ctx context.Context, next *page) (*page, error) {
+// store writes a page record read since since, unless the record in the
+// store supersedes it (a later revision, or a read that ended after this
+// one began: a refresh, another origin's recheck), which is then kept and
+// returned. The variants made meanwhile for the same inputs (makeVariant,
+// in any process) are kept either way. A zero since always writes (a
+// refresh: the page as it is now).
+func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page, error) {
+	var out *page
 	err := s.cfg.Store.Update(ctx, pageLock(next), func(txn kv.Txn) error {
 		cur, err := loadPage(txn, next.ConfigID, next.Path)
 		if err != nil {
 			return err
 		}
-		if cur != nil && cur.Revision == next.Revision && bytes.Equal(cur.Request, next.Request) && cur.Extra == next.Extra {
+		switch {
+		case cur == nil:
+		case supersedes(cur, next, since):
+			out = cur
+			if !cur.sameInputs(next) {
+				return nil
+			}
+			added := false
+			for v, id := range next.Images {
+				if cur.Images[v] == "" {
+					cur.Images[v], added = id, true
+				}
+			}
+			if !added {
+				return nil
+			}
+			return savePage(txn, cur)
+		case cur.sameInputs(next):
 			for v, id := range cur.Images {
 				if next.Images[v] == "" {
 					next.Images[v] = id
 				}
 			}
 		}
+		out = next
 		return savePage(txn, next)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return next, nil
+	return out, nil
 }
 
 // makeVariant makes the image of another platform for a page read
@@ -217,7 +253,7 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 		defer s.wg.Done()
 		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 		defer cancel()
-		id, err := s.render(rctx, cfg, o, pg, v)
+		id, _, err := s.render(rctx, cfg, o, pg, v)
 		if err != nil {
 			return nil, err
 		}
@@ -256,27 +292,27 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 // render makes a variant's image and waits until it is rendered: a new
 // image takes one render of the configuration's budget, one of its caps
 // and its credits (create); one that exists (the same inputs) costs
-// nothing.
-func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (string, error) {
+// nothing. created reports a new image, charged.
+func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (id string, created bool, err error) {
 	it, err := s.item(cfg, o, pg.Request, pg.Extra, v)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, images.ErrNotFound) {
-		if err := s.create(ctx, cfg, o, it); err != nil {
-			return "", err
+		if created, err = s.create(ctx, cfg, o, it); err != nil {
+			return "", false, err
 		}
 	} else if err != nil {
-		return "", err
+		return "", false, err
 	} else if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil { // reused: costs nothing
-		return "", s.createError(o, err)
+		return "", false, s.createError(o, err)
 	}
 	f, err := s.cfg.Images.Open(ctx, it.ID, imageparams.FormatPNG)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	f.Close()
-	return it.ID, nil
+	return it.ID, created, nil
 }
 
 func retryAfter(d time.Duration) string {

@@ -173,8 +173,11 @@ func (s *Service) Close() {
 
 // ServeHTTP answers GET and HEAD of /v1/og/{domain_id}/{path...}: the
 // image of that page for the crawler's platform (X-Pictor-Og-Platform
-// from the edge, else the User-Agent).
+// from the edge, else the User-Agent). Every answer, errors included,
+// carries Vary: User-Agent, as the edge's do: a cache in front that keys
+// on the URL alone would give one crawler's size to all.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Vary", "User-Agent")
 	notFound := apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
 	cfg, err := s.cfg.Configs.ByDomainID(r.PathValue("domain_id"))
 	if errors.Is(err, ogconfig.ErrNotFound) || (err == nil && cfg.Disabled) {
@@ -226,11 +229,13 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // write sends the image: its id is its ETag (the identity of every input),
-// fresh for what is left of the page's refresh interval.
+// fresh for what is left of the page's refresh interval. It is tagged with
+// its configuration and its page, for the purges of a configuration's
+// change and of a page's refresh.
 func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Config, o *org.Org, pg *page, f *images.File) {
 	now := s.cfg.Now()
 	maxAge := pg.FreshUntil.Sub(now)
-	if maxAge <= 0 {
+	if pg.due(cfg, now) {
 		maxAge = s.cfg.StaleRetry // being read again: ask again soon
 	}
 	swr := max(cfg.RefreshInterval, time.Minute)
@@ -241,7 +246,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Co
 	hd.Set("Content-Type", "image/png")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set(contract.HeaderOrg, o.ID)
-	hd.Set(contract.HeaderTag, contract.OGConfigTag(cfg.ID))
+	hd.Set(contract.HeaderTag, contract.JoinTags(contract.OGConfigTag(cfg.ID), contract.OGPageTag(cfg.ID, pg.Path)))
 	mode := contract.OGAsIs
 	if cfg.OptimizationMode == ogconfig.PostProcess {
 		mode = contract.OGFit
@@ -297,10 +302,12 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 		if current {
 			work = variantKey(cfg.ID, path, v)
 		}
-		if (pg == nil || pg.Images[v] == "") && !s.flying.under(work) {
-			if err := s.admitClient(cfg, client); err != nil {
+		if pg == nil || pg.Images[v] == "" {
+			done, err := s.flying.enter(work, func() error { return s.admitClient(cfg, client) })
+			if err != nil {
 				return nil, nil, err
 			}
+			defer done()
 		}
 		if err := s.cfg.Caps.Room(cfg, o, ogCredits); err != nil {
 			return s.last(ctx, pg, v, s.capRefusal(err))
@@ -312,7 +319,7 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 			return s.last(ctx, pg, v, err)
 		}
 		pg = next
-	} else if !s.cfg.Now().Before(pg.FreshUntil) {
+	} else if pg.due(cfg, s.cfg.Now()) {
 		s.recheckLater(cfg, o, path)
 	}
 	id := pg.Images[v]

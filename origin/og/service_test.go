@@ -108,7 +108,7 @@ func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
 				wg.Go(func() {
 					next := base.clone()
 					next.Images = map[string]string{fmt.Sprint("platform-", i): fmt.Sprint("image-", i)}
-					if _, err := services[i%2].store(context.Background(), next); err != nil {
+					if _, err := services[i%2].store(context.Background(), next, time.Time{}); err != nil {
 						errs <- err
 					}
 				})

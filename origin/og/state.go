@@ -1,6 +1,7 @@
 package og
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/ogconfig"
 )
 
 // page is what the service knows of one path of a configuration's site,
@@ -20,6 +22,11 @@ type page struct {
 	// Revision is the configuration's revision the page was read under:
 	// another revision reads it again before serving.
 	Revision int64 `json:"revision"`
+
+	// Generation is the configuration's RefreshGeneration the page was
+	// read under: an older one is read again, unconditionally, at the next
+	// request (a refresh of every page was asked since).
+	Generation int64 `json:"generation,omitempty"`
 
 	CheckedAt  time.Time `json:"checked_at"`
 	FreshUntil time.Time `json:"fresh_until"`
@@ -77,6 +84,40 @@ func savePage(w kv.Writer, p *page) error {
 		return fmt.Errorf("store OG page %s: %w", p.Path, err)
 	}
 	return nil
+}
+
+// due reports whether the page is to be read again: its refresh interval
+// is over, or a refresh of every page of its configuration was asked
+// since it was read.
+func (p *page) due(cfg *ogconfig.Config, now time.Time) bool {
+	return !now.Before(p.FreshUntil) || p.Generation < cfg.RefreshGeneration
+}
+
+// sameInputs reports whether p and q were resolved to the same image
+// inputs, and so have the same images.
+func (p *page) sameInputs(q *page) bool {
+	return p.Revision == q.Revision && bytes.Equal(p.Request, q.Request) && p.Extra == q.Extra
+}
+
+// identity names the page's card: a hash of its inputs (128 bits, hex).
+func (p *page) identity() string {
+	h := sha256.New()
+	h.Write(p.Request)
+	h.Write([]byte{0})
+	h.Write([]byte(p.Extra))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// supersedes reports whether cur, the record in the store, is to be kept
+// rather than replaced by next, a read that began at since: cur is of a
+// later revision of the configuration, or was read after since (a
+// refresh, or another origin's read, finished while this one ran). A zero
+// since replaces whatever the revision allows (a refresh).
+func supersedes(cur, next *page, since time.Time) bool {
+	if cur.Revision != next.Revision {
+		return cur.Revision > next.Revision
+	}
+	return !since.IsZero() && cur.CheckedAt.After(since)
 }
 
 // clone returns a copy that can be changed without touching p.

@@ -110,6 +110,15 @@ type Config struct {
 	MaxNewImagesPerDay    *int64 `json:"max_new_images_per_day,omitempty"`
 	MaxNewImagesPerPeriod *int64 `json:"max_new_images_per_period,omitempty"`
 
+	// RefreshGeneration grows by one at every refresh of all the
+	// configuration's pages (Store.RequestRefresh): a page read under an
+	// older generation is read again, unconditionally, at its next
+	// request. Unlike Revision it is no part of any image's identity, so a
+	// page that did not change keeps its image and costs nothing.
+	RefreshGeneration int64 `json:"refresh_generation,omitempty"`
+	// RefreshRequestedAt is when RefreshGeneration last grew.
+	RefreshRequestedAt time.Time `json:"refresh_requested_at,omitzero"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -95,6 +95,16 @@
 //   - After an update or a deletion, Handler.OnChange runs before the
 //     answer (edges drop the configuration's OG images). If it fails, the
 //     change stays and the answer is 500, as for templates.
+//   - POST /v1/og-configs/{id}/refresh (the create/update permission and
+//     rate-limit group): with {"path": "/post/1"} the page is read now by a
+//     Refresher and its card's identity answered (200); without a path (no
+//     body, {}, a null path, an empty form value) RequestRefresh grows the
+//     configuration's RefreshGeneration, so every page is read again at its
+//     next request (202). The path is NormalizePagePath's: the OG GET
+//     path's spelling, no scheme, host, query or fragment, 2 KiB. A
+//     disabled configuration is a 409. OnRefresh runs before the answer to
+//     purge the edges (the page's tag when its identity changed, the
+//     configuration's tag for every page).
 //
 // # Caps on new images
 //

@@ -60,6 +60,17 @@ type Handler struct {
 	// (contract.OGConfigTag). If it fails the change is kept and the
 	// request answers 500, as for templates.
 	OnChange func(ctx context.Context, cfg *Config) error
+	// Refresher reads a page again on demand (POST .../refresh with a
+	// path); nil answers such a refresh 404.
+	Refresher Refresher
+	// OnRefresh runs after a refresh, before the answer, when the edges
+	// must drop what they hold: the page's OG images when its identity
+	// changed (path set), or every OG image of the configuration (path
+	// ""). If it fails the refresh stands and the answer is 500, as for
+	// OnChange.
+	OnRefresh func(ctx context.Context, cfg *Config, path string) error
+	// PublicURL is the base of the OG image URL a refresh answers.
+	PublicURL string
 }
 
 func (h *Handler) changed(ctx context.Context, c *Config) error {

@@ -273,6 +273,35 @@ func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Con
 	return out, nil
 }
 
+// RequestRefresh marks every page of the organization's configuration for
+// a recheck at its next request: its RefreshGeneration grows by one and
+// RefreshRequestedAt is now. Its revision and updated_at stay: nothing of
+// the configuration changed, and its images keep their identity.
+func (s *Store) RequestRefresh(ctx context.Context, orgID, id string) (*Config, error) {
+	var out *Config
+	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+		c, err := s.get(txn, orgID, id)
+		if err != nil {
+			return err
+		}
+		c.RefreshGeneration++
+		c.RefreshRequestedAt = s.now().UTC()
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if err := txn.Put(recordKey(c.ID), raw); err != nil {
+			return fmt.Errorf("store OG configuration %s: %w", c.ID, err)
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Delete removes the configuration with its indexes and returns what it
 // was.
 func (s *Store) Delete(ctx context.Context, orgID, id string) (*Config, error) {

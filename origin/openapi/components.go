@@ -139,6 +139,7 @@ func (s *spec) define() {
 	s.defineProxies()
 	s.defineDestinations()
 	s.defineOGConfigs()
+	s.defineOGRefresh()
 }
 
 func (s *spec) defineErrors() {
@@ -318,7 +319,7 @@ func (s *spec) defineImages() {
 	tpl, _ := imageParameters(schema.ForTemplate)
 	tpl["template_values"] = openapi3.NewSchemaRef("", imageParameter("template_values"))
 	tpl["template_version"] = openapi3.NewSchemaRef("", templateVersion("The template version to render when the path names none; the latest when omitted."))
-	render := open(typed(openapi3.TypeObject, "Values for the template and options laid over its render defaults. Unknown fields are ignored."))
+	render := open(typed(openapi3.TypeObject, "Values for the template and options laid over its render defaults. A field that is no option but a variable of the template is refused (400 naming it: its value belongs in template_values); other unknown fields are ignored."))
 	render.Properties = tpl
 	render.Examples = []any{map[string]any{"template_values": map[string]any{"title": "Launch day"}}}
 	s.schema(schTemplateRender, render)
@@ -433,7 +434,7 @@ func (s *spec) defineTemplates() {
 			props[name] = defaults[name]
 		}
 	}
-	body := open(typed(openapi3.TypeObject, "A template: html (required), css, name, description and render defaults (any image creation option), checked when saved; a syntax error names the field, line and column. Unknown fields are ignored."))
+	body := open(typed(openapi3.TypeObject, "A template: html (required), css, name, description and render defaults (any image creation option), checked when saved; a syntax error, or a call of a helper the sandbox lacks (it has Handlebars' built-in helpers only), names the field, line and column. Unknown fields are ignored."))
 	body.Properties = props
 	body.Required = []string{"html"}
 	body.Examples = []any{map[string]any{"html": `<div class="card">{{title}}</div>`, "css": ".card { font: 48px sans-serif; }", "name": "Blog card", "viewport_width": 1200, "viewport_height": 630}}

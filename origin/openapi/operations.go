@@ -425,6 +425,7 @@ func (s *spec) operations() map[string]operation {
 				409: s.errorResponse("Another enabled configuration of the organization has this base_url; the message names it."),
 			},
 		},
+		"POST /v1/og-configs/{id}/refresh": s.ogRefreshOperation(notFound, invalid),
 		"DELETE /v1/og-configs/{id}": {
 			id: "deleteOGConfig", tag: tagOG, summary: "Delete an OG configuration",
 			description: "Deletes the configuration; every edge drops its images before the answer.",
