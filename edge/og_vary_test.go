@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -75,31 +76,42 @@ func TestOGVaryUserAgent(t *testing.T) {
 	}
 }
 
-// cdnUserAgents are the User-Agent values a CDN in front of the edge sets
-// for each platform once it has matched the crawler's own (the CDN keying
-// text in docs/decisions.md, OG images): each must make the edge pick that
-// platform, so that the CDN's key and the edge's answer agree.
-var cdnUserAgents = map[string]string{
-	"default":   "Mozilla/5.0",
-	"facebook":  "facebookexternalhit/1.1",
-	"twitter":   "Twitterbot/1.0",
-	"linkedin":  "LinkedInBot/1.0",
-	"slack":     "Slackbot-LinkExpanding 1.0",
-	"discord":   "Discordbot/2.0",
-	"telegram":  "TelegramBot (like TwitterBot)",
-	"whatsapp":  "WhatsApp/2",
-	"pinterest": "Pinterestbot/1.0",
-	"mastodon":  "Mastodon/4",
-	"bluesky":   "Bluesky Cardyb/1.1",
-	"apple":     "Applebot/0.1",
-	"reddit":    "redditbot/1.0",
-	"instagram": "Instagram",
+// docCDNUserAgents reads the User-Agent values a CDN in front of the edge
+// sets for each platform once it has matched the crawler's own, from the
+// table of docs/operations.md ("A CDN in front of OG images"): each must
+// make the edge pick that platform, so that the CDN's key and the edge's
+// answer agree.
+func docCDNUserAgents(t *testing.T) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "| platform | User-Agent to set |")
+	if start < 0 {
+		t.Fatal("docs/operations.md has no table of the User-Agents a CDN sets")
+	}
+	table := text[start:]
+	if end := strings.Index(table, "\n\n"); end >= 0 {
+		table = table[:end]
+	}
+	uas := map[string]string{}
+	for _, row := range strings.Split(table, "\n")[2:] {
+		cols := strings.Split(row, "|")
+		if len(cols) != 4 {
+			t.Fatalf("malformed row %q", row)
+		}
+		uas[strings.TrimSpace(cols[1])] = strings.Trim(strings.TrimSpace(cols[2]), "`")
+	}
+	return uas
 }
 
 // TestOGCDNUserAgents: the documented User-Agent of every platform is read
 // as that platform, and a crawler's own User-Agent and its platform's
 // documented one share the edge's entry.
 func TestOGCDNUserAgents(t *testing.T) {
+	cdnUserAgents := docCDNUserAgents(t)
 	for _, p := range ogplatform.All {
 		ua, ok := cdnUserAgents[p.Name]
 		if !ok {

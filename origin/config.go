@@ -36,6 +36,15 @@ type Config struct {
 	AllowPrivateURLs bool
 	// MasterKey overrides the master key file (PICTOR_MASTER_KEY).
 	MasterKey string
+	// PreviousMasterKeys are master keys that came before MasterKey,
+	// separated by commas (PICTOR_MASTER_KEY_PREVIOUS; those of
+	// <data-dir>/master.key.previous are added): what they sealed still
+	// opens and is sealed again under the current key (seal.Ring).
+	PreviousMasterKeys string
+	// NextMasterKeys are master keys that will replace MasterKey,
+	// separated by commas (PICTOR_MASTER_KEY_NEXT): what they sealed
+	// opens and stays as it is, while origins sharing a store move to one.
+	NextMasterKeys string
 	// Announce receives the one-time credentials of the default organization;
 	// nil means standard output.
 	Announce io.Writer

@@ -44,6 +44,9 @@ func (o *Origin) openOAuth(box *seal.Box) error {
 		// directory: each derives the same signing key from it, so any
 		// origin accepts the tokens and consent forms of the others.
 		cfg.Seed = box.MACKey("oauth-signing-key")
+		// While the master key is replaced, the other master keys'
+		// signing keys still verify (their tokens and consent forms).
+		cfg.PreviousSeeds = box.MACKeys("oauth-signing-key")[1:]
 	}
 	cfg.Issuer, cfg.Resource = pub, pub+MCPPath
 	var err error

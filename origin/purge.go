@@ -21,11 +21,15 @@ type Purger interface {
 	PurgeTag(ctx context.Context, tag string) error
 }
 
-// EdgeTokenFile holds the purge channel's token inside the data directory.
+// EdgeTokenFile holds the purge channel's tokens inside the data
+// directory: one a line, each accepted (edgehub.ParseTokens).
 const EdgeTokenFile = "edge.token"
 
-// loadEdgeToken returns the configured token, or the one in the data
-// directory, creating it (0600) on first use.
+// loadEdgeToken returns the configured tokens (--edge-token, separated by
+// commas), or those of the data directory's EdgeTokenFile, creating it
+// (0600) with one token on first use. The hub accepts an edge presenting
+// any of them, so that edges move to a new token one by one: add it, move
+// the edges, remove the old one.
 func loadEdgeToken(configured, dataDir string) (string, error) {
 	if configured != "" {
 		return configured, nil

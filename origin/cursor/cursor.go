@@ -15,15 +15,20 @@ const macLen = 16
 // maxToken bounds decoding work on hostile input.
 const maxToken = 1024
 
-// Codec encodes and decodes tokens under one MAC key.
-type Codec struct{ key []byte }
+// Codec encodes tokens under one MAC key and decodes tokens under it or
+// under a previous one.
+type Codec struct{ keys [][]byte }
 
-// New returns a Codec; key should come from seal.Box.MACKey.
-func New(key []byte) Codec { return Codec{key: key} }
+// New returns a Codec that signs with key and also accepts tokens signed
+// with the previous keys: seal.Box.MACKeys, the current key first, so that
+// cursors handed out before a master key rotation keep working.
+func New(key []byte, previous ...[]byte) Codec {
+	return Codec{keys: append([][]byte{key}, previous...)}
+}
 
 // Encode returns the token for position within scope.
 func (c Codec) Encode(scope, position string) string {
-	mac := seal.Sign(c.key, message(scope, position))
+	mac := seal.Sign(c.keys[0], message(scope, position))
 	return base64.RawURLEncoding.EncodeToString(append([]byte(position), mac...))
 }
 
@@ -39,10 +44,13 @@ func (c Codec) Decode(scope, token string) (string, error) {
 		return "", ErrInvalid
 	}
 	position, mac := string(raw[:len(raw)-macLen]), raw[len(raw)-macLen:]
-	if !seal.Verify(c.key, message(scope, position), mac) {
-		return "", ErrInvalid
+	msg := message(scope, position)
+	for _, key := range c.keys {
+		if seal.Verify(key, msg, mac) {
+			return position, nil
+		}
 	}
-	return position, nil
+	return "", ErrInvalid
 }
 
 func message(scope, position string) []byte {

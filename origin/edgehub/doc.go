@@ -5,4 +5,8 @@
 // edge, wherever it is connected, acknowledged the event. An edge that was
 // away replays the log from its last acknowledged position when it
 // reconnects, to any origin, before it serves again.
+//
+// Edges authenticate with a token. A hub accepts several at once
+// (ParseTokens: --edge-token OLD,NEW, or edge.token with a token a line),
+// so that edges move to a new token one by one, without downtime.
 package edgehub

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -93,7 +92,7 @@ func (o Options) withDefaults() Options {
 // Hub is the origin's side of the purge channel.
 type Hub struct {
 	store    kv.Store
-	token    string
+	tokens   []string // the edge tokens accepted (ParseTokens)
 	opts     Options
 	instance string // names this hub in the acknowledgement records
 	ownAcks  []byte // the prefix of this hub's acknowledgement records
@@ -134,11 +133,13 @@ type edge struct {
 	ackedCh chan struct{} // closed and replaced at every ack
 }
 
-// New opens the hub over the store's event log. token authenticates edges.
-// At most one Options may follow.
+// New opens the hub over the store's event log. token authenticates edges:
+// one token, or several separated by commas or line breaks (ParseTokens),
+// any of which an edge may present. At most one Options may follow.
 func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
-	if len(token) < contract.MinEdgeToken {
-		return nil, fmt.Errorf("edge token must be at least %d characters", contract.MinEdgeToken)
+	tokens, err := ParseTokens(token)
+	if err != nil {
+		return nil, err
 	}
 	var o Options
 	switch len(opts) {
@@ -157,7 +158,7 @@ func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
 	}
 	id := make([]byte, 8)
 	rand.Read(id)
-	h := &Hub{store: store, token: token, opts: o.withDefaults(), instance: hex.EncodeToString(id),
+	h := &Hub{store: store, tokens: tokens, opts: o.withDefaults(), instance: hex.EncodeToString(id),
 		delivered: head, edges: map[*edge]struct{}{},
 		kick: make(chan struct{}, 1), ackKick: make(chan struct{}, 1), recorded: make(chan chan struct{}),
 		closing: make(chan struct{})}
@@ -325,11 +326,6 @@ func (e *edge) position() uint64 {
 	return e.acked
 }
 
-func (h *Hub) authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(h.token)) == 1
-}
-
 // ServeHTTP serves the edge channel at POST contract.StreamPath: the
 // request body carries the edge's acknowledgements (one decimal sequence
 // number per line) and the response streams events (one JSON object per
@@ -338,7 +334,12 @@ func (h *Hub) authorized(r *http.Request) bool {
 // it, to drop everything and continue from the head. The stream ends with
 // the request body: an edge that cannot acknowledge is gone.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(r) {
+	token := h.token(r)
+	if token == 0 {
+		// An edge left on a token that was removed says so here (its
+		// name and address, never what it presented).
+		slog.WarnContext(r.Context(), "edge refused: a token the purge channel does not accept",
+			"edge", r.URL.Query().Get(contract.StreamName)+"@"+r.RemoteAddr)
 		// Connection: close answers at once: net/http would otherwise
 		// drain the body first to keep the connection, and an edge's body
 		// (its acknowledgements) stays open as long as the edge runs.
@@ -358,6 +359,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e := &edge{name: r.URL.Query().Get(contract.StreamName) + "@" + r.RemoteAddr, events: make(chan contract.Event, 1024),
 		lagging: make(chan struct{}), gone: make(chan struct{}), ackedCh: make(chan struct{})}
+	// Which token it presented (by position, never the token), so that
+	// whoever replaces a token sees when no edge uses the old one.
+	slog.InfoContext(r.Context(), "edge connected to the purge channel", "edge", e.name, "token", token, "tokens", len(h.tokens))
 	// Register before reading the log, so no event falls between the two:
 	// the tailer hands the queues every event past head under the lock
 	// that registers, and the log holds every event up to head.

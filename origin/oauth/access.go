@@ -78,13 +78,17 @@ func (s *Server) parseAccess(token string, skipClaims bool) (*accessClaims, erro
 	}
 	var claims accessClaims
 	_, err := jwt.NewParser(opts...).ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
-		if kid, _ := t.Header["kid"].(string); kid != s.jwk.Kid {
-			return nil, errors.New("unknown key id")
-		}
 		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, accessTokenType) {
 			return nil, errors.New("not an access token")
 		}
-		return s.key.Public(), nil
+		kid, _ := t.Header["kid"].(string)
+		if kid == s.jwk.Kid {
+			return s.key.Public(), nil
+		}
+		if pub, ok := s.previousKeys[kid]; ok {
+			return pub, nil
+		}
+		return nil, errors.New("unknown key id")
 	})
 	if err != nil {
 		return nil, invalidToken(reason(err))

@@ -50,6 +50,11 @@ type Config struct {
 	// KeyFile: several processes that share a store derive it from their
 	// shared secret so that each accepts the others' tokens and forms.
 	Seed []byte
+	// PreviousSeeds are the seeds of signing keys that came before Seed
+	// (derived from previous master keys while the master key is
+	// replaced): access tokens they signed and consent forms made under
+	// them are still accepted. Seed signs everything new.
+	PreviousSeeds [][]byte
 	// Issuer is the service's public base URL, e.g. "http://127.0.0.1:8080";
 	// the endpoints hang under it. It has no path.
 	Issuer string
@@ -144,6 +149,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("oauth: Seed has %d bytes, want %d", len(c.Seed), ed25519.SeedSize)
 	case c.Seed == nil && c.KeyFile == "":
 		return errors.New("oauth: KeyFile or Seed is required")
+	}
+	for i, seed := range c.PreviousSeeds {
+		if len(seed) != ed25519.SeedSize {
+			return fmt.Errorf("oauth: PreviousSeeds[%d] has %d bytes, want %d", i, len(seed), ed25519.SeedSize)
+		}
 	}
 	if c.Keys == nil {
 		return errors.New("oauth: Keys is required")

@@ -73,9 +73,10 @@ func (s *Server) ServerMetadata(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// JWKS serves the public signing key as a JWK Set.
+// JWKS serves the public signing key, and the previous ones still
+// accepted, as a JWK Set.
 func (s *Server) JWKS(w http.ResponseWriter, r *http.Request) {
 	cors(w)
 	w.Header().Set("Cache-Control", metadataCacheControl)
-	respond.JSON(w, r, http.StatusOK, map[string]any{"keys": []jwk{s.jwk}})
+	respond.JSON(w, r, http.StatusOK, map[string]any{"keys": append([]jwk{s.jwk}, s.previousJWKs...)})
 }

@@ -36,6 +36,12 @@ type Server struct {
 	jwk     jwk
 	sealer  cipher.AEAD // consent page state
 	csrfKey []byte
+	// The keys of Config.PreviousSeeds, which only verify and open: the
+	// public keys by kid, and the consent page's keys.
+	previousKeys    map[string]ed25519.PublicKey
+	previousJWKs    []jwk
+	previousSealers []cipher.AEAD
+	previousCSRF    [][]byte
 
 	scopes        []perm.Permission // cfg.Scopes, sorted
 	registrations *rate.Limiter     // all addresses together
@@ -71,23 +77,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("oauth: %w", err)
 		}
 	}
-	// The consent page's keys come from the signing key, so every process
-	// sharing the key file accepts the others' forms, across restarts too.
-	sealKey, err := hkdf.Key(sha256.New, key.Seed(), nil, sealInfo, 32)
+	sealer, csrfKey, err := consentKeys(key.Seed())
 	if err != nil {
-		return nil, fmt.Errorf("oauth: derive consent key: %w", err)
-	}
-	csrfKey, err := hkdf.Key(sha256.New, key.Seed(), nil, csrfInfo, 32)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: derive csrf key: %w", err)
-	}
-	block, err := aes.NewCipher(sealKey)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: consent key: %w", err)
-	}
-	sealer, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: consent key: %w", err)
+		return nil, err
 	}
 	resource, _ := url.Parse(cfg.Resource) // validated
 	scopes := slices.Clone(cfg.Scopes)
@@ -111,12 +103,53 @@ func New(cfg Config) (*Server, error) {
 			Help: "OAuth clients that had never redeemed a code, removed to make room for a registration, by the cap reached: address (per registering address) or total.",
 		}, []string{"limit"}),
 	}
+	for _, seed := range cfg.PreviousSeeds {
+		prev := ed25519.NewKeyFromSeed(seed)
+		j := publicJWK(prev.Public().(ed25519.PublicKey))
+		if j.Kid == s.jwk.Kid || s.previousKeys[j.Kid] != nil {
+			continue
+		}
+		sealer, csrfKey, err := consentKeys(seed)
+		if err != nil {
+			return nil, err
+		}
+		if s.previousKeys == nil {
+			s.previousKeys = map[string]ed25519.PublicKey{}
+		}
+		s.previousKeys[j.Kid] = prev.Public().(ed25519.PublicKey)
+		s.previousJWKs = append(s.previousJWKs, j)
+		s.previousSealers = append(s.previousSealers, sealer)
+		s.previousCSRF = append(s.previousCSRF, csrfKey)
+	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(s.evicted); err != nil {
 			return nil, fmt.Errorf("oauth: register metrics: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// consentKeys derives the consent page's keys from a signing key's seed,
+// so every process sharing the key accepts the others' forms, across
+// restarts too.
+func consentKeys(seed []byte) (cipher.AEAD, []byte, error) {
+	sealKey, err := hkdf.Key(sha256.New, seed, nil, sealInfo, 32)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oauth: derive consent key: %w", err)
+	}
+	csrfKey, err := hkdf.Key(sha256.New, seed, nil, csrfInfo, 32)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oauth: derive csrf key: %w", err)
+	}
+	block, err := aes.NewCipher(sealKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oauth: consent key: %w", err)
+	}
+	sealer, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oauth: consent key: %w", err)
+	}
+	return sealer, csrfKey, nil
 }
 
 // Routes returns every endpoint keyed by its net/http pattern.

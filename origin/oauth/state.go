@@ -62,6 +62,12 @@ func (s *Server) open(field, csrf string) (*pending, error) {
 		return nil, errStale
 	}
 	plain, err := s.sealer.Open(nil, raw[:n], raw[n:], stateAD)
+	for _, prev := range s.previousSealers {
+		if err == nil {
+			break
+		}
+		plain, err = prev.Open(nil, raw[:n], raw[n:], stateAD)
+	}
 	if err != nil {
 		return nil, errStale
 	}
@@ -104,21 +110,32 @@ func wellFormedCSRF(v string) bool {
 }
 
 // csrfField is the form field that goes with a CSRF cookie value.
-func (s *Server) csrfField(cookie string) string {
-	m := hmac.New(sha256.New, s.csrfKey)
+func (s *Server) csrfField(cookie string) string { return csrfMAC(s.csrfKey, cookie) }
+
+func csrfMAC(key []byte, cookie string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(cookie))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // checkCSRF reports whether the request carries a CSRF cookie and the field
-// that goes with it, and returns the field.
+// that goes with it, and returns the field. A field made under a previous
+// signing key (a form served before a master key rotation) goes too.
 func (s *Server) checkCSRF(r *http.Request, field string) (string, bool) {
 	c, err := r.Cookie(csrfCookie)
 	if err != nil || !wellFormedCSRF(c.Value) {
 		return "", false
 	}
 	want := s.csrfField(c.Value)
-	return want, subtle.ConstantTimeCompare([]byte(want), []byte(field)) == 1
+	if subtle.ConstantTimeCompare([]byte(want), []byte(field)) == 1 {
+		return want, true
+	}
+	for _, key := range s.previousCSRF {
+		if prev := csrfMAC(key, c.Value); subtle.ConstantTimeCompare([]byte(prev), []byte(field)) == 1 {
+			return prev, true
+		}
+	}
+	return want, false
 }
 
 func (s *Server) secure() bool { return len(s.issuer) > 8 && s.issuer[:8] == "https://" }

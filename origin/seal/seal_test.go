@@ -108,8 +108,8 @@ func TestLegacyValuesOpenAndUpgrade(t *testing.T) {
 			if err != nil || string(plain) != tc.plaintext {
 				t.Fatalf("OpenUpgrade(legacy) = %q, %v; want %q", plain, err, tc.plaintext)
 			}
-			if upgraded == nil || upgraded[0] != formatV1 {
-				t.Fatalf("OpenUpgrade(legacy) upgraded to %x, want a v1 value", upgraded)
+			if upgraded == nil || upgraded[0] != formatV2 {
+				t.Fatalf("OpenUpgrade(legacy) upgraded to %x, want a v2 value", upgraded)
 			}
 			if got, err := b.Open(upgraded, ad); err != nil || string(got) != tc.plaintext {
 				t.Fatalf("Open(upgraded) = %q, %v; want %q", got, err, tc.plaintext)
@@ -135,11 +135,12 @@ func TestSealUsesDerivedKey(t *testing.T) {
 	}
 	ad := []byte("key-1")
 	sealed := b.Seal([]byte("secret"), ad)
-	if sealed[0] != formatV1 {
-		t.Fatalf("sealed value starts with %#x, want the format byte %#x", sealed[0], formatV1)
+	if sealed[0] != formatV2 {
+		t.Fatalf("sealed value starts with %#x, want the format byte %#x", sealed[0], formatV2)
 	}
 	raw := rawGCM(t, master)
 	n := raw.NonceSize()
+	h := 1 + KeyIDLen
 	for _, try := range []struct {
 		name              string
 		nonce, body, data []byte
@@ -147,6 +148,8 @@ func TestSealUsesDerivedKey(t *testing.T) {
 		{name: "whole value, legacy layout", nonce: sealed[:n], body: sealed[n:], data: ad},
 		{name: "after the format byte", nonce: sealed[1 : 1+n], body: sealed[1+n:], data: ad},
 		{name: "after the format byte, format authenticated", nonce: sealed[1 : 1+n], body: sealed[1+n:], data: append([]byte{formatV1}, ad...)},
+		{name: "after the key id", nonce: sealed[h : h+n], body: sealed[h+n:], data: ad},
+		{name: "after the key id, header authenticated", nonce: sealed[h : h+n], body: sealed[h+n:], data: append(bytes.Clone(sealed[:h]), ad...)},
 	} {
 		if _, err := raw.Open(nil, try.nonce, try.body, try.data); err == nil {
 			t.Errorf("a new value opened under the raw master key (%s)", try.name)
@@ -189,14 +192,17 @@ func TestTamperedValuesFail(t *testing.T) {
 		change func([]byte) []byte
 		ad     string
 	}{
-		{name: "v1 format byte", value: current, change: flip(0), ad: "key-1"},
-		{name: "v1 nonce", value: current, change: flip(1), ad: "key-1"},
-		{name: "v1 ciphertext", value: current, change: flip(13), ad: "key-1"},
-		{name: "v1 tag", value: current, change: flip(-1), ad: "key-1"},
-		{name: "v1 truncated", value: current, change: func(v []byte) []byte { return v[:len(v)-1] }, ad: "key-1"},
-		{name: "v1 extended", value: current, change: func(v []byte) []byte { return append(bytes.Clone(v), 0) }, ad: "key-1"},
-		{name: "v1 without its format byte", value: current, change: func(v []byte) []byte { return v[1:] }, ad: "key-1"},
-		{name: "v1 other additional data", value: current, change: bytes.Clone, ad: "key-2"},
+		{name: "current format byte", value: current, change: flip(0), ad: "key-1"},
+		{name: "current key id", value: current, change: flip(1), ad: "key-1"},
+		{name: "current nonce", value: current, change: flip(1 + KeyIDLen), ad: "key-1"},
+		{name: "current ciphertext", value: current, change: flip(1 + KeyIDLen + 12), ad: "key-1"},
+		{name: "current tag", value: current, change: flip(-1), ad: "key-1"},
+		{name: "current truncated", value: current, change: func(v []byte) []byte { return v[:len(v)-1] }, ad: "key-1"},
+		{name: "current extended", value: current, change: func(v []byte) []byte { return append(bytes.Clone(v), 0) }, ad: "key-1"},
+		{name: "current without its format byte", value: current, change: func(v []byte) []byte { return v[1:] }, ad: "key-1"},
+		{name: "current without its key id", value: current, change: func(v []byte) []byte { return append([]byte{formatV2}, v[1+KeyIDLen:]...) }, ad: "key-1"},
+		{name: "current as v1", value: current, change: func(v []byte) []byte { return append([]byte{formatV1}, v[1+KeyIDLen:]...) }, ad: "key-1"},
+		{name: "current other additional data", value: current, change: bytes.Clone, ad: "key-2"},
 		{name: "legacy nonce", value: legacy, change: flip(0), ad: "key-1"},
 		{name: "legacy ciphertext", value: legacy, change: flip(12), ad: "key-1"},
 		{name: "legacy tag", value: legacy, change: flip(-1), ad: "key-1"},
