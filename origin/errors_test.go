@@ -70,6 +70,9 @@ func TestHealthzAndMetrics(t *testing.T) {
 		`pictor_origin_http_requests_total{code="200",route="GET /v1/api-keys"} 1`,
 		"pictor_origin_http_request_duration_seconds_bucket",
 		"go_goroutines",
+		// The embedded store always answers.
+		"\npictor_store_up 1\n",
+		"\npictor_store_unavailable_total 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("metrics lack %q", want)

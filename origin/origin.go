@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -59,11 +60,13 @@ type Origin struct {
 	store     kv.Store
 	orgs      *org.Store
 	keys      *apikey.Store
+	box       *seal.Box // the master keys
 	admin     *admin.Server
 	registry  *prometheus.Registry
 	router    *api.Router
 	table     []api.Route // the route table the router serves
 	blobs     blob.Blobs
+	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
 	engine    *render.Engine
 	images    *images.Service
 	hub       *edgehub.Hub
@@ -111,10 +114,12 @@ func (o *Origin) open() error {
 		return err
 	}
 	o.store = store
-	box, err := seal.Load(o.cfg.MasterKey, o.cfg.DataDir)
+	box, err := seal.LoadKeys(seal.Keys{Current: o.cfg.MasterKey, Previous: o.cfg.PreviousMasterKeys, Next: o.cfg.NextMasterKeys}, o.cfg.DataDir)
 	if err != nil {
 		return err
 	}
+	o.box = box
+	slog.Info("master keys", "current", box.KeyID(), "previous", box.PreviousKeyIDs(), "next", box.NextKeyIDs())
 	o.orgs = org.NewStore(store, o.cfg.Now)
 	o.keys = apikey.NewStore(store, box, o.orgs, o.cfg.Now)
 	if err := o.openOAuth(box); err != nil {
@@ -132,6 +137,7 @@ func (o *Origin) open() error {
 		return err
 	}
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o.registry.MustRegister(storeCollectors(store)...)
 	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
 		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})
 	if err != nil {
@@ -160,6 +166,11 @@ func (o *Origin) open() error {
 	blobs, err := blob.New(context.Background(), bc)
 	if err != nil {
 		return err
+	}
+	if st, ok := blobs.(*blob.Store); ok && o.cfg.Store == "" && (bc.URL == "" || bc.URL == "file:") {
+		o.kept = &keptBlobs{Store: st}
+		blobs = o.kept
+		removeStaleBackups(o.cfg.DataDir)
 	}
 	o.blobs = blobs
 	token, err := loadEdgeToken(o.cfg.EdgeToken, o.cfg.DataDir)
@@ -265,6 +276,32 @@ func sandboxCollectors(e *wasm.Engine) []prometheus.Collector {
 	}
 }
 
+// storeCollectors export whether the record store answers: PostgreSQL
+// (--store) may not; the embedded store always does, and exports the same
+// series (up, none unavailable) so that dashboards and alerts read one
+// name for both.
+func storeCollectors(store kv.Store) []prometheus.Collector {
+	stats := func() pgkv.Stats { return pgkv.Stats{} }
+	if pg, ok := store.(*pgkv.Store); ok {
+		stats = pg.Stats
+	}
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "pictor_store_unavailable_total",
+			Help: "Calls of the record store that could not reach it or got no answer in time (PostgreSQL, --store: refused or lost connections, restarts, timeouts); the requests they served were answered 503.",
+		}, func() float64 { return float64(stats().Unavailable) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pictor_store_up",
+			Help: "0 from a call of the record store that could not reach it until one reaches it again, else 1.",
+		}, func() float64 {
+			if stats().Down {
+				return 0
+			}
+			return 1
+		}),
+	}
+}
+
 // storeOpenTimeout bounds connecting to a PostgreSQL store and migrating
 // its schema at start.
 const storeOpenTimeout = time.Minute
@@ -272,11 +309,16 @@ const storeOpenTimeout = time.Minute
 // OpenStore opens the record store: the embedded pebble store in the data
 // directory when storeURL is empty, or the PostgreSQL database a
 // postgres:// (postgresql://) URL names (--store), whose schema it
-// migrates.
+// migrates. Either way it then applies the data migrations the store lacks
+// (migrations.go) and refuses a store a newer binary migrated.
 func OpenStore(dataDir, storeURL string) (kv.Store, error) {
 	if storeURL == "" {
 		s, err := pebblekv.Open(filepath.Join(dataDir, StoreDir), pebblekv.Options{Logger: slog.Default()})
 		if err != nil {
+			return nil, err
+		}
+		if err := migrateStore(s); err != nil {
+			s.Close()
 			return nil, err
 		}
 		return s, nil
@@ -288,6 +330,10 @@ func OpenStore(dataDir, storeURL string) (kv.Store, error) {
 	defer cancel()
 	s, err := pgkv.Open(ctx, storeURL, pgkv.Options{Logger: slog.Default()})
 	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	if err := migrateStore(s); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("--store: %w", err)
 	}
 	return s, nil
@@ -303,14 +349,15 @@ func validStoreURL(u string) error {
 }
 
 // AdminService returns the operator commands over a store that no origin
-// of this process holds (shared tells a store shared by origins). A
+// of this process holds (shared tells a store shared by origins). On the
+// embedded store its backups read the files store of dataDir. A
 // suspension revokes the organization's MCP connections and appends the
 // purge to the edges' log, as a running origin's does: origins sharing the
 // store hand it to their edges at once, and the command waits for the
 // edges' acknowledgements; on the embedded store, edges get it when they
 // next connect to its origin. done releases what the service started.
-func AdminService(store kv.Store, masterKey, dataDir string, shared bool) (svc *admin.Service, done func(), err error) {
-	box, err := seal.Load(masterKey, dataDir)
+func AdminService(store kv.Store, keys seal.Keys, dataDir string, shared bool) (svc *admin.Service, done func(), err error) {
+	box, err := seal.LoadKeys(keys, dataDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,12 +369,22 @@ func AdminService(store kv.Store, masterKey, dataDir string, shared bool) (svc *
 		return nil, nil, err
 	}
 	orgs := org.NewStore(store, nil)
-	svc = &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil), OnSuspend: func(ctx context.Context, orgID string) error {
+	svc = &admin.Service{Orgs: orgs, Keys: apikey.NewStore(store, box, orgs, nil), Store: store, OnSuspend: func(ctx context.Context, orgID string) error {
 		if err := oauth.RevokeOrg(ctx, store, orgID); err != nil {
 			return err
 		}
 		return hub.Publish(ctx, contract.OrgSuspended, []string{orgID})
-	}}
+	}, ResealPass: func(ctx context.Context) (ResealReport, error) { return Reseal(ctx, store, box) }}
+	if !shared {
+		// The caller holds the store: nothing else writes meanwhile.
+		svc.WriteBackup = func(ctx context.Context, w io.Writer) (*admin.Manifest, error) {
+			files, err := blob.Open(filepath.Join(dataDir, imagesDir))
+			if err != nil {
+				return nil, err
+			}
+			return writeBackup(ctx, w, backupSource{store: store, dataDir: dataDir, files: files})
+		}
+	}
 	return svc, hub.Close, nil
 }
 
@@ -367,13 +424,18 @@ func (o *Origin) Start(ctx context.Context) error {
 	if err := o.engine.Start(ctx); err != nil {
 		return err
 	}
-	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys, OnSuspend: func(ctx context.Context, orgID string) error {
+	svc := &admin.Service{Orgs: o.orgs, Keys: o.keys, Store: o.store, Now: o.cfg.Now, OnSuspend: func(ctx context.Context, orgID string) error {
 		if o.oauth != nil {
 			if err := o.oauth.RevokeOrg(ctx, orgID); err != nil {
 				return err
 			}
 		}
 		return o.purge(ctx, contract.OrgSuspended, []string{orgID})
+	}, ResealPass: o.Reseal, WriteBackup: func(ctx context.Context, w io.Writer) (*admin.Manifest, error) {
+		if o.kept == nil {
+			return nil, errUnsupported
+		}
+		return writeBackup(ctx, w, backupSource{store: o.store, dataDir: o.cfg.DataDir, files: o.kept.Store, kept: o.kept})
 	}}
 	if o.cfg.CreateDefaultOrg {
 		if err := o.bootstrap(svc); err != nil {
@@ -564,4 +626,9 @@ func (o *Origin) metrics() http.HandlerFunc {
 	return promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}).ServeHTTP
 }
 
-func (o *Origin) cursors(box *seal.Box) cursor.Codec { return cursor.New(box.MACKey("cursor")) }
+// cursors signs pagination cursors with the current master key and accepts
+// those of the others.
+func (o *Origin) cursors(box *seal.Box) cursor.Codec {
+	keys := box.MACKeys("cursor")
+	return cursor.New(keys[0], keys[1:]...)
+}

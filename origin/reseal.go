@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/proxy"
@@ -13,32 +14,9 @@ import (
 	"github.com/pictorhq/pictor/origin/storedest"
 )
 
-// ResealReport is what Reseal did: per kind of sealed value, how many
-// records hold one, how many it sealed again under the current master key
-// and how many no key opened.
-type ResealReport struct {
-	// CurrentKey is the key id of the master key values are now sealed
-	// under (seal.Box.KeyID).
-	CurrentKey          string           `json:"current_key"`
-	APIKeys             seal.ResealCount `json:"api_keys"`
-	Proxies             seal.ResealCount `json:"proxies"`
-	StorageDestinations seal.ResealCount `json:"storage_destinations"`
-}
-
-// Total is the counts of every kind together.
-func (r ResealReport) Total() seal.ResealCount {
-	var t seal.ResealCount
-	t.Add(r.APIKeys)
-	t.Add(r.Proxies)
-	t.Add(r.StorageDestinations)
-	return t
-}
-
-// Done reports whether the pass left every value it read sealed under the
-// current master key: none failed to open. Once a pass that ran after
-// every origin sealed under the current key is Done, the previous master
-// keys can be dropped.
-func (r ResealReport) Done() bool { return r.Total().Failed == 0 }
+// ResealReport is what Reseal did (admin.ResealReport, which `pictor
+// admin reseal` prints).
+type ResealReport = admin.ResealReport
 
 // Reseal seals again under box's current master key every sealed value of
 // store that is not: API key secrets, proxy passwords and storage

@@ -15,6 +15,8 @@ import (
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/storage/s3test"
+
+	"github.com/pictorhq/pictor/origin/seal"
 )
 
 // TestTwoOriginsShareStoreAndBlobs runs two origins on one PostgreSQL
@@ -164,7 +166,7 @@ func TestSharedPurgesReachEveryProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	svc, done, err := origin.AdminService(store, masterKey, t.TempDir(), true)
+	svc, done, err := origin.AdminService(store, seal.Keys{Current: masterKey}, t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

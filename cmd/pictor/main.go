@@ -23,10 +23,25 @@ Usage:
   pictor serve  [--data-dir DIR] [--addr HOST:PORT] [--origin-addr HOST:PORT] [--public-url URL] [--allow-private-urls]
   pictor edge   --origin-url URL[,URL...] [--addr HOST:PORT] [--cache-dir DIR] [--cache-mem BYTES] [--public-url URL]
   pictor origin [--data-dir DIR] [--addr HOST:PORT] [--public-url URL] [--allow-private-urls]
-  pictor admin org create  --data-dir DIR --name NAME --plan PLAN
-  pictor admin org suspend --data-dir DIR --org ORG_ID
-  pictor admin org resume  --data-dir DIR --org ORG_ID
+  pictor admin org create   --data-dir DIR --name NAME --plan PLAN
+  pictor admin org list     --data-dir DIR
+  pictor admin org set-plan --data-dir DIR --org ORG_ID --plan PLAN
+  pictor admin org suspend  --data-dir DIR --org ORG_ID
+  pictor admin org resume   --data-dir DIR --org ORG_ID
+  pictor admin key create   --data-dir DIR --org ORG_ID [--name NAME]
+  pictor admin backup       --data-dir DIR --out FILE
+  pictor admin restore      --data-dir NEW_DIR --from FILE
+  pictor admin reseal       --data-dir DIR
   pictor version
+
+Admin commands print JSON on stdout. They use the store directly, or the running
+server's admin endpoint when a server holds --data-dir (plans: free, basic, pro, scale).
+org, key: with --store postgres://... (and PICTOR_MASTER_KEY) they work on a shared store.
+key create prints a new owner key (every permission) once: the way back in when keys are lost.
+backup writes one archive (mode 0600: it holds the master key) of the embedded store, the
+images and the secrets, consistent while serve runs; restore unpacks it, after checking it,
+into an empty or new directory. With --store or --blobs s3://, back up PostgreSQL, the
+bucket and the master key together instead.
 
 Every flag also reads PICTOR_<FLAG> (upper case, '-' as '_'); a flag beats its variable.
 `

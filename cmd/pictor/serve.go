@@ -78,6 +78,8 @@ func (t *tierFlags) originConfig(e env) origin.Config {
 	cfg.Version = version
 	cfg.AllowPrivateURLs = t.allowPrivate
 	cfg.MasterKey = e.getenv("PICTOR_MASTER_KEY")
+	cfg.PreviousMasterKeys = e.getenv("PICTOR_MASTER_KEY_PREVIOUS")
+	cfg.NextMasterKeys = e.getenv("PICTOR_MASTER_KEY_NEXT")
 	cfg.Announce = e.stdout
 	cfg.RenderTabs = t.render.tabs
 	cfg.RenderQueue = t.render.queue
@@ -114,7 +116,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
 	fs.Int64Var(&t.cacheMem, "cache-mem", serveCacheMem, "edge memory cache size in bytes (a separate edge's default is twice this)")
 	fs.Int64Var(&t.cacheDisk, "cache-disk", def.CacheDisk, "edge disk cache size in bytes")
-	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges (default: <data-dir>/edge.token)")
+	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges; several separated by commas are all accepted, to move edges from one to another (default: <data-dir>/edge.token, a token a line)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
 	registerEdgeLimits(fs, &limits)
@@ -296,7 +298,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&t.addr, "addr", origin.DefaultConfig().Addr, "listen address")
 	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
 	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
-	fs.StringVar(&t.edgeToken, "edge-token", "", "token edges present on the purge channel (default: <data-dir>/edge.token)")
+	fs.StringVar(&t.edgeToken, "edge-token", "", "token edges present on the purge channel; several separated by commas are all accepted, to move edges from one to another (default: <data-dir>/edge.token, a token a line)")
 	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
 	t.render.register(fs)
 	def := origin.DefaultConfig()

@@ -30,6 +30,10 @@ type Options struct {
 	CacheBytes int64
 	// Logger receives pebble's own log lines; nil discards informational ones.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing to it, nor taking
+	// the process lock: for a checkpoint (Checkpoint) no other process
+	// opens. Every write fails.
+	ReadOnly bool
 }
 
 // Store is a kv.Store backed by pebble.
@@ -53,6 +57,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	var lock *os.File
 	if fs == nil {
 		fs = vfs.Default
+	}
+	if opts.FS == nil && !opts.ReadOnly {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create store directory: %w", err)
 		}
@@ -72,6 +78,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{opts.Logger},
+		ReadOnly:           opts.ReadOnly,
+		ErrorIfNotExists:   opts.ReadOnly,
 	})
 	if err != nil {
 		if lock != nil {
@@ -149,6 +157,20 @@ func (s *Store) Snapshot() kv.Snapshot {
 	}
 	s.mu.Unlock()
 	return sn
+}
+
+// Checkpoint writes a consistent copy of the store as of now into dir,
+// which must not exist: a store Open reads as it is (hard links to the
+// immutable table files where the file system allows, copies otherwise).
+// Writes acknowledged before the call are in it; later ones are not.
+func (s *Store) Checkpoint(dir string) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("checkpoint store into %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Close closes open snapshots, flushes and closes the database, then

@@ -43,6 +43,12 @@ type server struct {
 
 func start(t *testing.T) *server {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith starts a server whose service configure completes.
+func startWith(t *testing.T, configure func(*admin.Service)) *server {
+	t.Helper()
 	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "db"), pebblekv.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +63,7 @@ func start(t *testing.T) *server {
 	s := &server{dataDir: t.TempDir(), store: store, served: make(chan error, 1)}
 	s.orgs = org.NewStore(store, nil)
 	s.keys = apikey.NewStore(store, box, s.orgs, nil)
-	svc := &admin.Service{Orgs: s.orgs, Keys: s.keys, OnSuspend: func(_ context.Context, orgID string) error {
+	svc := &admin.Service{Orgs: s.orgs, Keys: s.keys, Store: store, OnSuspend: func(_ context.Context, orgID string) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.suspended = append(s.suspended, orgID)
@@ -65,6 +71,9 @@ func start(t *testing.T) *server {
 		s.failNext = nil
 		return err
 	}}
+	if configure != nil {
+		configure(svc)
+	}
 	if s.srv, err = admin.NewServer(svc, s.dataDir); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +256,10 @@ func TestBearerToken(t *testing.T) {
 		{"wrong token on an unknown path", "POST", "/admin/nothing", "Bearer x", 401},
 		{"wrong token on a suspension", "POST", "/admin/orgs/x/suspend", "Bearer x", 401},
 		{"right token, unknown path", "POST", "/admin/nothing", "Bearer " + ep.Token, 404},
-		{"right token, wrong method", "GET", "/admin/orgs", "Bearer " + ep.Token, 405},
+		{"right token, wrong method", "PUT", "/admin/orgs", "Bearer " + ep.Token, 405},
+		{"wrong token on a listing", "GET", "/admin/orgs", "Bearer x", 401},
+		{"wrong token on a key", "POST", "/admin/orgs/x/keys", "Bearer x", 401},
+		{"wrong token on a backup", "POST", "/admin/backup", "Bearer x", 401},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

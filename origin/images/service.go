@@ -37,6 +37,14 @@ var fileNames = map[imageparams.Format]string{
 	imageparams.FormatPDF:  "document.pdf",
 }
 
+// FileName is the name of an image's file (in its blob store) of the
+// rendition in format, a key of Image.Renditions; false for an unknown
+// format.
+func FileName(format string) (string, bool) {
+	name, ok := fileNames[imageparams.Format(format)]
+	return name, ok
+}
+
 // Config wires the service.
 type Config struct {
 	Store  kv.Store

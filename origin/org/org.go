@@ -1,6 +1,7 @@
 package org
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,8 +68,10 @@ func (s *Store) Create(name, planName string) (*Org, error) {
 }
 
 // Get returns the organization with the id.
-func (s *Store) Get(id string) (*Org, error) {
-	raw, err := s.kv.Get(key(id))
+func (s *Store) Get(id string) (*Org, error) { return get(s.kv, id) }
+
+func get(r kv.Reader, id string) (*Org, error) {
+	raw, err := r.Get(key(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}
@@ -84,13 +87,69 @@ func (s *Store) Get(id string) (*Org, error) {
 
 // SetSuspended suspends or resumes an organization.
 func (s *Store) SetSuspended(id string, suspended bool) (*Org, error) {
-	o, err := s.Get(id)
+	return s.modify(id, func(o *Org) error {
+		o.Suspended = suspended
+		return nil
+	})
+}
+
+// SetPlan moves an organization to the named plan.
+func (s *Store) SetPlan(id, planName string) (*Org, error) {
+	if _, ok := plan.Lookup(planName); !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPlan, planName, strings.Join(plan.Names(), ", "))
+	}
+	return s.modify(id, func(o *Org) error {
+		o.Plan = planName
+		return nil
+	})
+}
+
+// modify changes an organization in one transaction under its lock, so
+// that two changes of it (a suspension and a plan change) never undo
+// each other.
+func (s *Store) modify(id string, change func(*Org) error) (*Org, error) {
+	var out *Org
+	err := s.kv.Update(context.Background(), "org/"+id, func(txn kv.Txn) error {
+		o, err := get(txn, id)
+		if err != nil {
+			return err
+		}
+		if err := change(o); err != nil {
+			return err
+		}
+		o.UpdatedAt = s.now().UTC()
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if err := txn.Put(key(o.ID), raw); err != nil {
+			return fmt.Errorf("store organization %s: %w", o.ID, err)
+		}
+		out = o
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	o.Suspended = suspended
-	o.UpdatedAt = s.now().UTC()
-	return o, s.put(o)
+	return out, nil
+}
+
+// List returns every organization in creation order.
+func (s *Store) List() ([]*Org, error) {
+	it := s.kv.Iterate([]byte("org/"), kv.IterOptions{})
+	defer it.Close()
+	var out []*Org
+	for it.Next() {
+		var o Org
+		if err := json.Unmarshal(it.Value(), &o); err != nil {
+			return nil, fmt.Errorf("decode organization %s: %w", it.Key(), err)
+		}
+		out = append(out, &o)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list organizations: %w", err)
+	}
+	return out, nil
 }
 
 // Any reports whether at least one organization exists.
