@@ -414,78 +414,34 @@ func (s *Store) principal(k *Key) (*auth.Principal, error) {
 
 // Reseal seals again under the box's current master key every key secret
 // that is not (sealed under a previous key, or in an older format): the
-// full pass of a master key rotation, which may run while origins serve.
-// Each secret is rewritten in a transaction of its organization's lock
-// that reads the record again, as every write of keys does, so a
-// concurrent write is never lost; updated_at stays. A secret no key of the
-// box opens is counted as Failed, logged by key id, and left as it is. The
-// pass stops at ctx's end, returning the counts so far with ctx's error.
+// full pass of a master key rotation, under the lock every write of keys
+// takes (seal.Reseal); updated_at stays.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	var c seal.ResealCount
-	type stale struct{ id, orgID string }
-	var todo []stale
-	it := s.kv.Iterate([]byte("key/"), kv.IterOptions{})
-	for it.Next() {
-		c.Records++
-		var k Key
-		if err := json.Unmarshal(it.Value(), &k); err != nil {
-			c.Failed++
-			slog.Warn("API key record does not decode; its secret is not sealed again", "record", string(it.Key()), "error", err)
-			continue
-		}
-		_, upgraded, err := s.box.OpenUpgrade(k.Secret, []byte(k.ID))
-		switch {
-		case err != nil:
-			c.Failed++
-			slog.Warn("API key secret opens under no master key of this process; not sealed again", "key_id", k.ID, "error", err)
-		case upgraded != nil:
-			todo = append(todo, stale{k.ID, k.OrgID})
-		}
-	}
-	err := errors.Join(it.Err(), it.Close())
-	if err != nil {
-		return c, fmt.Errorf("read API keys: %w", err)
-	}
-	for _, st := range todo {
-		if err := ctx.Err(); err != nil {
-			return c, err
-		}
-		resealed, failed := false, false
-		err := s.kv.Update(ctx, lockName(st.orgID), func(txn kv.Txn) error {
-			resealed, failed = false, false
-			k, err := s.load(txn, st.id)
+	return seal.Reseal(ctx, s.kv, s.box, seal.Kind{
+		Name:   "API key",
+		Prefix: []byte("key/"),
+		Scan: func(raw []byte) (seal.Sealed, error) {
+			var k Key
+			err := json.Unmarshal(raw, &k)
+			return seal.Sealed{ID: k.ID, OrgID: k.OrgID, Value: k.Secret}, err
+		},
+		Lock: lockName,
+		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
+			k, err := s.load(txn, id)
 			if errors.Is(err, ErrNotFound) {
-				return nil
+				return nil, nil, nil
 			}
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			_, upgraded, err := s.box.OpenUpgrade(k.Secret, []byte(k.ID))
-			if err != nil {
-				failed = true
-				return nil
-			}
-			if upgraded == nil { // sealed again meanwhile
-				return nil
-			}
-			k.Secret = upgraded
-			raw, err := json.Marshal(k)
-			if err != nil {
-				return err
-			}
-			resealed = true
-			return txn.Put(recordKey(k.ID), raw)
-		})
-		if err != nil {
-			return c, fmt.Errorf("store API key %s: %w", st.id, err)
-		}
-		if resealed {
-			c.Resealed++
-		}
-		if failed {
-			c.Failed++
-			slog.Warn("API key secret opens under no master key of this process; not sealed again", "key_id", st.id)
-		}
-	}
-	return c, nil
+			return k.Secret, func(upgraded []byte) error {
+				k.Secret = upgraded
+				raw, err := json.Marshal(k)
+				if err != nil {
+					return err
+				}
+				return txn.Put(recordKey(k.ID), raw)
+			}, nil
+		},
+	})
 }

@@ -234,81 +234,33 @@ func (s *Store) reseal(p *Proxy, upgraded []byte) error {
 
 // Reseal seals again under the box's current master key every proxy
 // password that is not (sealed under a previous key, or in an older
-// format): the full pass of a master key rotation, which may run while
-// origins serve. Each password is rewritten in a transaction of its
-// organization's lock that reads the record again, as every write of
-// proxies does, so a concurrent write is never lost; updated_at stays.
-// Records counts proxies with a password. A password no key of the box
-// opens is counted as Failed, logged by proxy id, and left as it is. The
-// pass stops at ctx's end, returning the counts so far with ctx's error.
+// format): the full pass of a master key rotation, under the lock every
+// write of proxies takes (seal.Reseal); updated_at stays.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	var c seal.ResealCount
-	type stale struct{ id, orgID string }
-	var todo []stale
-	it := s.kv.Iterate([]byte("prx/p/"), kv.IterOptions{})
-	for it.Next() {
-		var p Proxy
-		if err := json.Unmarshal(it.Value(), &p); err != nil {
-			c.Records++
-			c.Failed++
-			slog.Warn("proxy record does not decode; its password is not sealed again", "record", string(it.Key()), "error", err)
-			continue
-		}
-		if !p.HasPassword() {
-			continue
-		}
-		c.Records++
-		_, upgraded, err := s.box.OpenUpgrade(p.SealedPassword, []byte(p.ID))
-		switch {
-		case err != nil:
-			c.Failed++
-			slog.Warn("proxy password opens under no master key of this process; not sealed again", "proxy_id", p.ID, "error", err)
-		case upgraded != nil:
-			todo = append(todo, stale{p.ID, p.OrgID})
-		}
-	}
-	if err := errors.Join(it.Err(), it.Close()); err != nil {
-		return c, fmt.Errorf("read proxies: %w", err)
-	}
-	for _, st := range todo {
-		if err := ctx.Err(); err != nil {
-			return c, err
-		}
-		resealed, failed := false, false
-		err := s.kv.Update(ctx, lockName(st.orgID), func(txn kv.Txn) error {
-			resealed, failed = false, false
-			p, err := s.load(txn, st.id)
-			if errors.Is(err, ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
+	return seal.Reseal(ctx, s.kv, s.box, seal.Kind{
+		Name:   "proxy",
+		Prefix: []byte("prx/p/"),
+		Scan: func(raw []byte) (seal.Sealed, error) {
+			var p Proxy
+			err := json.Unmarshal(raw, &p)
 			if !p.HasPassword() {
-				return nil
+				return seal.Sealed{ID: p.ID}, err
 			}
-			_, upgraded, err := s.box.OpenUpgrade(p.SealedPassword, []byte(p.ID))
-			if err != nil {
-				failed = true
-				return nil
+			return seal.Sealed{ID: p.ID, OrgID: p.OrgID, Value: p.SealedPassword}, err
+		},
+		Lock: lockName,
+		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
+			p, err := s.load(txn, id)
+			if errors.Is(err, ErrNotFound) {
+				return nil, nil, nil
 			}
-			if upgraded == nil { // sealed again meanwhile
-				return nil
+			if err != nil || !p.HasPassword() {
+				return nil, nil, err
 			}
-			p.SealedPassword = upgraded
-			resealed = true
-			return s.put(txn, p)
-		})
-		if err != nil {
-			return c, fmt.Errorf("store proxy %s: %w", st.id, err)
-		}
-		if resealed {
-			c.Resealed++
-		}
-		if failed {
-			c.Failed++
-			slog.Warn("proxy password opens under no master key of this process; not sealed again", "proxy_id", st.id)
-		}
-	}
-	return c, nil
+			return p.SealedPassword, func(upgraded []byte) error {
+				p.SealedPassword = upgraded
+				return s.put(txn, p)
+			}, nil
+		},
+	})
 }

@@ -431,84 +431,36 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 	}
 }
 
-// Reseal seals again under the box's current master key every secret
-// access key that is not (sealed under a previous key, or in an older
-// format): the full pass of a master key rotation, which may run while
-// origins serve. Each secret is rewritten in a transaction of its
-// organization's lock that reads the record again, as every write of
-// destinations does, so a concurrent write is never lost; revision and
-// updated_at stay. Records counts destinations with a secret. A secret no
-// key of the box opens is counted as Failed, logged by destination id,
-// and left as it is. The pass stops at ctx's end, returning the counts so
-// far with ctx's error.
+// Reseal seals again under the box's current master key every storage
+// destination secret that is not (sealed under a previous key, or in an
+// older format): the full pass of a master key rotation, under the lock
+// every write of destinations takes (seal.Reseal); revision and
+// updated_at stay.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	var c seal.ResealCount
-	type stale struct{ id, orgID string }
-	var todo []stale
-	it := s.kv.Iterate([]byte("sd/r/"), kv.IterOptions{})
-	for it.Next() {
-		var rec record
-		if err := json.Unmarshal(it.Value(), &rec); err != nil {
-			c.Records++
-			c.Failed++
-			slog.Warn("storage destination record does not decode; its secret is not sealed again", "record", string(it.Key()), "error", err)
-			continue
-		}
-		if len(rec.Secret) == 0 {
-			continue
-		}
-		c.Records++
-		_, upgraded, err := s.box.OpenUpgrade(rec.Secret, []byte(rec.ID))
-		switch {
-		case err != nil:
-			c.Failed++
-			slog.Warn("storage destination secret opens under no master key of this process; not sealed again", "destination_id", rec.ID, "error", err)
-		case upgraded != nil:
-			todo = append(todo, stale{rec.ID, rec.OrgID})
-		}
-	}
-	if err := errors.Join(it.Err(), it.Close()); err != nil {
-		return c, fmt.Errorf("read storage destinations: %w", err)
-	}
-	for _, st := range todo {
-		if err := ctx.Err(); err != nil {
-			return c, err
-		}
-		resealed, failed := false, false
-		err := s.kv.Update(ctx, lockName(st.orgID), func(txn kv.Txn) error {
-			resealed, failed = false, false
-			d, err := s.load(txn, st.id)
+	return seal.Reseal(ctx, s.kv, s.box, seal.Kind{
+		Name:   "storage destination",
+		Prefix: []byte("sd/r/"),
+		Scan: func(raw []byte) (seal.Sealed, error) {
+			var rec record
+			err := json.Unmarshal(raw, &rec)
+			if len(rec.Secret) == 0 {
+				return seal.Sealed{ID: rec.ID}, err
+			}
+			return seal.Sealed{ID: rec.ID, OrgID: rec.OrgID, Value: rec.Secret}, err
+		},
+		Lock: lockName,
+		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
+			d, err := s.load(txn, id)
 			if errors.Is(err, ErrNotFound) {
-				return nil
+				return nil, nil, nil
 			}
-			if err != nil {
-				return err
+			if err != nil || len(d.sealed) == 0 {
+				return nil, nil, err
 			}
-			if len(d.sealed) == 0 {
-				return nil
-			}
-			_, upgraded, err := s.box.OpenUpgrade(d.sealed, []byte(d.ID))
-			if err != nil {
-				failed = true
-				return nil
-			}
-			if upgraded == nil { // sealed again meanwhile
-				return nil
-			}
-			d.sealed = upgraded
-			resealed = true
-			return s.put(txn, d)
-		})
-		if err != nil {
-			return c, fmt.Errorf("store storage destination %s: %w", st.id, err)
-		}
-		if resealed {
-			c.Resealed++
-		}
-		if failed {
-			c.Failed++
-			slog.Warn("storage destination secret opens under no master key of this process; not sealed again", "destination_id", st.id)
-		}
-	}
-	return c, nil
+			return d.sealed, func(upgraded []byte) error {
+				d.sealed = upgraded
+				return s.put(txn, d)
+			}, nil
+		},
+	})
 }
