@@ -16,10 +16,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -831,7 +831,7 @@ func startServe(t *testing.T) *pictor.Server {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretAccessKey)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	blobs := "s3://" + s3.Bucket + "/blobs?endpoint=" + s3.URL + "&region=" + s3test.Region + "&path_style=true"
-	log := &syncBuffer{}
+	log := &apitest.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv, err := pictor.Start(ctx, bin, []string{"--blobs", blobs, "--render-tabs", "1"}, log, 90*time.Second)
@@ -849,24 +849,6 @@ func startServe(t *testing.T) *pictor.Server {
 		}
 	})
 	return srv
-}
-
-// syncBuffer is a bytes.Buffer safe for the writers of a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func moduleRoot(t *testing.T) string {

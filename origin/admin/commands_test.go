@@ -15,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/apikey"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/plan"
 	"github.com/pictorhq/pictor/origin/usage"
@@ -244,7 +245,7 @@ func TestCreateKey(t *testing.T) {
 // TestAuditLog: each command that changes something is logged with what
 // it changed, never with a secret.
 func TestAuditLog(t *testing.T) {
-	var buf syncBuffer
+	var buf apitest.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
@@ -273,23 +274,6 @@ func TestAuditLog(t *testing.T) {
 			t.Fatalf("a secret is in the log:\n%s", logs)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestBackupEndpoint: the archive streams to the client; a refusal before
