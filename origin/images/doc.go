@@ -11,12 +11,5 @@
 // destination's hcti_storage_disabled it has no public URL and its files
 // are dropped once written.
 //
-// Two halves, by file name. The handler*.go files are the HTTP side
-// (Handler): decoding and validating requests, signed URLs, status codes,
-// headers and bodies. They use only the exported methods of Service. The
-// service*.go files are the rest (Service): creation with dedupe and
-// credits (service_create.go), renders and conversions (service_render.go),
-// failures and refunds (service_failure.go), master compaction, deletion
-// and listing; record.go and migrate.go hold the stored records and their
-// key layout.
+// Details: docs/internals.md, "origin/images".
 package images
