@@ -23,7 +23,7 @@ const (
 	resizeMasters  = 4
 	resizeMinWidth = 600
 	resizeWidths   = 300 // 600 to 899 px
-	// The edge's WebP settings (origin/contract/codec), given to vipsthumbnail too.
+	// The edge's WebP settings (origin/contract/imaging), given to vipsthumbnail too.
 	resizeWebPOptions = "[Q=90,effort=4,strip]"
 )
 

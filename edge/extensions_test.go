@@ -15,23 +15,23 @@ import (
 
 	_ "golang.org/x/image/webp"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 )
 
 // Every spelling of every format, as the issue lists them (issue 27): the
 // first of each is the canonical one.
 var formatSpellings = []struct {
-	format      transform.Format
+	format      imaging.Format
 	contentType string
 	decoded     string // image.DecodeConfig's name; none for PDF
 	exts        []string
 }{
-	{transform.PNG, "image/png", "png", []string{".png", "", ".PNG", ".Png", ".pNG"}},
-	{transform.JPEG, "image/jpeg", "jpeg", []string{".jpg", ".JPG", ".Jpg", ".jpeg", ".JPEG", ".Jpeg"}},
-	{transform.WebP, "image/webp", "webp", []string{".webp", ".WEBP", ".WebP"}},
-	{transform.PDF, "application/pdf", "", []string{".pdf", ".PDF", ".Pdf"}},
+	{imaging.PNG, "image/png", "png", []string{".png", "", ".PNG", ".Png", ".pNG"}},
+	{imaging.JPEG, "image/jpeg", "jpeg", []string{".jpg", ".JPG", ".Jpg", ".jpeg", ".JPEG", ".Jpeg"}},
+	{imaging.WebP, "image/webp", "webp", []string{".webp", ".WEBP", ".WebP"}},
+	{imaging.PDF, "application/pdf", "", []string{".pdf", ".PDF", ".Pdf"}},
 }
 
 // badExtensions name no format: 404, from the edge itself.
@@ -44,7 +44,7 @@ var badExtensions = []string{".", "..png", ".PNG.", ".png.", ".gif", ".pngx", ".
 // ".../key/token[/format]" the same way. It counts the requests by path.
 type spellingOrigin struct {
 	*httptest.Server
-	bodies map[transform.Format][]byte
+	bodies map[imaging.Format][]byte
 	mu     sync.Mutex
 	asked  map[string]int
 	total  int
@@ -53,18 +53,18 @@ type spellingOrigin struct {
 // originFormats is the origin's reading of an extension or a signed URL's
 // format segment (origin/images), written out here as the edge may not
 // import it.
-var originFormats = map[string]transform.Format{"": transform.PNG, "png": transform.PNG, "jpg": transform.JPEG,
-	"jpeg": transform.JPEG, "webp": transform.WebP, "pdf": transform.PDF}
+var originFormats = map[string]imaging.Format{"": imaging.PNG, "png": imaging.PNG, "jpg": imaging.JPEG,
+	"jpeg": imaging.JPEG, "webp": imaging.WebP, "pdf": imaging.PDF}
 
 const signedPath = "/v1/image/create-and-render/key-1/0123abcd"
 
 func newSpellingOrigin(t *testing.T) *spellingOrigin {
 	t.Helper()
 	master := redPNG()
-	o := &spellingOrigin{bodies: map[transform.Format][]byte{transform.PNG: master,
-		transform.PDF: []byte("%PDF-1.4\n% bytes to serve\n%%EOF\n")}, asked: map[string]int{}}
-	for _, f := range []transform.Format{transform.JPEG, transform.WebP} {
-		b, err := transform.Apply(context.Background(), master, transform.Options{}, f)
+	o := &spellingOrigin{bodies: map[imaging.Format][]byte{imaging.PNG: master,
+		imaging.PDF: []byte("%PDF-1.4\n% bytes to serve\n%%EOF\n")}, asked: map[string]int{}}
+	for _, f := range []imaging.Format{imaging.JPEG, imaging.WebP} {
+		b, err := imaging.Apply(context.Background(), master, imaging.Options{}, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func newSpellingOrigin(t *testing.T) *spellingOrigin {
 		o.total++
 		o.mu.Unlock()
 		var (
-			format transform.Format
+			format imaging.Format
 			ok     bool
 		)
 		if rest, signed := strings.CutPrefix(r.URL.Path, signedPath); signed {
@@ -170,10 +170,10 @@ func TestHostileImageExtensionSpellings(t *testing.T) {
 			for _, f := range formatSpellings {
 				for _, q := range queries {
 					t.Run(fmt.Sprintf("%s%s", f.format, q.query), func(t *testing.T) {
-						refused := f.format == transform.PDF && q.pdf != nil
+						refused := f.format == imaging.PDF && q.pdf != nil
 						var key []byte
 						if !refused {
-							opts, err := transform.Parse(f.format, []byte(strings.TrimPrefix(q.query, "?")))
+							opts, err := imaging.Parse(f.format, []byte(strings.TrimPrefix(q.query, "?")))
 							if err != nil {
 								t.Fatal(err)
 							}
@@ -193,7 +193,7 @@ func TestHostileImageExtensionSpellings(t *testing.T) {
 									}
 									continue
 								}
-								wantImage(t, r, f.contentType, f.decoded, o.bodies[transform.PDF], q.w, q.h)
+								wantImage(t, r, f.contentType, f.decoded, o.bodies[imaging.PDF], q.w, q.h)
 								if !edge.caching {
 									continue
 								}
@@ -252,12 +252,12 @@ func TestHostileSignedFormatSpellings(t *testing.T) {
 			for _, seg := range segments {
 				r := apitest.Do(t, base, apitest.Request{Method: "GET", Path: signedPath + seg + query})
 				e.stores.settle()
-				wantImage(t, r, f.contentType, f.decoded, o.bodies[transform.PDF], 400, 200)
+				wantImage(t, r, f.contentType, f.decoded, o.bodies[imaging.PDF], 400, 200)
 			}
 			if n := o.requests() - before; n != 1 {
 				t.Fatalf("%d origin requests for %d spellings of one signed URL, want 1", n, len(segments))
 			}
-			if f.format != transform.PDF {
+			if f.format != imaging.PDF {
 				return
 			}
 			for _, seg := range []string{"/PDF", "/Pdf"} {
@@ -301,7 +301,7 @@ func FuzzSignedKey(f *testing.F) {
 		}
 		i := strings.LastIndexByte(path, '/')
 		other := path[:i+1] + strings.ToUpper(path[i+1:])
-		if format == transform.PNG {
+		if format == imaging.PNG {
 			other = path[:i] // drop the segment, or one was already absent: no harm
 		}
 		if k2, f2 := signedKey(nil, []byte(other), []byte(query)); f2 == format && !bytes.Equal(k2, key) {

@@ -19,9 +19,9 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	"github.com/pictorhq/pictor/edge/origins"
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
@@ -79,7 +79,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	if !validID(id) {
 		return false // not an image: the origin decides
 	}
-	format, ok := transform.ParseFormat(string(ext))
+	format, ok := imaging.ParseFormat(string(ext))
 	if !ok || (dotted && len(ext) == 0) {
 		// "<id>.", "<id>..png", "<id>.gif" name no format (ParseFormat
 		// reads the empty extension as none, PNG); the origin answers 404
@@ -89,7 +89,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		forward.WriteError(ctx, apierr.NotFound("Image not found"))
 		return true
 	}
-	opts, err := transform.Parse(format, ctx.URI().QueryString())
+	opts, err := imaging.Parse(format, ctx.URI().QueryString())
 	if err != nil {
 		forward.WriteError(ctx, err)
 		return true
@@ -172,7 +172,7 @@ func appendLower(dst, s []byte) []byte {
 // write answers with a cached entry in format: 304 for a matching
 // If-None-Match, 206 for a satisfiable Range on a PDF, the whole body
 // otherwise. A download is named after the image id.
-func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format transform.Format, download bool, id []byte) {
+func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format imaging.Format, download bool, id []byte) {
 	h := &ctx.Response.Header
 	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
 	if etag == nil { // an entry fresh from the origin, not (yet) from the cache
@@ -196,7 +196,7 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format transfor
 		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, format))
 	}
 	body := ent.Body
-	if format == transform.PDF {
+	if format == imaging.PDF {
 		h.SetBytesKV(hdrAccept, valBytes)
 		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 && ifRange(ctx.Request.Header.PeekBytes(hdrIfRange), etag, lm) {
 			switch start, end, res := parseRange(rh, len(body)); res {
@@ -323,7 +323,7 @@ func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
 	case errors.As(err, &ae): // a transform the image cannot take
 		forward.WriteError(ctx, ae)
 		return
-	case errors.Is(err, transform.ErrCropOutOfBounds), errors.Is(err, transform.ErrTooLarge), errors.Is(err, transform.ErrUnsupported):
+	case errors.Is(err, imaging.ErrCropOutOfBounds), errors.Is(err, imaging.ErrTooLarge), errors.Is(err, imaging.ErrUnsupported):
 		forward.WriteError(ctx, apierr.BadRequest("%v", err))
 		return
 	}
@@ -332,7 +332,7 @@ func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // fill produces a missing entry once, however many requests wait for it.
-func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format transform.Format, opts transform.Options, requestID []byte) (*cache.Entry, error) {
+func (e *Edge) fill(ctx *fasthttp.RequestCtx, key, id string, format imaging.Format, opts imaging.Options, requestID []byte) (*cache.Entry, error) {
 	rid := string(requestID)
 	return e.flight(key, func() (*cache.Entry, error) {
 		if opts.IsIdentity() {
@@ -374,8 +374,8 @@ func (e *Edge) flight(key string, produce func() (*cache.Entry, error)) (*cache.
 }
 
 // derive makes a transformed rendition from the PNG master.
-func (e *Edge) derive(id string, format transform.Format, opts transform.Options, rid string) (*cache.Entry, error) {
-	if format == transform.PDF {
+func (e *Edge) derive(id string, format imaging.Format, opts imaging.Options, rid string) (*cache.Entry, error) {
+	if format == imaging.PDF {
 		return nil, apierr.BadRequest("PDF renditions take no transformation parameters")
 	}
 	masterKey := "i|" + id + "|png|"
@@ -398,7 +398,7 @@ func (e *Edge) derive(id string, format transform.Format, opts transform.Options
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(e.base, 30*time.Second)
 	defer cancel()
-	out, err := e.transform(ctx, func() ([]byte, error) { return transform.Apply(ctx, master.Body, opts, format) })
+	out, err := e.transform(ctx, func() ([]byte, error) { return imaging.Apply(ctx, master.Body, opts, format) })
 	e.metrics.transform.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, err
@@ -459,7 +459,7 @@ func (e *Edge) fetch(path, rid, imageID, tag string) (*cache.Entry, error) {
 // template) so that disabling the key or changing the template purges it.
 func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byte) bool {
 	uri := ctx.URI()
-	var format transform.Format
+	var format imaging.Format
 	kb.b, format = signedKey(kb.b[:0], uri.Path(), uri.QueryString())
 	if ent, level, hit := e.lookup(kb.b); hit {
 		if level == cache.L1 {
@@ -496,20 +496,20 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 // as the origin reads them: every spelling of one URL is one entry. A path
 // of another shape, or whose format is unknown, is keyed as it is (its
 // format is none): the origin answers it.
-func signedKey(dst, path, query []byte) ([]byte, transform.Format) {
+func signedKey(dst, path, query []byte) ([]byte, imaging.Format) {
 	dst = append(dst, keySigned...)
 	rest := path[len(imagePrefix):]
 	segments := 2 // template_id/token
 	if bytes.HasPrefix(rest, signedPrefix) {
 		segments = 3 // create-and-render/api_id/token
 	}
-	var format transform.Format
+	var format imaging.Format
 	switch bytes.Count(rest, []byte{'/'}) {
 	case segments - 1:
-		dst, format = append(append(dst, path...), '/'), transform.PNG
+		dst, format = append(append(dst, path...), '/'), imaging.PNG
 	case segments:
 		i := bytes.LastIndexByte(path, '/') + 1
-		if f, ok := transform.ParseFormat(string(path[i:])); ok && i < len(path) {
+		if f, ok := imaging.ParseFormat(string(path[i:])); ok && i < len(path) {
 			dst, format = append(dst, path[:i]...), f
 		}
 	}

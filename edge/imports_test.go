@@ -35,3 +35,34 @@ func TestImportsOnlyTheContract(t *testing.T) {
 		t.Fatal("the edge imports nothing of origin/contract: the test no longer sees the edge's imports")
 	}
 }
+
+// TestOriginImportsNoEdge is the reverse rule: no package under origin/,
+// nor its in-package tests, depends on anything under edge/; what both
+// tiers share lives in origin/contract/. The origin's external test
+// packages (origin_test) may start a real edge to test the two end to end.
+func TestOriginImportsNoEdge(t *testing.T) {
+	const module = "github.com/pictorhq/pictor/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}}`, module+"origin/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("go list named %d packages under origin/", len(lines))
+	}
+	var contract int
+	for _, line := range lines {
+		pkg, deps, _ := strings.Cut(line, " ")
+		for _, p := range strings.Fields(deps) {
+			if strings.HasPrefix(p, module+"origin/contract/") {
+				contract++
+			}
+			if p == module+"edge" || strings.HasPrefix(p, module+"edge/") {
+				t.Errorf("%s depends on %s, under edge/", pkg, p)
+			}
+		}
+	}
+	if contract == 0 {
+		t.Fatal("the origin depends on nothing of origin/contract: the test no longer sees the origin's imports")
+	}
+}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 )
 
 // versionedOrigin serves testID's PNG master as the origin does; set
@@ -150,7 +150,7 @@ func TestPendingPutsBounded(t *testing.T) {
 	if err != nil || img.Bounds().Dx() != 64 {
 		t.Fatalf("width 64: %v", err)
 	}
-	opts, err := transform.Parse(transform.PNG, []byte("width=64"))
+	opts, err := imaging.Parse(imaging.PNG, []byte("width=64"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,19 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
 // ParsePath splits "<id>[.ext]" into a valid image id and its format. The
-// extension is read as the edge reads it (transform.ParseFormat: either
+// extension is read as the edge reads it (imaging.ParseFormat: either
 // case, jpeg for jpg), so that both serve one format for one spelling;
 // "<id>." names none.
 func ParsePath(seg string) (string, imageparams.Format, bool) {
 	id, ext, hasExt := strings.Cut(seg, ".")
-	format, ok := transform.ParseFormat(ext)
+	format, ok := imaging.ParseFormat(ext)
 	if !ok || (hasExt && ext == "") {
 		return "", "", false
 	}

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
@@ -56,7 +56,7 @@ func invalidToken() error { return apierr.Unauthorized("Invalid token") }
 // signedFormat reads a signed URL's format segment as an extension is read
 // (see ParsePath): none is PNG.
 func signedFormat(r *http.Request) (imageparams.Format, bool) {
-	f, ok := transform.ParseFormat(r.PathValue("format"))
+	f, ok := imaging.ParseFormat(r.PathValue("format"))
 	return imageparams.Format(f), ok
 }
 

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/respond"
@@ -141,20 +141,20 @@ func (h *Handler) logStore(ctx context.Context, img *Image, o ObjectResult, err 
 }
 
 // storeQuery reads the transformations of a store from the query: the
-// parameters of the edge's GET (transform.Parse), valid for format. Any
+// parameters of the edge's GET (imaging.Parse), valid for format. Any
 // other parameter is refused rather than ignored, since a misspelt one
 // would silently store something else than asked.
-func storeQuery(r *http.Request, format imageparams.Format) (transform.Options, error) {
+func storeQuery(r *http.Request, format imageparams.Format) (imaging.Options, error) {
 	var unknown []string
 	for k := range r.URL.Query() {
-		if !transform.IsParam(k) {
+		if !imaging.IsParam(k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return transform.Options{}, apierr.Field(unknown[0], "is not a parameter of PUT /v1/store, which takes the "+
+		return imaging.Options{}, apierr.Field(unknown[0], "is not a parameter of PUT /v1/store, which takes the "+
 			"transformations of GET /v1/image (width, height, dpi, aspect_ratio, crops) (got %s)", strings.Join(unknown, ", "))
 	}
-	return transform.Parse(transform.Format(format), []byte(r.URL.RawQuery))
+	return imaging.Parse(imaging.Format(format), []byte(r.URL.RawQuery))
 }

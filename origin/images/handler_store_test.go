@@ -4,8 +4,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
@@ -50,7 +50,7 @@ func TestBaseFormat(t *testing.T) {
 	if base.Format != imageparams.FormatPNG || ObjectName(img.ID, base) != "id.png" || !base.IsBase(img) {
 		t.Fatalf("base %s", base.Format)
 	}
-	if (Variant{Format: imageparams.FormatWebP}).IsBase(img) || (Variant{imageparams.FormatPNG, transform.Options{Width: 10}}).IsBase(img) {
+	if (Variant{Format: imageparams.FormatWebP}).IsBase(img) || (Variant{imageparams.FormatPNG, imaging.Options{Width: 10}}).IsBase(img) {
 		t.Fatal("another format or a transformation is the base")
 	}
 	img.Params.PDF = &imageparams.PDFOptions{}

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/contract/codec"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
@@ -78,7 +78,7 @@ func (s *Service) compactOne(id string) error {
 	if int64(len(data)) != rend.Size {
 		return nil // not the file the record describes: it is being replaced
 	}
-	small, err := codec.CompactPNG(data)
+	small, err := imaging.CompactPNG(data)
 	if err != nil || len(small) >= len(data) {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/contract/codec"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/render"
 )
@@ -223,9 +223,9 @@ func (s *Service) makeConversion(id string, format imageparams.Format) func(cont
 			}
 			var data []byte
 			if format == imageparams.FormatJPG {
-				data, err = codec.ToJPEG(master)
+				data, err = imaging.ToJPEG(master)
 			} else {
-				data, err = codec.ToWebP(master)
+				data, err = imaging.ToWebP(master)
 			}
 			if err != nil {
 				return nil, err

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 )
@@ -153,7 +153,7 @@ func BaseFormat(img *Image) imageparams.Format {
 // base object is the image's BaseFormat with no transformation.
 type Variant struct {
 	Format    imageparams.Format
-	Transform transform.Options
+	Transform imaging.Options
 }
 
 // IsBase reports whether v is img's base object.
@@ -163,7 +163,7 @@ func (v Variant) IsBase(img *Image) bool {
 
 // ObjectName is the name of an image's object under the destination's
 // prefix: "<id>.png", "<id>.webp", "<id>_w-400.webp" (see
-// transform.Options.Suffix).
+// imaging.Options.Suffix).
 func ObjectName(id string, v Variant) string {
 	return string(v.Transform.Suffix([]byte(id))) + "." + string(v.Format)
 }
@@ -174,7 +174,7 @@ func ObjectName(id string, v Variant) string {
 // without writing. On failure the result is failed with what is known of
 // the target, and the error says why (Describe words a storage error; a
 // transformation the rendered image cannot take wraps ErrTransform and
-// the transform package's error).
+// imaging's error).
 func (s *Service) StoreObject(ctx context.Context, img *Image, v Variant) (ObjectResult, error) {
 	res := ObjectResult{Status: ObjectFailed, Target: TargetDestination}
 	if s.cfg.Destinations == nil || img.Params.StorageDestinationID == "" {
@@ -229,7 +229,7 @@ var ErrTransform = errors.New("transformation")
 // putTransformed transforms the image's PNG master as the edge would for
 // a GET with the variant's query, and writes the result to key. The
 // master is read whole: its size is bounded by the render limits, and the
-// result by transform.MaxSize.
+// result by imaging.MaxSize.
 func (s *Service) putTransformed(ctx context.Context, b Bucket, key, id string, v Variant) error {
 	f, err := s.Open(ctx, id, imageparams.FormatPNG)
 	if err != nil {
@@ -241,7 +241,7 @@ func (s *Service) putTransformed(ctx context.Context, b Bucket, key, id string, 
 	if err != nil {
 		return fmt.Errorf("read the master of image %s: %w", id, err)
 	}
-	out, err := transform.Apply(ctx, master, v.Transform, transform.Format(v.Format))
+	out, err := imaging.Apply(ctx, master, v.Transform, imaging.Format(v.Format))
 	if err != nil {
 		return fmt.Errorf("%w of image %s: %w", ErrTransform, id, err)
 	}

@@ -1,4 +1,4 @@
-package transform
+package imaging
 
 import (
 	"bytes"
@@ -11,12 +11,7 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/contract/codec"
 )
-
-// pngCompression is the deflate level of PNG results, as codec.CompactPNG
-// stores masters.
-const pngCompression = 6
 
 // Apply crops, resizes and sets the density of src, a rendered master
 // (PNG; any format libvips reads works), and encodes the result as out.
@@ -27,6 +22,13 @@ const pngCompression = 6
 // PDF, src (the stored PDF) is returned as is, and any transform is
 // ErrUnsupported. libvips work cannot be interrupted: ctx is checked before
 // decoding and before encoding.
+//
+// A resize without a crop is the call vipsthumbnail makes (thumbnail from
+// buffer): the PNG streams through the resize in a few MB whatever its
+// height. A crop streams the same way (a scale-1 thumbnail load, pixel
+// exact) unless it reaches far down a tall master, where libvips would hold
+// every row above it; then the master is loaded with random access, which
+// libvips keeps in memory up to 100 MB and in a temporary file beyond.
 func Apply(ctx context.Context, src []byte, o Options, out Format) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -60,7 +62,7 @@ func Apply(ctx context.Context, src []byte, o Options, out Format) ([]byte, erro
 		}
 	}
 
-	codec.Start()
+	Start()
 	if !isPNG {
 		var err error
 		if w, h, err = headerSize(src); err != nil {
@@ -97,7 +99,7 @@ func Apply(ctx context.Context, src []byte, o Options, out Format) ([]byte, erro
 	}
 	defer img.Close()
 	if img.Width() != tw || img.Height() != th {
-		return nil, fmt.Errorf("transform: libvips made %d×%d, want %d×%d", img.Width(), img.Height(), tw, th)
+		return nil, fmt.Errorf("imaging: libvips made %d×%d, want %d×%d", img.Width(), img.Height(), tw, th)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -167,7 +169,7 @@ func encode(img *vips.ImageRef, out Format, dpi int) ([]byte, error) {
 		if dpi != 0 {
 			var ok bool
 			if b, ok = setPNGDensity(b, dpi); !ok {
-				return nil, fmt.Errorf("transform: libvips wrote a PNG without IHDR or IDAT")
+				return nil, fmt.Errorf("imaging: libvips wrote a PNG without IHDR or IDAT")
 			}
 		}
 		return b, nil
@@ -177,19 +179,19 @@ func encode(img *vips.ImageRef, out Format, dpi int) ([]byte, error) {
 				return nil, fmt.Errorf("flatten: %w", vipsError(err))
 			}
 		}
-		b, _, err := img.ExportJpeg(&vips.JpegExportParams{Quality: codec.JPEGQuality, OptimizeCoding: true, StripMetadata: true})
+		b, _, err := img.ExportJpeg(&vips.JpegExportParams{Quality: JPEGQuality, OptimizeCoding: true, StripMetadata: true})
 		if err != nil {
 			return nil, fmt.Errorf("%w: encoding JPEG: %w", ErrDecode, vipsError(err))
 		}
 		if dpi != 0 {
 			var ok bool
 			if b, ok = setJPEGDensity(b, dpi); !ok {
-				return nil, fmt.Errorf("transform: libvips wrote a JPEG without SOI")
+				return nil, fmt.Errorf("imaging: libvips wrote a JPEG without SOI")
 			}
 		}
 		return b, nil
 	}
-	b, _, err := img.ExportWebp(&vips.WebpExportParams{Quality: codec.WebPQuality, ReductionEffort: 4, StripMetadata: true})
+	b, _, err := img.ExportWebp(&vips.WebpExportParams{Quality: WebPQuality, ReductionEffort: 4, StripMetadata: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: encoding WebP: %w", ErrDecode, vipsError(err))
 	}

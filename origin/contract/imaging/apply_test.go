@@ -1,4 +1,4 @@
-package transform
+package imaging
 
 import (
 	"bytes"
@@ -24,7 +24,6 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/contract/codec"
 )
 
 // gradient is a w×h master whose colour says where a pixel came from: red
@@ -483,7 +482,7 @@ func TestMemoryIsBounded(t *testing.T) {
 		}
 		return
 	}
-	codec.Start()
+	Start()
 	const w, h = 1000, 30000
 	img, err := vips.Black(w, h)
 	if err != nil {
@@ -544,19 +543,19 @@ func TestApplyConcurrently(t *testing.T) {
 }
 
 // TestFormatOnlyMatchesTheOrigin: converting without a transform gives the
-// bytes the origin's codec stores, so the edge may serve either.
+// bytes ToJPEG and ToWebP store, so the edge may serve either.
 func TestFormatOnlyMatchesTheOrigin(t *testing.T) {
 	src := encodePNG(t, gradient(200, 100, true))
 	for _, tc := range []struct {
 		format Format
 		codec  func([]byte) ([]byte, error)
-	}{{JPEG, codec.ToJPEG}, {WebP, codec.ToWebP}} {
+	}{{JPEG, ToJPEG}, {WebP, ToWebP}} {
 		want, err := tc.codec(src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := apply(t, src, tc.format, "dl=1"); !bytes.Equal(got, want) {
-			t.Errorf("%s: %d bytes, the origin's codec %d", tc.format, len(got), len(want))
+			t.Errorf("%s: Apply made %d bytes, the stored conversion %d", tc.format, len(got), len(want))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package codec
+package imaging
 
 import (
 	"fmt"
@@ -13,6 +13,10 @@ const (
 	JPEGQuality = 90
 	WebPQuality = 90
 )
+
+// pngCompression is the deflate level of stored masters (CompactPNG) and of
+// PNG results of Apply.
+const pngCompression = 6
 
 var start sync.Once
 
@@ -34,43 +38,27 @@ func load(data []byte) (*vips.ImageRef, error) {
 	Start()
 	img, err := vips.NewImageFromBuffer(data)
 	if err != nil {
-		return nil, fmt.Errorf("decode image: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrDecode, vipsError(err))
 	}
 	return img, nil
 }
 
 // ToJPEG encodes a PNG as a progressive-free baseline JPEG, with
 // transparency flattened onto white.
-func ToJPEG(png []byte) ([]byte, error) {
-	img, err := load(png)
-	if err != nil {
-		return nil, err
-	}
-	defer img.Close()
-	if img.HasAlpha() {
-		if err := img.Flatten(&vips.Color{R: 255, G: 255, B: 255}); err != nil {
-			return nil, fmt.Errorf("flatten: %w", err)
-		}
-	}
-	out, _, err := img.ExportJpeg(&vips.JpegExportParams{Quality: JPEGQuality, OptimizeCoding: true, StripMetadata: true})
-	if err != nil {
-		return nil, fmt.Errorf("encode JPEG: %w", err)
-	}
-	return out, nil
-}
+func ToJPEG(png []byte) ([]byte, error) { return convert(png, JPEG) }
 
 // ToWebP encodes a PNG as a lossy WebP, transparency kept.
-func ToWebP(png []byte) ([]byte, error) {
-	img, err := load(png)
+func ToWebP(png []byte) ([]byte, error) { return convert(png, WebP) }
+
+// convert encodes src as out with the encoder of Apply, so a stored
+// conversion and the same conversion made at GET time are the same bytes.
+func convert(src []byte, out Format) ([]byte, error) {
+	img, err := load(src)
 	if err != nil {
 		return nil, err
 	}
 	defer img.Close()
-	out, _, err := img.ExportWebp(&vips.WebpExportParams{Quality: WebPQuality, ReductionEffort: 4, StripMetadata: true})
-	if err != nil {
-		return nil, fmt.Errorf("encode WebP: %w", err)
-	}
-	return out, nil
+	return encode(img, out, 0)
 }
 
 // CompactPNG re-encodes a PNG with a stronger deflate level: the same
@@ -81,7 +69,7 @@ func CompactPNG(png []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer img.Close()
-	out, _, err := img.ExportPng(&vips.PngExportParams{Compression: 6, Filter: vips.PngFilterNone})
+	out, _, err := img.ExportPng(&vips.PngExportParams{Compression: pngCompression, Filter: vips.PngFilterNone})
 	if err != nil {
 		return nil, fmt.Errorf("encode PNG: %w", err)
 	}

@@ -1,7 +1,8 @@
-package codec
+package imaging
 
 import (
 	"bytes"
+	"errors"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -89,5 +90,26 @@ func TestJoinVertical(t *testing.T) {
 	}
 	if _, err := ToJPEG([]byte("not an image")); err == nil {
 		t.Fatal("garbage decoded")
+	}
+}
+
+// TestConversionsWrapErrDecode: bytes libvips cannot read are ErrDecode for
+// every conversion, as for Apply.
+func TestConversionsWrapErrDecode(t *testing.T) {
+	garbage := []byte("not an image")
+	for name, convert := range map[string]func([]byte) ([]byte, error){
+		"ToJPEG":     ToJPEG,
+		"ToWebP":     ToWebP,
+		"CompactPNG": CompactPNG,
+		"JoinVertical": func(b []byte) ([]byte, error) {
+			png, _, _, err := JoinVertical([][]byte{b})
+			return png, err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := convert(garbage); !errors.Is(err, ErrDecode) {
+				t.Fatalf("err = %v, want ErrDecode", err)
+			}
+		})
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package transform
+package imaging
 
 import "time"
 

@@ -1,10 +1,10 @@
-package transform
+package imaging
 
 import "errors"
 
-// Errors of Apply. The image-dependent ones reach the caller as an
-// *apierr.Error with status 400 that wraps them, so errors.Is and
-// apierr.From both work.
+// Errors of Apply and of the conversions. Apply's image-dependent ones reach
+// the caller as an *apierr.Error with status 400 that wraps them, so
+// errors.Is and apierr.From both work.
 var (
 	// ErrCropOutOfBounds: the crop leaves the image or is empty for this
 	// image's size.

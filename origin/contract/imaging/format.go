@@ -1,4 +1,4 @@
-package transform
+package imaging
 
 // Format is an output format, chosen by the URL's extension.
 type Format string

@@ -1,4 +1,4 @@
-package transform
+package imaging
 
 import "strconv"
 
@@ -191,6 +191,14 @@ func gcd(a, b int64) int64 {
 // when dst has room: equivalent options append the same bytes, different
 // canonical options different bytes. It appends nothing for options that
 // transform nothing. Neither the format nor Download is part of it.
+//
+// Key is the same for every spelling of the same transformation (order,
+// defaults spelled out, 0 px and 0%, 100% and the far edge, 32_18 and 16_9)
+// and different for anything that can change a pixel on some image: a
+// centered 50% crop and x_1=25%&x_2=75% differ by rounding, so they keep
+// different keys. It leaves out the format and dl: the edge's cache key is
+// the image id (lower case), the Format ParseFormat reads from the
+// extension (".PNG" and no extension are png, ".JPEG" is jpg) and Key.
 func (o Options) Key(dst []byte) []byte {
 	o = o.canonical()
 	start := len(dst)
