@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,21 +77,18 @@ func (o *Origin) oauthRoutes() []api.Route {
 	if o.oauth == nil {
 		return nil
 	}
-	var routes []api.Route
-	for pattern, h := range o.oauth.Routes() {
-		method, path, _ := strings.Cut(pattern, " ")
-		routes = append(routes, api.Route{Method: method, Pattern: path, Public: true, Handler: h})
-	}
+	routes := o.oauth.Routes()
 	// The router exists only once the table is built: the MCP handler is
 	// looked up when a request comes.
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
 		mcpCORS(w.Header())
 		o.mcp.ServeHTTP(w, r)
 	}
+	const hidden = "the MCP endpoint: JSON-RPC over streamable HTTP, whose operations are MCP tools described by its own tools/list"
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		routes = append(routes, api.Route{Method: m, Pattern: MCPPath, Public: true, Handler: serveMCP})
+		routes = append(routes, api.Route{Method: m, Pattern: MCPPath, Public: true, Handler: serveMCP, Hidden: hidden})
 	}
-	routes = append(routes, api.Route{Method: http.MethodOptions, Pattern: MCPPath, Public: true, Handler: mcpPreflight})
+	routes = append(routes, api.Route{Method: http.MethodOptions, Pattern: MCPPath, Public: true, Handler: mcpPreflight, Hidden: hidden + " (CORS preflight)"})
 	return routes
 }
 

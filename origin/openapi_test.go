@@ -19,8 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	contractopenapi "github.com/pictorhq/pictor/origin/contract/openapi"
 	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/openapi"
@@ -46,7 +46,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every route of the table is an operation of the document, or skipped.
+	// Every route of the table is an operation of the document, or hidden.
 	operations := 0
 	for _, item := range doc.Paths.Map() {
 		operations += len(item.Operations())
@@ -54,14 +54,14 @@ func TestOpenAPIDocument(t *testing.T) {
 			operations-- // HEAD of a public GET, served by the GET route
 		}
 	}
-	skipped := 0
+	hidden := 0
 	for _, r := range o.origin.Routes() {
-		if _, ok := openapi.Skipped()[r.Method+" "+r.Pattern]; ok {
-			skipped++
+		if r.Hidden != "" {
+			hidden++
 		}
 	}
-	if routes := len(o.origin.Routes()); operations+skipped != routes || skipped == 0 {
-		t.Errorf("%d operations and %d skipped routes for %d routes", operations, skipped, routes)
+	if routes := len(o.origin.Routes()); operations+hidden != routes || hidden == 0 {
+		t.Errorf("%d operations and %d hidden routes for %d routes", operations, hidden, routes)
 	}
 	// Nothing of this run may be in it: the origin's address above all.
 	host := strings.TrimPrefix(o.URL, "http://")
@@ -166,11 +166,11 @@ func TestOpenAPILimits(t *testing.T) {
 	}{
 		{"MaxBatch", openapi.MaxBatch, images.MaxBatch},
 		{"MaxDeleteBatch", openapi.MaxDeleteBatch, images.MaxDeleteBatch},
-		{"MaxResize", openapi.MaxResize, transform.MaxSize},
-		{"MinDPI", openapi.MinDPI, transform.MinDPI},
-		{"MaxDPI", openapi.MaxDPI, transform.MaxDPI},
-		{"MaxCropPixels", openapi.MaxCropPixels, transform.MaxPixels},
-		{"MaxRatioTerm", openapi.MaxRatioTerm, transform.MaxRatioTerm},
+		{"MaxResize", openapi.MaxResize, imaging.MaxSize},
+		{"MinDPI", openapi.MinDPI, imaging.MinDPI},
+		{"MaxDPI", openapi.MaxDPI, imaging.MaxDPI},
+		{"MaxCropPixels", openapi.MaxCropPixels, imaging.MaxPixels},
+		{"MaxRatioTerm", openapi.MaxRatioTerm, imaging.MaxRatioTerm},
 	} {
 		if c.doc != c.real {
 			t.Errorf("openapi.%s = %d, the code's is %d", c.name, c.doc, c.real)
@@ -186,14 +186,14 @@ func TestOpenAPILimits(t *testing.T) {
 	for _, p := range get.Parameters {
 		if p.Value.In == openapi3.ParameterInQuery {
 			n++
-			if !transform.IsParam(p.Value.Name) {
-				t.Errorf("GET /v1/image/{id} documents %s, which edge/transform does not read", p.Value.Name)
+			if !imaging.IsParam(p.Value.Name) {
+				t.Errorf("GET /v1/image/{id} documents %s, which origin/contract/imaging does not read", p.Value.Name)
 			}
 		}
 	}
 	for _, name := range []string{"width", "height", "dpi", "dl", "aspect_ratio", "x_1", "x_2", "y_1", "y_2", "crop_width", "crop_height", "x_origin", "y_origin"} {
-		if !transform.IsParam(name) {
-			t.Errorf("edge/transform no longer reads %s", name)
+		if !imaging.IsParam(name) {
+			t.Errorf("origin/contract/imaging no longer reads %s", name)
 		}
 	}
 	if n != 13 {

@@ -12,6 +12,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/openapi"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/proxy"
 	"github.com/pictorhq/pictor/origin/ratelimit"
@@ -22,7 +23,9 @@ import (
 )
 
 // routes is the route table: every route of the origin with the permission
-// it requires and its rate-limit group. Nothing is served that is not here.
+// it requires, its rate-limit group, and its description in the OpenAPI
+// document (Doc, an operation of origin/openapi) or why the document leaves
+// it out (Hidden). Nothing is served that is not here.
 func (o *Origin) routes(box *seal.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
 		if err := o.revokeConnections(ctx, apiID); err != nil {
@@ -65,60 +68,60 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		Test: o.storage.Test, Describe: storage.Describe}
 	destPlan := func(p *auth.Principal) error { return storedest.CheckPlan(p.Org) }
 	return append([]api.Route{
-		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz},
-		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics()},
+		{Method: http.MethodGet, Pattern: "/healthz", Public: true, Handler: o.healthz, Hidden: "internal: the operators' liveness probe"},
+		{Method: http.MethodGet, Pattern: "/metrics", Public: true, Handler: o.metrics(), Hidden: "internal: Prometheus metrics for the operators"},
 		// The purge channel authenticates edges with the edge token itself.
-		{Method: http.MethodPost, Pattern: contract.StreamPath, Public: true, Handler: o.hub.ServeHTTP},
+		{Method: http.MethodPost, Pattern: contract.StreamPath, Public: true, Handler: o.hub.ServeHTTP, Hidden: "internal: the edges' purge channel, authenticated with the edge token"},
 
-		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create},
-		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Handler: images.Batch},
-		{Method: http.MethodGet, Pattern: "/v1/image/{id}", Public: true, Handler: images.Get},
-		{Method: http.MethodDelete, Pattern: "/v1/image/{id}", Permission: perm.ImagesDelete, Handler: images.Delete},
-		{Method: http.MethodDelete, Pattern: "/v1/image/batch", Permission: perm.ImagesDelete, Handler: images.DeleteBatch},
-		{Method: http.MethodGet, Pattern: "/v1/images", Permission: perm.ImagesRead, Handler: images.List},
-		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Handler: images.CreateAndRender},
-		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Handler: images.CreateAndRender},
+		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Handler: images.Create, Doc: openapi.CreateImage},
+		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Handler: images.Batch, Doc: openapi.CreateImages},
+		{Method: http.MethodGet, Pattern: "/v1/image/{id}", Public: true, Handler: images.Get, Doc: openapi.GetImage},
+		{Method: http.MethodDelete, Pattern: "/v1/image/{id}", Permission: perm.ImagesDelete, Handler: images.Delete, Doc: openapi.DeleteImage},
+		{Method: http.MethodDelete, Pattern: "/v1/image/batch", Permission: perm.ImagesDelete, Handler: images.DeleteBatch, Doc: openapi.DeleteImages},
+		{Method: http.MethodGet, Pattern: "/v1/images", Permission: perm.ImagesRead, Handler: images.List, Doc: openapi.ListImages},
+		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Handler: images.CreateAndRender, Doc: openapi.RenderSignedImage},
+		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Handler: images.CreateAndRender, Doc: openapi.RenderSignedImageAs},
 		// Writes an image to its storage destination (spec §4.1, §2.7): no
 		// rate-limit group, like the image routes.
-		{Method: http.MethodPut, Pattern: "/v1/store/{id}", Permission: perm.ImagesStore, Handler: images.Store},
-		{Method: http.MethodGet, Pattern: "/v1/usage", Permission: perm.UsageRead, Handler: o.usageReport},
+		{Method: http.MethodPut, Pattern: "/v1/store/{id}", Permission: perm.ImagesStore, Handler: images.Store, Doc: openapi.StoreImage},
+		{Method: http.MethodGet, Pattern: "/v1/usage", Permission: perm.UsageRead, Handler: o.usageReport, Doc: openapi.GetUsage},
 
-		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}", Permission: perm.ImagesCreate, Handler: images.Create},
-		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}/{template_version}", Permission: perm.ImagesCreate, Handler: images.Create},
-		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}", Public: true, Handler: images.TemplateURL},
-		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}/{format}", Public: true, Handler: images.TemplateURL},
-		{Method: http.MethodPost, Pattern: "/v1/template", Permission: perm.TemplatesCreateUpdate, Handler: templates.Create},
-		{Method: http.MethodGet, Pattern: "/v1/template", Permission: perm.TemplatesRead, Handler: templates.List},
-		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Handler: templates.Versions},
-		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: templates.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: templates.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}", Permission: perm.ImagesCreate, Handler: images.Create, Doc: openapi.RenderTemplate},
+		{Method: http.MethodPost, Pattern: "/v1/image/{template_id}/{template_version}", Permission: perm.ImagesCreate, Handler: images.Create, Doc: openapi.RenderTemplateVersion},
+		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}", Public: true, Handler: images.TemplateURL, Doc: openapi.RenderSignedTemplate},
+		{Method: http.MethodGet, Pattern: "/v1/image/{template_id}/{token}/{format}", Public: true, Handler: images.TemplateURL, Doc: openapi.RenderSignedTemplateAs},
+		{Method: http.MethodPost, Pattern: "/v1/template", Permission: perm.TemplatesCreateUpdate, Handler: templates.Create, Doc: openapi.CreateTemplate},
+		{Method: http.MethodGet, Pattern: "/v1/template", Permission: perm.TemplatesRead, Handler: templates.List, Doc: openapi.ListTemplates},
+		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Handler: templates.Versions, Doc: openapi.ListTemplateVersions},
+		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: templates.Update, Doc: openapi.UpdateTemplate},
+		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: templates.Delete, Doc: openapi.DeleteTemplate},
 
-		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}", Public: true, Handler: o.og.ServeHTTP},
-		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}/{path...}", Public: true, Handler: o.og.ServeHTTP},
-		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Create},
-		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.List},
-		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get},
-		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Delete},
-		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}/refresh", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Refresh},
+		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}", Public: true, Handler: o.og.ServeHTTP, Doc: openapi.GetOGImageOfRoot},
+		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}/{path...}", Public: true, Handler: o.og.ServeHTTP, Doc: openapi.GetOGImage},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Create, Doc: openapi.CreateOGConfig},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.List, Doc: openapi.ListOGConfigs},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: ogConfigs.Get, Doc: openapi.GetOGConfig},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Update, Doc: openapi.UpdateOGConfig},
+		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Delete, Doc: openapi.DeleteOGConfig},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}/refresh", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: ogConfigs.Refresh, Doc: openapi.RefreshOGConfig},
 
-		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Create},
-		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.List},
-		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.Get},
-		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Create, Doc: openapi.CreateProxy},
+		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.List, Doc: openapi.ListProxies},
+		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Handler: proxies.Get, Doc: openapi.GetProxy},
+		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Update, Doc: openapi.UpdateProxy},
+		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Check: delivery, Handler: proxies.Delete, Doc: openapi.DeleteProxy},
 
-		{Method: http.MethodPost, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Create},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.List},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/aws-external-id", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.ExternalID},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.Get},
-		{Method: http.MethodPost, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsDelete, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Create, Doc: openapi.CreateStorageDestination},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.List, Doc: openapi.ListStorageDestinations},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/aws-external-id", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.ExternalID, Doc: openapi.GetAWSExternalID},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: destPlan, Handler: dests.Get, Doc: openapi.GetStorageDestination},
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Update, Doc: openapi.UpdateStorageDestination},
+		{Method: http.MethodDelete, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsDelete, Group: ratelimit.StorageDestinationWrite, Check: destPlan, Handler: dests.Delete, Doc: openapi.DeleteStorageDestination},
 
-		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create},
-		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List},
-		{Method: http.MethodGet, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.Get},
-		{Method: http.MethodPost, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Handler: keys.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/api-keys", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Create, Doc: openapi.CreateAPIKey},
+		{Method: http.MethodGet, Pattern: "/v1/api-keys", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.List, Doc: openapi.ListAPIKeys},
+		{Method: http.MethodGet, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Handler: keys.Get, Doc: openapi.GetAPIKey},
+		{Method: http.MethodPost, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Handler: keys.Update, Doc: openapi.UpdateAPIKey},
+		{Method: http.MethodDelete, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Handler: keys.Delete, Doc: openapi.DeleteAPIKey},
 	}, o.oauthRoutes()...)
 }

@@ -36,6 +36,21 @@ type Route struct {
 	// allowance, as a missing permission costs none.
 	Check   func(p *auth.Principal) error
 	Handler http.HandlerFunc
+	// Doc describes the route in the OpenAPI document: one of
+	// origin/openapi's Operations. Every route has one, or is Hidden.
+	Doc Doc
+	// Hidden, when not "", leaves the route out of the document and says
+	// why (operators' endpoints, the MCP endpoint and its authorization
+	// server).
+	Hidden string
+}
+
+// Doc is a route's description in the OpenAPI document. origin/openapi
+// defines them and builds the document from the route table (it imports
+// this package, so the type is named here).
+type Doc interface {
+	// OperationID names the operation in the document.
+	OperationID() string
 }
 
 // Config wires the router.

@@ -171,8 +171,8 @@ func newEnv(t *testing.T, adjust ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	for pattern, h := range e.srv.Routes() {
-		mux.HandleFunc(pattern, h)
+	for _, r := range e.srv.Routes() {
+		mux.HandleFunc(r.Method+" "+r.Pattern, r.Handler)
 	}
 	ts.Config.Handler = mux
 	ts.Start()

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -24,7 +23,7 @@ import (
 )
 
 // Server is the authorization server. Its methods named after endpoints are
-// http.HandlerFuncs; Routes lists them by pattern.
+// http.HandlerFuncs; Routes lists them as routes of the origin's table.
 type Server struct {
 	cfg          Config
 	now          func() time.Time
@@ -150,33 +149,6 @@ func consentKeys(seed []byte) (cipher.AEAD, []byte, error) {
 		return nil, nil, fmt.Errorf("oauth: consent key: %w", err)
 	}
 	return sealer, csrfKey, nil
-}
-
-// Routes returns every endpoint keyed by its net/http pattern.
-func (s *Server) Routes() map[string]http.HandlerFunc {
-	routes := map[string]http.HandlerFunc{
-		"GET " + pathProtectedResource:       s.ProtectedResourceMetadata,
-		"GET " + pathServerMetadata:          s.ServerMetadata,
-		"GET " + pathOpenIDConfiguration:     s.ServerMetadata,
-		"GET " + pathJWKS:                    s.JWKS,
-		"POST " + pathRegister:               s.Register,
-		"GET " + pathAuthorize:               s.Authorize,
-		"POST " + pathAuthorize:              s.Consent,
-		"POST " + pathToken:                  s.Token,
-		"POST " + pathRevoke:                 s.Revoke,
-		"OPTIONS " + pathProtectedResource:   s.Preflight,
-		"OPTIONS " + pathServerMetadata:      s.Preflight,
-		"OPTIONS " + pathOpenIDConfiguration: s.Preflight,
-		"OPTIONS " + pathJWKS:                s.Preflight,
-		"OPTIONS " + pathRegister:            s.Preflight,
-		"OPTIONS " + pathToken:               s.Preflight,
-		"OPTIONS " + pathRevoke:              s.Preflight,
-	}
-	if s.resourcePath != "" {
-		routes["GET "+pathProtectedResource+s.resourcePath] = s.ProtectedResourceMetadata
-		routes["OPTIONS "+pathProtectedResource+s.resourcePath] = s.Preflight
-	}
-	return routes
 }
 
 // Endpoint paths.

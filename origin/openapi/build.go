@@ -26,14 +26,13 @@ type Options struct {
 	ServerURL string
 }
 
-// Build describes the routes of the table. Every route must be documented
-// or skipped, and every documented or skipped route must be in the table:
-// otherwise Build fails naming each mismatch (ErrUndocumented,
+// Build describes the routes of the table. Every route must have its Doc
+// (an *Operation of this package) or be Hidden, and every Operation must be
+// a route's: otherwise Build fails naming each mismatch (ErrUndocumented,
 // ErrNotServed, ErrInvalid).
 func Build(routes []api.Route, opts Options) (*openapi3.T, error) {
 	s := newSpec()
 	s.define()
-	ops := s.operations()
 	server := opts.ServerURL
 	if server == "" {
 		server = "/"
@@ -56,7 +55,6 @@ func Build(routes []api.Route, opts Options) (*openapi3.T, error) {
 	var errs []error
 	seen := map[string]bool{}
 	ids := map[string]string{}
-	mcp := 0
 	for _, r := range routes {
 		key := r.Method + " " + r.Pattern
 		if seen[key] {
@@ -64,34 +62,31 @@ func Build(routes []api.Route, opts Options) (*openapi3.T, error) {
 			continue
 		}
 		seen[key] = true
-		if sk, ok := skipped[key]; ok {
-			if sk.mcp {
-				mcp++
-			}
+		d, _ := r.Doc.(*Operation)
+		switch {
+		case r.Hidden != "" && r.Doc != nil:
+			errs = append(errs, fmt.Errorf("%s: %w: documented and hidden (%s)", key, ErrInvalid, r.Hidden))
 			continue
-		}
-		op, ok := ops[key]
-		if !ok {
+		case r.Hidden != "":
+			continue
+		case d == nil:
 			errs = append(errs, fmt.Errorf("%s: %w", key, ErrUndocumented))
 			continue
 		}
-		if other, dup := ids[op.id]; dup {
-			errs = append(errs, fmt.Errorf("%s: %w: operationId %s is also %s's", key, ErrInvalid, op.id, other))
+		if other, dup := ids[d.id]; dup {
+			errs = append(errs, fmt.Errorf("%s: %w: operationId %s is also %s's", key, ErrInvalid, d.id, other))
 			continue
 		}
-		ids[op.id] = key
+		ids[d.id] = key
+		op := d.describe(s)
+		op.id = d.id
 		if err := s.add(doc, r, op); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 	}
-	for _, key := range sortedKeys(ops) {
-		if !seen[key] {
-			errs = append(errs, fmt.Errorf("%s: %w", key, ErrNotServed))
-		}
-	}
-	for _, key := range sortedKeys(skipped) {
-		if sk := skipped[key]; !seen[key] && (!sk.mcp || mcp > 0) {
-			errs = append(errs, fmt.Errorf("%s (skipped: %s): %w", key, sk.reason, ErrNotServed))
+	for _, d := range described {
+		if _, ok := ids[d.id]; !ok {
+			errs = append(errs, fmt.Errorf("%s: %w", d.id, ErrNotServed))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -26,14 +26,68 @@ var publicRoutes = []string{
 	"GET /v1/og/{domain_id}/{path...}",
 }
 
-// fakeTable is a route table with every documented and skipped route: the
-// shape of the origin's (origin/openapi_test.go builds from the real one).
-func fakeTable(mcp bool) []api.Route {
+// fakeTable is a route table with every operation of the package and a
+// hidden route: the shape of the origin's (origin/openapi_test.go builds
+// from the real one).
+func fakeTable() []api.Route {
 	var routes []api.Route
-	add := func(key string) {
-		method, pattern, _ := strings.Cut(key, " ")
+	for _, row := range []struct {
+		key string
+		doc *Operation
+	}{
+		{"GET /healthz", nil},
+		{"POST /v1/image", CreateImage},
+		{"POST /v1/image/batch", CreateImages},
+		{"GET /v1/image/{id}", GetImage},
+		{"DELETE /v1/image/{id}", DeleteImage},
+		{"DELETE /v1/image/batch", DeleteImages},
+		{"GET /v1/images", ListImages},
+		{"GET /v1/image/create-and-render/{api_id}/{token}", RenderSignedImage},
+		{"GET /v1/image/create-and-render/{api_id}/{token}/{format}", RenderSignedImageAs},
+		{"PUT /v1/store/{id}", StoreImage},
+		{"GET /v1/usage", GetUsage},
+		{"POST /v1/image/{template_id}", RenderTemplate},
+		{"POST /v1/image/{template_id}/{template_version}", RenderTemplateVersion},
+		{"GET /v1/image/{template_id}/{token}", RenderSignedTemplate},
+		{"GET /v1/image/{template_id}/{token}/{format}", RenderSignedTemplateAs},
+		{"POST /v1/template", CreateTemplate},
+		{"GET /v1/template", ListTemplates},
+		{"GET /v1/template/{id}", ListTemplateVersions},
+		{"POST /v1/template/{id}", UpdateTemplate},
+		{"DELETE /v1/template/{id}", DeleteTemplate},
+		{"GET /v1/og/{domain_id}", GetOGImageOfRoot},
+		{"GET /v1/og/{domain_id}/{path...}", GetOGImage},
+		{"POST /v1/og-configs", CreateOGConfig},
+		{"GET /v1/og-configs", ListOGConfigs},
+		{"GET /v1/og-configs/{id}", GetOGConfig},
+		{"POST /v1/og-configs/{id}", UpdateOGConfig},
+		{"POST /v1/og-configs/{id}/refresh", RefreshOGConfig},
+		{"DELETE /v1/og-configs/{id}", DeleteOGConfig},
+		{"POST /v1/proxies", CreateProxy},
+		{"GET /v1/proxies", ListProxies},
+		{"GET /v1/proxies/{id}", GetProxy},
+		{"POST /v1/proxies/{id}", UpdateProxy},
+		{"DELETE /v1/proxies/{id}", DeleteProxy},
+		{"POST /v1/storage-destinations", CreateStorageDestination},
+		{"GET /v1/storage-destinations", ListStorageDestinations},
+		{"GET /v1/storage-destinations/aws-external-id", GetAWSExternalID},
+		{"GET /v1/storage-destinations/{id}", GetStorageDestination},
+		{"POST /v1/storage-destinations/{id}", UpdateStorageDestination},
+		{"DELETE /v1/storage-destinations/{id}", DeleteStorageDestination},
+		{"POST /v1/api-keys", CreateAPIKey},
+		{"GET /v1/api-keys", ListAPIKeys},
+		{"GET /v1/api-keys/{id}", GetAPIKey},
+		{"POST /v1/api-keys/{id}", UpdateAPIKey},
+		{"DELETE /v1/api-keys/{id}", DeleteAPIKey},
+	} {
+		method, pattern, _ := strings.Cut(row.key, " ")
 		r := api.Route{Method: method, Pattern: pattern, Handler: func(http.ResponseWriter, *http.Request) {}}
-		if slices.Contains(publicRoutes, key) {
+		if row.doc != nil {
+			r.Doc = row.doc
+		} else {
+			r.Hidden = "internal"
+		}
+		if slices.Contains(publicRoutes, row.key) {
 			r.Public = true
 		} else {
 			r.Permission = perm.ImagesRead
@@ -43,16 +97,6 @@ func fakeTable(mcp bool) []api.Route {
 		}
 		routes = append(routes, r)
 	}
-	s := newSpec()
-	s.define()
-	for _, key := range sortedKeys(s.operations()) {
-		add(key)
-	}
-	for _, key := range sortedKeys(skipped) {
-		if !skipped[key].mcp || mcp {
-			add(key)
-		}
-	}
 	return routes
 }
 
@@ -61,29 +105,44 @@ func without(routes []api.Route, key string) []api.Route {
 }
 
 func TestBuildCoversTheTable(t *testing.T) {
-	for _, mcp := range []bool{true, false} {
-		doc, err := Build(fakeTable(mcp), Options{})
-		if err != nil {
-			t.Fatalf("MCP %v: %v", mcp, err)
-		}
-		if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" || doc.Info.Title != "Pictor API" {
-			t.Errorf("openapi %s, info %+v", doc.OpenAPI, doc.Info)
-		}
-		if len(doc.Servers) != 1 || doc.Servers[0].URL != "/" {
-			t.Errorf("servers %v, want the relative /", doc.Servers)
+	doc, err := Build(fakeTable(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0" || doc.Info.Title != "Pictor API" {
+		t.Errorf("openapi %s, info %+v", doc.OpenAPI, doc.Info)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != "/" {
+		t.Errorf("servers %v, want the relative /", doc.Servers)
+	}
+	if doc.Paths.Value("/healthz") != nil {
+		t.Error("a hidden route is in the document")
+	}
+	operations := 0
+	for _, item := range doc.Paths.Map() {
+		operations += len(item.Operations())
+		if item.Head != nil {
+			operations-- // HEAD of a public GET
 		}
 	}
-	doc, err := Build(fakeTable(true), Options{ServerURL: "https://api.example.com"})
+	if operations != len(described) {
+		t.Errorf("%d operations in the document, the package has %d", operations, len(described))
+	}
+	doc, err = Build(fakeTable(), Options{ServerURL: "https://api.example.com"})
 	if err != nil || doc.Servers[0].URL != "https://api.example.com" {
 		t.Errorf("ServerURL: %v %v", doc.Servers, err)
 	}
 }
 
 func TestBuildRefusesMismatches(t *testing.T) {
-	full := fakeTable(true)
+	full := fakeTable()
 	extra := append(slices.Clone(full), api.Route{Method: "GET", Pattern: "/v1/secret", Permission: perm.ImagesRead})
-	oneMCP := without(fakeTable(false), "GET /healthz")
-	oneMCP = append(oneMCP, api.Route{Method: "POST", Pattern: "/mcp", Public: true})
+	typedNil := append(slices.Clone(full), api.Route{Method: "GET", Pattern: "/v1/secret", Permission: perm.ImagesRead, Doc: (*Operation)(nil)})
+	both := slices.Clone(full)
+	both[0].Doc = GetUsage
+	usageTwice := append(without(full, "GET /v1/usage"),
+		api.Route{Method: "GET", Pattern: "/v1/usage", Permission: perm.UsageRead, Doc: GetUsage},
+		api.Route{Method: "GET", Pattern: "/v1/usage2", Permission: perm.UsageRead, Doc: GetUsage})
 	for _, c := range []struct {
 		name   string
 		routes []api.Route
@@ -91,11 +150,11 @@ func TestBuildRefusesMismatches(t *testing.T) {
 		names  string
 	}{
 		{"a route without documentation", extra, ErrUndocumented, "GET /v1/secret"},
-		{"documentation of a route the table lacks", without(full, "GET /v1/usage"), ErrNotServed, "GET /v1/usage"},
-		{"a skipped route the table lacks", without(full, "GET /metrics"), ErrNotServed, "GET /metrics"},
-		{"part of the MCP routes", without(full, "POST /oauth/token"), ErrNotServed, "POST /oauth/token"},
-		{"one MCP route alone", oneMCP, ErrNotServed, "GET /mcp"},
-		{"a route twice", append(slices.Clone(full), full[0]), ErrInvalid, full[0].Method + " " + full[0].Pattern},
+		{"a route with a nil operation", typedNil, ErrUndocumented, "GET /v1/secret"},
+		{"an operation no route has", without(full, "GET /v1/usage"), ErrNotServed, "getUsage"},
+		{"a route documented and hidden", both, ErrInvalid, "GET /healthz"},
+		{"one operation on two routes", usageTwice, ErrInvalid, "GET /v1/usage2"},
+		{"a route twice", append(slices.Clone(full), full[1]), ErrInvalid, full[1].Method + " " + full[1].Pattern},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			doc, err := Build(c.routes, Options{})
@@ -134,7 +193,7 @@ func TestBuildChecksPaths(t *testing.T) {
 
 // TestRouteImplies: what Build derives from a route of the table.
 func TestRouteImplies(t *testing.T) {
-	doc, err := Build(fakeTable(true), Options{})
+	doc, err := Build(fakeTable(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +272,7 @@ func TestRouteImplies(t *testing.T) {
 // TestDocumentIsValid: the document passes kin-openapi's validation once
 // encoded and loaded back, as JSON and as YAML, and so does every example.
 func TestDocumentIsValid(t *testing.T) {
-	doc, err := Build(fakeTable(true), Options{})
+	doc, err := Build(fakeTable(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +322,7 @@ func TestDocumentIsValid(t *testing.T) {
 func TestEncodingIsDeterministic(t *testing.T) {
 	var first, firstYAML []byte
 	for i := range 5 {
-		doc, err := Build(fakeTable(true), Options{})
+		doc, err := Build(fakeTable(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,8 @@ import (
 )
 
 // Limits of packages this one does not import (origin/images and
-// edge/transform link libvips); origin/openapi_test.go holds them to the
-// originals.
+// origin/contract/imaging link libvips); origin/openapi_test.go holds them
+// to the originals.
 const (
 	// MaxBatch is images.MaxBatch: variations of one batch (spec §8).
 	MaxBatch = 25
@@ -30,13 +30,13 @@ const (
 	// MaxImageList is the largest count of GET /v1/images (compat.md), also
 	// its default.
 	MaxImageList = 50
-	// MaxResize is transform.MaxSize: GET width and height.
+	// MaxResize is imaging.MaxSize: GET width and height.
 	MaxResize = 5000
-	// MinDPI and MaxDPI are transform.MinDPI and transform.MaxDPI.
+	// MinDPI and MaxDPI are imaging.MinDPI and imaging.MaxDPI.
 	MinDPI, MaxDPI = 30, 600
-	// MaxCropPixels is transform.MaxPixels: a crop coordinate or size in pixels.
+	// MaxCropPixels is imaging.MaxPixels: a crop coordinate or size in pixels.
 	MaxCropPixels = 1_000_000
-	// MaxRatioTerm is transform.MaxRatioTerm: each side of aspect_ratio.
+	// MaxRatioTerm is imaging.MaxRatioTerm: each side of aspect_ratio.
 	MaxRatioTerm = 100_000
 )
 
@@ -216,8 +216,8 @@ func (s *spec) defineParameters() {
 	}
 }
 
-// transformParams are the GET-time transformations of the edge
-// (edge/transform): they apply to GET /v1/image/{id} and PUT /v1/store/{id}.
+// transformParams are the GET-time transformations (origin/contract/imaging):
+// they apply to GET /v1/image/{id} and PUT /v1/store/{id}.
 func transformParams() []*openapi3.Parameter {
 	length := func(name, description string) *openapi3.Parameter {
 		return query(name, description+fmt.Sprintf(" Pixels (0 to %d) or a percentage of the image (0%% to 100%%, up to four decimals), e.g. 120 or 33%%.", MaxCropPixels),

@@ -44,11 +44,11 @@ func (s *spec) defineOGRefresh() {
 	), map[string]any{"pages": "all", "refresh_requested_at": "2026-03-14T15:09:26.000Z"}))
 }
 
-func (s *spec) ogRefreshOperation(notFound func(string) *openapi3.Response, invalid *openapi3.Response) operation {
+func (s *spec) ogRefreshOperation() operation {
 	body := s.anyBody("The page to read again; none for every page.", schOGRefreshRequest, schOGRefreshForm)
 	body.Required = false
 	return operation{
-		id: "refreshOGConfig", tag: tagOG, summary: "Read a page (or every page) of an OG configuration again",
+		tag: tagOG, summary: "Read a page (or every page) of an OG configuration again",
 		description: "With a path: reads that page of base_url now (through the same address guard as renders, unconditionally) and answers its card's identity; " +
 			"a new image is rendered only when the identity changed (a new content_version, new metadata, a new template version), charged as any OG image (caps, the organization's OG share, credits, the render budget), " +
 			"and every edge drops the page's cards before the answer, so the next GET of its URL answers the new card. A page that cannot be read or rendered keeps its current card. " +
@@ -58,8 +58,8 @@ func (s *spec) ogRefreshOperation(notFound func(string) *openapi3.Response, inva
 		responses: map[int]*openapi3.Response{
 			200: s.jsonResponse("The page was read: its card's identity.", schOGRefresh),
 			202: s.jsonResponse("Every page will be read again at its next request.", schOGRefreshAll),
-			400: invalid,
-			404: notFound("No such configuration in the organization."),
+			400: s.invalid(),
+			404: s.notFound("No such configuration in the organization."),
 			409: s.errorResponse("The configuration is disabled: enable it first."),
 			422: s.errorResponse("The page could not be read (unreachable, an error status, not HTML, a blocked address, too slow), or does not make a valid card, or its card could not be rendered: the message names the cause. Its current card stays served."),
 			429: s.retryLater("The rate limit group og-config:write is exhausted (nothing was done); or the page changed and a cap of the configuration on new images, the organization's OG share of its credits, or its credits refuse a new image: the message says which, Retry-After when it frees up. Its current card stays served."),
