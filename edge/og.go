@@ -24,9 +24,9 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	"github.com/pictorhq/pictor/edge/origins"
-	"github.com/pictorhq/pictor/edge/transform"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/contract/ogplatform"
 )
@@ -170,7 +170,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	platform := ogplatform.FromUserAgent(ctx.Request.Header.UserAgent())
 	kb := keyPool.Get().(*keyBuf)
 	defer keyPool.Put(kb)
-	kb.b = append(append(append(append(append(kb.b[:0], keyOG...), domain...), '|'), platform.Name...), '|')
+	kb.b = appendOGKey(kb.b[:0], domain, platform)
 	if ogplatform.IsNormalPath(page) {
 		kb.b = append(kb.b, page...)
 	} else {
@@ -191,7 +191,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 				e.og.hitsFresh.Inc()
 			} else {
 				e.og.hitsStale.Inc()
-				e.revalidateOG(kb.b, requestID)
+				e.revalidateOG(kb.b, len(domain), platform, requestID)
 			}
 			e.writeOG(ctx, ent, now)
 			return
@@ -199,7 +199,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	}
 	e.og.misses.Inc()
 	token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
-	ent, err := e.fillOG(string(kb.b), caching, string(requestID), e.client(ctx))
+	ent, err := e.fillOG(newOGKey(kb.b, len(domain), platform), caching, string(requestID), e.client(ctx))
 	e.inflight.end(token)
 	if err != nil {
 		e.answerOGFailure(ctx, err)
@@ -317,23 +317,30 @@ func (e *Edge) answerOGFailure(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// ogKey is a cache key's parts: "o|{domain}|{platform}|{path}". Neither a
-// domain id nor a platform name holds '|', and a normalised path escapes it.
+// ogKey is an OG cache key, "o|{domain}|{platform}|{path}", with its
+// parts as the request gave them: a fill or a revalidation asks the origin
+// for them without reading the key back. Neither a domain id nor a
+// platform name holds '|', and a normalised path escapes it.
 type ogKey struct {
-	domain   string
+	key      string
+	domain   string // within key
 	platform ogplatform.Platform
-	path     string
+	path     string // within key
 }
 
-func parseOGKey(key string) (ogKey, error) {
-	rest, ok := strings.CutPrefix(key, string(keyOG))
-	domain, rest, ok2 := strings.Cut(rest, "|")
-	name, path, ok3 := strings.Cut(rest, "|")
-	p, ok4 := ogplatform.ByName(name)
-	if !ok || !ok2 || !ok3 || !ok4 {
-		return ogKey{}, fmt.Errorf("not an OG cache key: %q", key)
-	}
-	return ogKey{domain: domain, platform: p, path: path}, nil
+// appendOGKey appends the start of an OG cache key to dst,
+// "o|{domain}|{platform}|": the page path follows.
+func appendOGKey(dst, domain []byte, platform ogplatform.Platform) []byte {
+	return append(append(append(append(append(dst, keyOG...), domain...), '|'), platform.Name...), '|')
+}
+
+// newOGKey returns the key b holds (appendOGKey's, then the path), its
+// domain id domainLen bytes long: one string, the parts within it.
+func newOGKey(b []byte, domainLen int, platform ogplatform.Platform) ogKey {
+	key := string(b)
+	start := len(keyOG)
+	return ogKey{key: key, domain: key[start : start+domainLen], platform: platform,
+		path: key[start+domainLen+1+len(platform.Name)+1:]}
 }
 
 // fillOG makes a missing entry once, however many requests wait for it,
@@ -343,16 +350,13 @@ func parseOGKey(key string) (ogKey, error) {
 // shares the one request to the origin among those waiting at once.
 // client is the address of the client whose miss started it: the origin
 // limits new pages per client address (X-Forwarded-For).
-func (e *Edge) fillOG(key string, caching bool, rid, client string) (*cache.Entry, error) {
+func (e *Edge) fillOG(k ogKey, caching bool, rid, client string) (*cache.Entry, error) {
+	key := k.key
 	v, err, _ := e.flights.Do(key, func() (any, error) {
 		if caching {
 			if ent, ok := e.cache.Recheck([]byte(key)); ok {
 				return ent, nil
 			}
-		}
-		k, err := parseOGKey(key)
-		if err != nil {
-			return nil, err
 		}
 		epoch := e.cache.Epoch()
 		ans, err := e.fetchOG(k, rid, "", client)
@@ -479,14 +483,14 @@ func fittedETag(originETag, platform string) string {
 // fitSize is the size a platform's image is fitted to: the platform's,
 // times the device scale the origin rendered at (HeaderOGScale, so that the
 // image keeps its density). A scale that is not a positive number, or that
-// would pass transform.MaxSize, is taken as 1.
+// would pass imaging.MaxSize, is taken as 1.
 func fitSize(p ogplatform.Platform, scale string) (w, h int) {
 	if scale == "" {
 		return p.Width, p.Height
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(scale), 64)
 	w, h = int(math.Round(float64(p.Width)*f)), int(math.Round(float64(p.Height)*f))
-	if err != nil || !(f > 0) || math.IsInf(f, 0) || w < 1 || h < 1 || w > transform.MaxSize || h > transform.MaxSize {
+	if err != nil || !(f > 0) || math.IsInf(f, 0) || w < 1 || h < 1 || w > imaging.MaxSize || h > imaging.MaxSize {
 		slog.Warn("edge OG fit: ignoring the origin's scale", "scale", scale)
 		return p.Width, p.Height
 	}
@@ -498,20 +502,20 @@ func fitSize(p ogplatform.Platform, scale string) (w, h int) {
 // set), never stretched nor letterboxed. A PNG of that size already is
 // kept as it is.
 func (e *Edge) fitOG(ctx context.Context, body []byte, contentType string, w, h int) ([]byte, string, error) {
-	format := transform.PNG
+	format := imaging.PNG
 	mt, _, _ := strings.Cut(contentType, ";")
 	switch strings.ToLower(strings.TrimSpace(mt)) {
 	case "image/jpeg":
-		format = transform.JPEG
+		format = imaging.JPEG
 	case "image/webp":
-		format = transform.WebP
+		format = imaging.WebP
 	}
-	if sw, sh, ok := pngSize(body); ok && format == transform.PNG && sw == w && sh == h {
+	if sw, sh, ok := pngSize(body); ok && format == imaging.PNG && sw == w && sh == h {
 		return body, format.ContentType(), nil
 	}
 	start := time.Now()
 	out, err := e.transform(ctx, func() ([]byte, error) {
-		return transform.Apply(ctx, body, transform.Options{Width: w, Height: h}, format)
+		return imaging.Apply(ctx, body, imaging.Options{Width: w, Height: h}, format)
 	})
 	e.metrics.transform.Observe(time.Since(start).Seconds())
 	if errors.Is(err, errTransformsBusy) {
@@ -574,9 +578,10 @@ func parseFreshness(cc string) freshness {
 
 // revalidateOG starts the revalidation of a stale entry in the background,
 // unless one of key runs already, key is backing off after a failure, or
-// every slot is busy (a later stale hit starts it then). It allocates
-// nothing when it starts nothing.
-func (e *Edge) revalidateOG(key, requestID []byte) {
+// every slot is busy (a later stale hit starts it then). key is
+// appendOGKey's with the path, its domain id domainLen bytes long. It
+// allocates nothing when it starts nothing.
+func (e *Edge) revalidateOG(key []byte, domainLen int, platform ogplatform.Platform, requestID []byte) {
 	o := e.og
 	now := o.now()
 	o.mu.Lock()
@@ -592,8 +597,8 @@ func (e *Edge) revalidateOG(key, requestID []byte) {
 		o.skippedBusy.Inc()
 		return
 	}
-	k := string(key)
-	o.running[k] = struct{}{}
+	k := newOGKey(key, domainLen, platform)
+	o.running[k.key] = struct{}{}
 	o.wg.Add(1)
 	go e.revalidateNow(k, string(requestID))
 }
@@ -601,19 +606,15 @@ func (e *Edge) revalidateOG(key, requestID []byte) {
 // revalidateNow asks the origin whether key's entry changed: 304 makes it
 // fresh again, 200 replaces it, 404 or 410 drop it; anything else leaves it
 // served stale, and the key backs off.
-func (e *Edge) revalidateNow(key, rid string) {
+func (e *Edge) revalidateNow(k ogKey, rid string) {
 	o := e.og
+	key := k.key
 	defer func() {
 		o.mu.Lock()
 		delete(o.running, key)
 		o.mu.Unlock()
 		o.wg.Done()
 	}()
-	k, err := parseOGKey(key)
-	if err != nil {
-		slog.Error("edge OG revalidation", "error", err)
-		return
-	}
 	epoch := e.cache.Epoch()
 	old, ok := e.cache.Recheck([]byte(key))
 	if !ok {

@@ -650,7 +650,7 @@ func TestOGStopEndsRevalidations(t *testing.T) {
 		t.Fatalf("%d revalidations running after Stop", n)
 	}
 	// A stale hit after Stop starts nothing.
-	e.revalidateOG([]byte("o|"+ogDomain+"|default|/"), []byte("rid"))
+	e.revalidateOG([]byte("o|"+ogDomain+"|default|/"), len(ogDomain), ogplatform.Default, []byte("rid"))
 	if e.og.busy() != 0 {
 		t.Fatal("a revalidation started after Stop")
 	}
@@ -1121,4 +1121,38 @@ func TestOGBackoffBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOGKeyParts: the parts a fill or a revalidation asks the origin for
+// are those the key was built of, with no reading back, whatever the path
+// holds ('|' included, as a normalised path may not, or a long path).
+func TestOGKeyParts(t *testing.T) {
+	for _, tc := range []struct {
+		name, domain, path string
+		platform           ogplatform.Platform
+	}{
+		{"root", ogDomain, "/", ogplatform.Default},
+		{"nested", "d-1_x", "/blog/2026/launch-day", mustPlatform(t, "twitter")},
+		{"bars in the path", "abc", "/a|b|c", mustPlatform(t, "linkedin")},
+		{"empty path", "abc", "", mustPlatform(t, "facebook")},
+		{"long path", "abc", "/" + strings.Repeat("x", 3000), ogplatform.Default},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := append(appendOGKey(nil, []byte(tc.domain), tc.platform), tc.path...)
+			k := newOGKey(b, len(tc.domain), tc.platform)
+			want := "o|" + tc.domain + "|" + tc.platform.Name + "|" + tc.path
+			if k.key != want || k.domain != tc.domain || k.platform != tc.platform || k.path != tc.path {
+				t.Fatalf("key %q: parts %q %q %q, want %q %q %q", k.key, k.domain, k.platform.Name, k.path, tc.domain, tc.platform.Name, tc.path)
+			}
+		})
+	}
+}
+
+func mustPlatform(t *testing.T, name string) ogplatform.Platform {
+	t.Helper()
+	p, ok := ogplatform.ByName(name)
+	if !ok {
+		t.Fatalf("no platform %q", name)
+	}
+	return p
 }

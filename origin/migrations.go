@@ -8,6 +8,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/migrate"
+	"github.com/pictorhq/pictor/origin/og"
 )
 
 // migrations are the store's data migrations, forward only (kv/migrate):
@@ -18,12 +19,25 @@ import (
 var migrations = []migrate.Migration{
 	// 1: the records as of the first release that recorded its version.
 	{Name: "baseline"},
+	// 2: OG page records keep their resolved request as the renderer's
+	// parameters ("params") beside the request as JSON ("request", kept
+	// byte for byte for one release: the release before reads only it and
+	// ignores "params"; records it writes meanwhile, without "params",
+	// are read from "request" as before). The release that stops writing
+	// "request" reruns this step as a new one first. Idempotent: a record
+	// is rewritten under its page lock only while it has no "params".
+	{Name: "og pages: canonical parameters", Run: og.MigratePages},
 }
+
+// migrateTimeout bounds the data migrations at start: a step rewrites
+// records one transaction each, and one that runs out of time is taken up
+// again at the next start (steps are idempotent).
+const migrateTimeout = 30 * time.Minute
 
 // migrateStore applies the migrations store lacks, and refuses a store a
 // newer binary migrated (migrate.ErrTooNew).
 func migrateStore(store kv.Store) error {
-	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
 	defer cancel()
 	applied, err := migrate.Apply(ctx, store, migrations, buildRevision(), time.Now)
 	if err != nil {

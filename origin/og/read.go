@@ -12,7 +12,6 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
@@ -40,22 +39,25 @@ func (s *Service) begin() bool {
 
 // read reads a page that has no image yet, or whose configuration
 // changed, once however many requests ask: every waiter gets its result,
-// and one that stops waiting does not stop it.
-func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, error) {
+// and one that stops waiting does not stop it. The request whose read
+// rendered variant v gets the open file of its image too (opened, the
+// image whose id the handoff names); the others get nil.
+func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, *handoff, error) {
 	// A background recheck of the path shares the key and may end with no
 	// page (the page was gone or changed when it began): this request then
 	// reads the page itself.
 	for range 3 {
-		pg, err := s.readOnce(ctx, cfg, o, path, v)
+		pg, h, err := s.readOnce(ctx, cfg, o, path, v)
 		if pg != nil || err != nil {
-			return pg, err
+			return pg, h, err
 		}
 	}
-	return nil, apierr.New(http.StatusServiceUnavailable, "The page is being read; try again").WithHeader("Retry-After", "1")
+	return nil, nil, apierr.New(http.StatusServiceUnavailable, "The page is being read; try again").WithHeader("Retry-After", "1")
 }
 
-func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, error) {
+func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, *handoff, error) {
 	key := readKey(cfg.ID, path)
+	h := &handoff{variant: v}
 	ch := s.reads.DoChan(key, func() (any, error) {
 		defer s.flying.hold(key)()
 		if !s.begin() {
@@ -71,17 +73,19 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 		if prev != nil && prev.Revision == cfg.Revision && prev.Images[v] != "" {
 			return prev, nil // read while this request waited for its turn
 		}
-		return s.check(rctx, cfg, o, path, prev, []string{v}, true)
+		return s.check(rctx, cfg, o, path, prev, []string{v}, true, h)
 	})
 	select {
 	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
 		pg, _ := res.Val.(*page) // nil from a recheck that found nothing to do
-		return pg, nil
+		if res.Err != nil || pg == nil {
+			h.leave()
+			return nil, nil, res.Err
+		}
+		return pg, h, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		h.leave()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -112,7 +116,7 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 				return nil, err // gone, changed, or rechecked meanwhile
 			}
 			variants := slices.Sorted(maps.Keys(prev.Images))
-			return s.check(ctx, cfg, o, path, prev, variants, prev.Generation >= cfg.RefreshGeneration)
+			return s.check(ctx, cfg, o, path, prev, variants, prev.Generation >= cfg.RefreshGeneration, nil)
 		})
 		if s.cfg.OnRecheck != nil {
 			s.cfg.OnRecheck(cfg.ID, path)
@@ -122,9 +126,10 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 
 // check reads the page (conditionally when asked and prev is of the same
 // revision), works out its request, and makes the images of the variants
-// unless they exist already. A page that cannot be read or rendered
-// keeps its previous images (stale-if-error) when it has them.
-func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, prev *page, variants []string, conditional bool) (*page, error) {
+// unless they exist already, giving hand the file of its variant. A page
+// that cannot be read or rendered keeps its previous images
+// (stale-if-error) when it has them.
+func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, prev *page, variants []string, conditional bool, hand *handoff) (*page, error) {
 	if prev != nil && prev.Revision != cfg.Revision {
 		prev = nil
 	}
@@ -154,10 +159,11 @@ func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 		if next.Images[v] != "" {
 			continue
 		}
-		id, _, err := s.render(ctx, cfg, o, next, v)
+		id, f, _, err := s.render(ctx, cfg, o, next, v)
 		if err != nil {
 			return s.keep(ctx, cfg, prev, now, since, variants, err, "OG image render failed; serving the last image")
 		}
+		hand.give(v, id, f)
 		next.Images[v] = id
 	}
 	return s.store(ctx, next, since)
@@ -168,7 +174,7 @@ func (s *Service) check(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 func (s *Service) record(cfg *ogconfig.Config, path string, src *ogpage.Page, res *resolved, now time.Time, prev *page) *page {
 	next := &page{ConfigID: cfg.ID, Path: path, Revision: cfg.Revision, Generation: cfg.RefreshGeneration, CheckedAt: now,
 		FreshUntil: src.Fresh(now, cfg.RefreshInterval), ETag: src.ETag, LastModified: src.LastModified,
-		Request: res.request, Extra: res.extra, Images: map[string]string{}}
+		Params: res.params, Request: res.request, Extra: res.extra, Images: map[string]string{}}
 	if prev != nil && prev.sameInputs(next) {
 		next.Images = maps.Clone(prev.Images) // the same inputs: the same images, nothing to render
 	}
@@ -242,9 +248,11 @@ func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page
 }
 
 // makeVariant makes the image of another platform for a page read
-// already, once however many requests ask.
-func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (*page, error) {
+// already, once however many requests ask. The request that made it gets
+// the open file of its image too, as read does.
+func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (*page, *handoff, error) {
 	key := variantKey(cfg.ID, pg.Path, v)
+	h := &handoff{variant: v}
 	ch := s.variants.DoChan(key, func() (any, error) {
 		defer s.flying.hold(key)()
 		if !s.begin() {
@@ -253,10 +261,11 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 		defer s.wg.Done()
 		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 		defer cancel()
-		id, _, err := s.render(rctx, cfg, o, pg, v)
+		id, f, _, err := s.render(rctx, cfg, o, pg, v)
 		if err != nil {
 			return nil, err
 		}
+		h.give(v, id, f)
 		var out *page
 		err = s.cfg.Store.Update(rctx, pageLock(pg), func(txn kv.Txn) error {
 			cur, err := loadPage(txn, pg.ConfigID, pg.Path)
@@ -281,38 +290,39 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 	select {
 	case res := <-ch:
 		if res.Err != nil {
-			return nil, res.Err
+			h.leave()
+			return nil, nil, res.Err
 		}
-		return res.Val.(*page), nil
+		return res.Val.(*page), h, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		h.leave()
+		return nil, nil, ctx.Err()
 	}
 }
 
 // render makes a variant's image and waits until it is rendered: a new
 // image takes one render of the configuration's budget, one of its caps
 // and its credits (create); one that exists (the same inputs) costs
-// nothing. created reports a new image, charged.
-func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (id string, created bool, err error) {
-	it, err := s.item(cfg, o, pg.Request, pg.Extra, v)
+// nothing. It returns the image's id and its open file, for the caller to
+// close (or hand on); created reports a new image, charged.
+func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (id string, f *images.File, created bool, err error) {
+	it, err := s.item(cfg, o, pg, v)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, images.ErrNotFound) {
 		if created, err = s.create(ctx, cfg, o, it); err != nil {
-			return "", false, err
+			return "", nil, false, err
 		}
 	} else if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	} else if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil { // reused: costs nothing
-		return "", false, s.createError(o, err)
+		return "", nil, false, s.createError(o, err)
 	}
-	f, err := s.cfg.Images.Open(ctx, it.ID, imageparams.FormatPNG)
-	if err != nil {
-		return "", false, err
+	if f, err = s.openRendered(ctx, it.ID); err != nil {
+		return "", nil, false, err
 	}
-	f.Close()
-	return it.ID, created, nil
+	return it.ID, f, created, nil
 }
 
 func retryAfter(d time.Duration) string {

@@ -91,10 +91,11 @@ func (s *Service) refresh(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 		if next.Images[v] != "" {
 			continue
 		}
-		id, created, err := s.render(ctx, cfg, o, next, v)
+		id, f, created, err := s.render(ctx, cfg, o, next, v)
 		if err != nil {
 			return nil, out, s.refreshRenderError(err)
 		}
+		f.Close()
 		next.Images[v] = id
 		out.Rendered = out.Rendered || created
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
@@ -17,10 +18,11 @@ import (
 	"github.com/pictorhq/pictor/origin/org"
 )
 
-// resolved is the image creation request a page comes to, and what else
-// names its image.
+// resolved is the image creation request a page comes to, as JSON and as
+// parameters (nil when it breaks a rule), and what else names its image.
 type resolved struct {
 	request json.RawMessage
+	params  *imageparams.Params
 	extra   string
 }
 
@@ -103,6 +105,7 @@ func (s *Service) resolve(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 	}
 	return &resolved{
 		request: request,
+		params:  requestParams(request),
 		extra:   fmt.Sprintf("og\x00%s\x00%d\x00%d\x00%d", cfg.ID, cfg.Revision, contentVersion, templateVersion),
 	}, nil
 }
@@ -126,21 +129,57 @@ func objectJSON(o *field.Object) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// item is the image of a variant of a resolved page: its parameters, with
-// the platform's viewport when the configuration renders once per
-// platform, and its content id.
-func (s *Service) item(cfg *ogconfig.Config, o *org.Org, request json.RawMessage, extra, variant string) (images.Item, error) {
+// requestParams parses a resolved request once, when it is resolved (or
+// read from a record that predates Params): the parameters, or nil when
+// the request breaks a rule. The plan's cap on max_wait_ms is not applied
+// here: it is the organization's plan at each render (item).
+func requestParams(request json.RawMessage) *imageparams.Params {
 	obj, err := field.ParseJSON(request)
 	if err != nil {
-		return images.Item{}, fmt.Errorf("stored OG request: %w", err)
+		return nil
 	}
-	p, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: o.PlanInfo().MaxWaitCap, RequireSource: true})
+	p, err := imageparams.Parse(obj, imageparams.Options{RequireSource: true})
+	if err != nil {
+		return nil
+	}
+	return &p
+}
+
+// parseRequest parses a resolved request under the plan's cap on
+// max_wait_ms, for the error that names what breaks a rule.
+func parseRequest(request json.RawMessage, maxWaitCap time.Duration) (imageparams.Params, error) {
+	obj, err := field.ParseJSON(request)
+	if err != nil {
+		return imageparams.Params{}, fmt.Errorf("stored OG request: %w", err)
+	}
+	p, err := imageparams.Parse(obj, imageparams.Options{MaxWaitCap: maxWaitCap, RequireSource: true})
 	if err != nil {
 		// The page's overrides were checked one by one; together with the
 		// configuration's options they can still break a rule (a viewport
 		// over the pixel limit): the site owner's to fix.
-		return images.Item{}, apierr.BadRequest("The page's OG settings make an invalid image: %s", apierr.From(err).Message)
+		return imageparams.Params{}, apierr.BadRequest("The page's OG settings make an invalid image: %s", apierr.From(err).Message)
 	}
+	return p, nil
+}
+
+// item is the image of a variant of a resolved page: its parameters, with
+// the platform's viewport when the configuration renders once per
+// platform, and its content id. The page's Params are taken as they are
+// when within the plan's cap on max_wait_ms (the plan may have changed
+// since the page was read); otherwise its request is parsed again, for the
+// error naming every field it breaks.
+func (s *Service) item(cfg *ogconfig.Config, o *org.Org, pg *page, variant string) (images.Item, error) {
+	maxWait := o.PlanInfo().MaxWaitCap
+	var p imageparams.Params
+	if sp := pg.Params; sp != nil && (maxWait.Milliseconds() <= 0 || sp.MaxWait.Milliseconds() <= maxWait.Milliseconds()) {
+		p = *sp // a copy: the viewport below is this item's
+	} else {
+		var err error
+		if p, err = parseRequest(pg.Request, maxWait); err != nil {
+			return images.Item{}, err
+		}
+	}
+	extra := pg.Extra
 	if cfg.OptimizationMode == ogconfig.SetViewport {
 		pl, ok := ogplatform.ByName(variant)
 		if !ok {

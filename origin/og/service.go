@@ -2,7 +2,6 @@ package og
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -250,7 +249,7 @@ func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Co
 	mode := contract.OGAsIs
 	if cfg.OptimizationMode == ogconfig.PostProcess {
 		mode = contract.OGFit
-		if sc := scaleOf(pg.Request); sc != 1 {
+		if sc := pg.scale(); sc != 1 {
 			hd.Set(contract.HeaderOGScale, strconv.FormatFloat(sc, 'f', -1, 64))
 		}
 	}
@@ -313,21 +312,29 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 			return s.last(ctx, pg, v, s.capRefusal(err))
 		}
 	}
+	var made *handoff // the file of the image this request's read or render made
 	if !current {
-		next, err := s.read(ctx, cfg, o, path, v)
+		next, h, err := s.read(ctx, cfg, o, path, v)
 		if err != nil {
 			return s.last(ctx, pg, v, err)
 		}
-		pg = next
+		pg, made = next, h
 	} else if pg.due(cfg, s.cfg.Now()) {
 		s.recheckLater(cfg, o, path)
 	}
 	id := pg.Images[v]
 	if id == "" { // another platform's image of a page read already
-		if pg, err = s.makeVariant(ctx, cfg, o, pg, v); err != nil {
+		made.leave()
+		if pg, made, err = s.makeVariant(ctx, cfg, o, pg, v); err != nil {
 			return nil, nil, err
 		}
 		id = pg.Images[v]
+	}
+	if madeID, f := made.take(); f != nil {
+		if madeID == id {
+			return f, pg, nil
+		}
+		f.Close() // the page was read again meanwhile: its image is another
 	}
 	f, err := s.cfg.Images.Open(ctx, id, imageparams.FormatPNG)
 	if err != nil {
@@ -351,22 +358,6 @@ func (s *Service) last(ctx context.Context, pg *page, v string, cause error) (*i
 	stale := pg.clone()
 	stale.FreshUntil = time.Time{}
 	return f, stale, nil
-}
-
-// scaleOf reads the device scale of a resolved request (1 when unset or
-// unreadable: the request was validated when it was made).
-func scaleOf(request json.RawMessage) float64 {
-	var r struct {
-		DeviceScale json.RawMessage `json:"device_scale"`
-	}
-	if json.Unmarshal(request, &r) != nil || len(r.DeviceScale) == 0 {
-		return 1
-	}
-	text := strings.Trim(string(r.DeviceScale), `"`)
-	if f, err := strconv.ParseFloat(text, 64); err == nil && f > 0 {
-		return f
-	}
-	return 1
 }
 
 // Forget drops what the service keeps of a deleted configuration: its

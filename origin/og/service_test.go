@@ -14,21 +14,36 @@ import (
 	"github.com/pictorhq/pictor/origin/ogconfig"
 )
 
-func TestScaleOf(t *testing.T) {
+// TestPageScale: the device scale the edge is told of is the stored
+// request's, read from its parameters, in a record of either format (a
+// record of the release before parameters gets them from its request).
+func TestPageScale(t *testing.T) {
 	for _, tc := range []struct {
 		name, request string
 		want          float64
 	}{
 		{"unset", `{"url":"https://a.example/"}`, 1},
-		{"number", `{"device_scale":2}`, 2},
-		{"string from a page override", `{"device_scale":"1.5"}`, 1.5},
-		{"garbage", `{"device_scale":"x"}`, 1},
-		{"zero", `{"device_scale":0}`, 1},
+		{"number", `{"url":"https://a.example/","device_scale":2}`, 2},
+		{"string from a page override", `{"url":"https://a.example/","device_scale":"1.5"}`, 1.5},
+		{"garbage", `{"url":"https://a.example/","device_scale":"x"}`, 1},
+		{"zero", `{"url":"https://a.example/","device_scale":0}`, 1},
 		{"not an object", `[]`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := scaleOf(json.RawMessage(tc.request)); got != tc.want {
-				t.Fatalf("scaleOf(%s) = %v, want %v", tc.request, got, tc.want)
+			stored := &page{ConfigID: "cfg", Path: "/a", Params: requestParams(json.RawMessage(tc.request)), Request: json.RawMessage(tc.request)}
+			previous := &page{ConfigID: "cfg", Path: "/a", Request: json.RawMessage(tc.request)} // as the release before wrote it
+			for _, pg := range []*page{stored, previous} {
+				raw, err := json.Marshal(pg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := decodePage(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sc := got.scale(); sc != tc.want {
+					t.Fatalf("scale of %s = %v, want %v", raw, sc, tc.want)
+				}
 			}
 		})
 	}
@@ -190,7 +205,7 @@ func TestReadJoiningAnEmptyRecheck(t *testing.T) {
 				got <- result{err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		pg, err := s.read(ctx, cfg, nil, "/a", "")
+		pg, _, err := s.read(ctx, cfg, nil, "/a", "")
 		got <- result{pg, err}
 	}()
 	<-ctx.called // joined the recheck

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 )
 
@@ -35,10 +36,16 @@ type page struct {
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 
-	// Request is the image creation request the page resolved to (the
+	// Params is the image creation request the page resolved to (the
 	// configuration's options, the page's overrides, the source or the
-	// expanded template), before any platform's viewport: images for
-	// further platforms are made from it without reading the page again.
+	// expanded template), before any platform's viewport, as the parameters
+	// the renderer takes: images for further platforms are made from it
+	// without reading the page again, or parsing anything. Nil when the
+	// request breaks a rule (its render fails, saying which).
+	Params *imageparams.Params `json:"params,omitempty"`
+	// Request is the same request as JSON, as it was resolved: what names
+	// the page's inputs (sameInputs, identity), and what the release
+	// before Params reads (see migratePages).
 	Request json.RawMessage `json:"request"`
 	// Extra is what, beyond Request, names the image: configuration,
 	// revision, content_version, template version.
@@ -65,12 +72,26 @@ func loadPage(r kv.Reader, configID, path string) (*page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read OG page %s: %w", path, err)
 	}
-	var p page
-	if err := json.Unmarshal(raw, &p); err != nil {
+	p, err := decodePage(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decode OG page %s: %w", path, err)
 	}
 	if p.Path != path { // a hash collision: treat as unknown
 		return nil, nil
+	}
+	return p, nil
+}
+
+// decodePage decodes a stored record. One without Params (written by the
+// release before them, which still runs during an upgrade) gets them from
+// its Request.
+func decodePage(raw []byte) (*page, error) {
+	var p page
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Params == nil {
+		p.Params = requestParams(p.Request)
 	}
 	return &p, nil
 }
@@ -97,6 +118,16 @@ func (p *page) due(cfg *ogconfig.Config, now time.Time) bool {
 // inputs, and so have the same images.
 func (p *page) sameInputs(q *page) bool {
 	return p.Revision == q.Revision && bytes.Equal(p.Request, q.Request) && p.Extra == q.Extra
+}
+
+// scale is the device scale the page's image is rendered at, as the edge
+// is told it in fit mode: the request's device_scale, 1 when unset (or
+// when the request breaks a rule).
+func (p *page) scale() float64 {
+	if p.Params == nil || p.Params.RequestedDeviceScale <= 0 {
+		return 1
+	}
+	return p.Params.RequestedDeviceScale
 }
 
 // identity names the page's card: a hash of its inputs (128 bits, hex).
