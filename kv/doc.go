@@ -26,14 +26,14 @@
 //	oauth-grant-key/<key_id>/<gid>    empty; a key's grants
 //	oauth-grant-org/<org_id>/<gid>    empty; an organization's grants
 //	oauth-expiry/<unix s hex>/<key>   empty; what the OAuth sweep removes, in time order
-//	img-lease/<image_id>/<format>     render lease: holder instance and expiry (origin/images)
+//	img-lease/<image_id>/<format>     render lease: holder instance and expiry (origin/rendition)
 //	usage/<org_id>/owed/<id>/<at>     a refund written with its failure, settled under credits/<org>
 //	rl/<key>                          a management rate-limit window's admissions (shared store only)
 //	edge-event/<seq, 8 bytes BE>      purge log event, with the hub that appended it
 //	edge-ack/<hub>/<stream>           an edge's position, as its origin records it (shared store only)
 //
 // Families added by later components document themselves here as well
-// (images and usage in origin/images/record.go and origin/usage).
+// (images and usage in origin/rendition/record.go and origin/usage).
 //
 // # Transactions
 //

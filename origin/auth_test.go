@@ -125,7 +125,9 @@ func TestMasterKeyFromEnvironment(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.DataDir, seal.KeyFile)); !os.IsNotExist(err) {
 		t.Fatalf("a master key file was written although PICTOR_MASTER_KEY is set: %v", err)
 	}
-	if _, err := origin.New(origin.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", MasterKey: "short"}); err == nil ||
+	cfg := origin.DefaultConfig()
+	cfg.DataDir, cfg.Addr, cfg.MasterKey = t.TempDir(), "127.0.0.1:0", "short"
+	if _, err := origin.New(cfg); err == nil ||
 		!strings.Contains(err.Error(), "PICTOR_MASTER_KEY") {
 		t.Fatalf("bad master key: err = %v", err)
 	}

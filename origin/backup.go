@@ -17,7 +17,7 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/seal"
 )
 
@@ -201,8 +201,8 @@ func writeBackup(ctx context.Context, w io.Writer, src backupSource) (*admin.Man
 
 // imageRecord is the part of an image's record a backup reads.
 type imageRecord struct {
-	ID         string                      `json:"id"`
-	Renditions map[string]images.Rendition `json:"renditions"`
+	ID         string                    `json:"id"`
+	Renditions map[string]rendition.Info `json:"renditions"`
 }
 
 // addImages adds the files of every image the checkpoint holds.
@@ -227,7 +227,7 @@ func addImages(ctx context.Context, aw *admin.ArchiveWriter, checkpoint string, 
 			aw.CountImage()
 		}
 		for format, rend := range rec.Renditions {
-			name, ok := images.FileName(format)
+			name, ok := rendition.FileName(format)
 			if !ok {
 				return fmt.Errorf("backup: image %s has a rendition of unknown format %q", rec.ID, format)
 			}

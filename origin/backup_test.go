@@ -15,7 +15,7 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // backupDir is a data directory with a real store and files store.
@@ -48,13 +48,13 @@ func newBackupDir(t *testing.T) *backupDir {
 // record naming them, as the image service does.
 func (d *backupDir) image(t *testing.T, id string, files map[string]string) {
 	t.Helper()
-	rec := images.Image{ID: id, State: images.StateReady, Renditions: map[string]images.Rendition{}}
+	rec := rendition.Image{ID: id, State: rendition.StateReady, Renditions: map[string]rendition.Info{}}
 	for format, data := range files {
-		name, _ := images.FileName(format)
+		name, _ := rendition.FileName(format)
 		if err := d.kept.Put(context.Background(), id, name, []byte(data)); err != nil {
 			t.Fatal(err)
 		}
-		rec.Renditions[format] = images.Rendition{Size: int64(len(data)), ETag: `"` + format + `"`}
+		rec.Renditions[format] = rendition.Info{Size: int64(len(data)), ETag: `"` + format + `"`}
 	}
 	raw, _ := json.Marshal(rec)
 	if err := d.store.Put([]byte("img/"+id), raw); err != nil {

@@ -59,7 +59,7 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	cfg.Now = clock.Now
 	// One compiled sandbox for every origin of the run: compiling it is
 	// the slowest part of a start, especially under -race.
-	cfg.WasmCacheDir = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
+	cfg.WASM.CompilationCacheDir = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
 	for _, c := range configure {
 		c(&cfg)
 	}

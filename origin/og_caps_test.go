@@ -17,7 +17,7 @@ import (
 // until the cap is raised. The configuration's answer shows the count.
 func TestOGCapsKeepLastImages(t *testing.T) {
 	rechecked := make(chan string, 16)
-	o := startOrigin(t, func(c *origin.Config) { c.OGRechecked = func(_, path string) { rechecked <- path } })
+	o := startOrigin(t, func(c *origin.Config) { c.OG.OnRecheck = func(_, path string) { rechecked <- path } })
 	s := newOGSite(t)
 	body := map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600, "max_new_images_per_period": 2}
 	cfgID, domain := o.ogConfig(t, body)

@@ -162,7 +162,7 @@ func TestOGRefreshPage(t *testing.T) {
 // dropped so that the next request through it reaches the origin.
 func TestOGRefreshAllPages(t *testing.T) {
 	rechecked := make(chan string, 16)
-	o := startOrigin(t, func(c *origin.Config) { c.OGRechecked = func(_, path string) { rechecked <- path } })
+	o := startOrigin(t, func(c *origin.Config) { c.OG.OnRecheck = func(_, path string) { rechecked <- path } })
 	edgeURL := startCachingEdge(t, o)
 	s := newOGSite(t)
 	cfgID, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600})
@@ -337,7 +337,7 @@ func TestOGRefreshAcrossOrigins(t *testing.T) {
 	rechecked := make(chan string, 16)
 	b := startOrigin(t, shared, func(c *origin.Config) {
 		c.CreateDefaultOrg, c.PublicURL = false, a.URL
-		c.OGRechecked = func(_, path string) { rechecked <- path }
+		c.OG.OnRecheck = func(_, path string) { rechecked <- path }
 	})
 	b.Owner, b.OrgID = a.Owner, a.OrgID
 	s := newOGSite(t)

@@ -164,7 +164,7 @@ var (
 // failing source keeps the last image served.
 func TestOGImages(t *testing.T) {
 	rechecked := make(chan string, 16)
-	o := startOrigin(t, func(c *origin.Config) { c.OGRechecked = func(_, path string) { rechecked <- path } })
+	o := startOrigin(t, func(c *origin.Config) { c.OG.OnRecheck = func(_, path string) { rechecked <- path } })
 	s := newOGSite(t)
 	cfgID, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "refresh_interval_s": 3600})
 
@@ -299,7 +299,7 @@ func waitRecheck(t *testing.T, o *testOrigin, rechecked <-chan string, domain, p
 // the render budget refuses new pages past it and keeps serving the
 // others; a disabled configuration answers 404.
 func TestOGSizesAndBudget(t *testing.T) {
-	o := startOrigin(t, func(c *origin.Config) { c.OGRenderBudget = 3 })
+	o := startOrigin(t, func(c *origin.Config) { c.OG.Budget = 3 })
 	s := newOGSite(t)
 	cfgID, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL, "optimization_mode": "set_viewport"})
 	for _, tc := range []struct {
@@ -409,7 +409,7 @@ func TestOGHeaders(t *testing.T) {
 // TestOGBudgetUnderABurst: distinct new paths requested at once start no
 // more renders than the budget; the rest answer 503 with Retry-After.
 func TestOGBudgetUnderABurst(t *testing.T) {
-	o := startOrigin(t, func(c *origin.Config) { c.OGRenderBudget = 3 })
+	o := startOrigin(t, func(c *origin.Config) { c.OG.Budget = 3 })
 	s := newOGSite(t)
 	_, domain := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": s.URL})
 	before := o.rendersOK(t)

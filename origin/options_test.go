@@ -44,7 +44,7 @@ func small(extra map[string]any) map[string]any {
 // §2.2 does what it says.
 func TestRenderOptions(t *testing.T) {
 	fonts := newFontServer(t)
-	o := startOrigin(t, func(c *origin.Config) { c.FontsURL = fonts.URL })
+	o := startOrigin(t, func(c *origin.Config) { c.Render.FontsURL = fonts.URL })
 	pages := newSite(t, map[string]string{
 		"/plain":  doc(`<div class="x" style="width:60px;height:60px;background:white"></div>`),
 		"/mobile": `<!DOCTYPE html><html><head><meta name="viewport" content="width=500"><style>body{margin:0}</style></head><body><div style="display:flex;width:500px;height:100px"><div style="flex:1;background:rgb(0,128,0)"></div><div style="flex:1;background:rgb(255,0,0)"></div></div></body></html>`,

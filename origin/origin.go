@@ -34,7 +34,6 @@ import (
 	"github.com/pictorhq/pictor/origin/deliver"
 	"github.com/pictorhq/pictor/origin/edgehub"
 	"github.com/pictorhq/pictor/origin/egress"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/mcpserver"
 	"github.com/pictorhq/pictor/origin/oauth"
 	"github.com/pictorhq/pictor/origin/og"
@@ -44,6 +43,7 @@ import (
 	"github.com/pictorhq/pictor/origin/proxy"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/storage"
 	"github.com/pictorhq/pictor/origin/storedest"
@@ -68,7 +68,7 @@ type Origin struct {
 	blobs     blob.Blobs
 	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
 	engine    *render.Engine
-	images    *images.Service
+	images    *rendition.Service
 	hub       *edgehub.Hub
 	purger    atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
 	sandbox   *wasm.Engine
@@ -129,28 +129,19 @@ func (o *Origin) open() error {
 	o.proxies = proxy.NewStore(store, box, o.cfg.Now)
 	o.dests = storedest.NewStore(store, box, o.cfg.Now)
 	sc := o.cfg.Storage
-	if sc.PartSize == 0 { // a Config made without DefaultConfig
-		sc = storage.DefaultConfig()
-	}
 	sc.AllowPrivate, sc.Registerer = o.cfg.AllowPrivateURLs, o.registry
 	if o.storage, err = storage.New(sc); err != nil {
 		return err
 	}
 	o.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.registry.MustRegister(storeCollectors(store)...)
-	gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: o.registry,
-		Resolver: o.cfg.EgressResolver, Dial: o.cfg.EgressDial})
+	gc := o.cfg.Egress
+	gc.Registerer = o.registry
+	gw, err := egress.New(gc)
 	if err != nil {
 		return err
 	}
-	rc := render.DefaultConfig()
-	rc.Chromium = o.cfg.Chromium
-	rc.User = o.cfg.ChromiumUser
-	rc.NoSandbox = o.cfg.ChromiumNoSandbox
-	rc.SiteIsolation = o.cfg.ChromiumSiteIsolation
-	rc.Tabs = o.cfg.RenderTabs
-	rc.Queue = o.cfg.RenderQueue
-	rc.FontsURL = o.cfg.FontsURL
+	rc := o.cfg.Render
 	rc.AllowPrivate = o.cfg.AllowPrivateURLs
 	rc.Gateway = gw
 	rc.ProfileDir = filepath.Join(o.cfg.DataDir, "chromium")
@@ -159,9 +150,6 @@ func (o *Origin) open() error {
 		return err
 	}
 	bc := o.cfg.Blobs
-	if bc.Timeout == 0 { // a Config made without DefaultConfig
-		bc.Timeout, bc.MaxAttempts, bc.MaxBackoff = blob.DefaultConfig().Timeout, blob.DefaultConfig().MaxAttempts, blob.DefaultConfig().MaxBackoff
-	}
 	bc.DataDir, bc.Registerer, bc.Logger = o.cfg.DataDir, o.registry, slog.Default()
 	blobs, err := blob.New(context.Background(), bc)
 	if err != nil {
@@ -189,9 +177,8 @@ func (o *Origin) open() error {
 	if o.hub, err = edgehub.New(store, token, edgehub.Options{Shared: o.cfg.Store != "", Apply: apply}); err != nil {
 		return err
 	}
-	wc := wasm.DefaultConfig()
-	wc.CompilationCacheDir = o.cfg.WasmCacheDir
-	if wc.CompilationCacheDir == "" {
+	wc := o.cfg.WASM
+	if wc.CompilationCacheDir == "" { // follows --data-dir
 		wc.CompilationCacheDir = filepath.Join(o.cfg.DataDir, "wasm-cache")
 	}
 	if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
@@ -199,7 +186,7 @@ func (o *Origin) open() error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
+	o.images, err = rendition.NewService(rendition.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
 		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
 		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
 		OnStored:     o.cfg.StorageWritten,
@@ -226,13 +213,10 @@ func (o *Origin) open() error {
 	if err != nil {
 		return err
 	}
-	oc := og.DefaultConfig()
+	oc := o.cfg.OG
 	oc.Store, oc.Configs, oc.Orgs, oc.Images, oc.Pages, oc.Templates = store, o.ogcs, o.orgs, o.images, pages, o.templates
 	oc.Caps, oc.Registerer = o.ogcs, o.registry
-	oc.Now, oc.OnRecheck = o.cfg.Now, o.cfg.OGRechecked
-	if o.cfg.OGRenderBudget > 0 {
-		oc.Budget = o.cfg.OGRenderBudget
-	}
+	oc.Now = o.cfg.Now
 	if o.og, err = og.New(oc); err != nil {
 		return err
 	}

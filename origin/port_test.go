@@ -318,16 +318,12 @@ func TestStopIsBounded(t *testing.T) {
 	}
 }
 
-// TestConfigRequestLimits: zero request limits take the documented
-// defaults, which hold the origin no stricter than an edge's defaults with
-// the relay's margin; a negative one is refused naming its flag.
+// TestConfigRequestLimits: the default request limits hold the origin no
+// stricter than an edge's defaults with the relay's margin; a negative
+// one, or no header timeout or body rate at all, is refused naming its
+// flag, as the edge refuses them.
 func TestConfigRequestLimits(t *testing.T) {
-	base := func() origin.Config {
-		c := origin.DefaultConfig()
-		c.HeaderTimeout, c.BodyGrace, c.BodyMinRate = 0, 0, 0
-		return c
-	}
-	c := base()
+	c := origin.DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,15 +335,22 @@ func TestConfigRequestLimits(t *testing.T) {
 		t.Fatalf("the origin's body limits (%v, %d B/s) are stricter than the edge's (%v, %d B/s) with a 5 s margin",
 			origin.DefaultBodyGrace, origin.DefaultBodyMinRate, ec.BodyGrace, ec.BodyMinRate)
 	}
-	for flag, set := range map[string]func(*origin.Config){
-		"--header-timeout": func(c *origin.Config) { c.HeaderTimeout = -time.Second },
-		"--body-grace":     func(c *origin.Config) { c.BodyGrace = -time.Second },
-		"--body-min-rate":  func(c *origin.Config) { c.BodyMinRate = -1 },
+	for _, tt := range []struct {
+		name, flag string
+		set        func(*origin.Config)
+	}{
+		{"negative header timeout", "--header-timeout", func(c *origin.Config) { c.HeaderTimeout = -time.Second }},
+		{"no header timeout", "--header-timeout", func(c *origin.Config) { c.HeaderTimeout = 0 }},
+		{"negative body grace", "--body-grace", func(c *origin.Config) { c.BodyGrace = -time.Second }},
+		{"negative body rate", "--body-min-rate", func(c *origin.Config) { c.BodyMinRate = -1 }},
+		{"no body rate", "--body-min-rate", func(c *origin.Config) { c.BodyMinRate = 0 }},
 	} {
-		c := base()
-		set(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), flag) {
-			t.Errorf("%s: %v", flag, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			c := origin.DefaultConfig()
+			tt.set(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.flag) {
+				t.Errorf("%s: %v", tt.flag, err)
+			}
+		})
 	}
 }

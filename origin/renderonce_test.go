@@ -68,7 +68,7 @@ func TestOneRenderPerImage(t *testing.T) {
 // TestQueueFullAnswers503 holds the only tab with a slow render and a zero
 // queue: the next render is refused at once with 503 and Retry-After.
 func TestQueueFullAnswers503(t *testing.T) {
-	o := startOrigin(t, func(c *origin.Config) { c.RenderTabs, c.RenderQueue = 1, 0 })
+	o := startOrigin(t, func(c *origin.Config) { c.Render.Tabs, c.Render.Queue = 1, 0 })
 	loaded := make(chan struct{})
 	var once sync.Once
 	release := make(chan struct{})
@@ -101,7 +101,7 @@ func TestQueueFullAnswers503(t *testing.T) {
 // another organization's GET into a 503: the GET waits for the render in
 // progress (held until its max_wait_ms) and is served next.
 func TestBatchDoesNotCrowdOutOthers(t *testing.T) {
-	o := startOrigin(t, func(c *origin.Config) { c.RenderTabs, c.RenderQueue = 1, 4 })
+	o := startOrigin(t, func(c *origin.Config) { c.Render.Tabs, c.Render.Queue = 1, 4 })
 	loaded := make(chan struct{})
 	var once sync.Once
 	release := make(chan struct{})

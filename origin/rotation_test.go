@@ -118,7 +118,7 @@ func TestMasterKeyRotationEmbedded(t *testing.T) {
 	tp := tinyproxytest.Start(t)
 	s3 := s3test.New(t)
 	site := (&hitLog{from: map[string][]string{}}).serve(t, "127.0.0.1:0")
-	onDir := func(c *origin.Config) { c.DataDir, c.RenderTabs = dir, 1 }
+	onDir := func(c *origin.Config) { c.DataDir, c.Render.Tabs = dir, 1 }
 
 	a := startOrigin(t, onDir)
 	readers := []apitest.Creds{a.Owner}
@@ -274,7 +274,7 @@ func TestMasterKeyRotationCluster(t *testing.T) {
 	pub := newFront(t)
 	keys := func(current, previous, next string) func(*origin.Config) {
 		return func(c *origin.Config) {
-			c.Store, c.CompactIdle, c.RenderTabs, c.PublicURL = db, -1, 1, pub.URL
+			c.Store, c.CompactIdle, c.Render.Tabs, c.PublicURL = db, -1, 1, pub.URL
 			c.MasterKey, c.PreviousMasterKeys, c.NextMasterKeys = current, previous, next
 		}
 	}
@@ -557,7 +557,7 @@ func TestEdgeTokenRotation(t *testing.T) {
 	oldToken, newToken := "old-edge-token-"+hex.EncodeToString([]byte("0123456789")), "new-edge-token-"+hex.EncodeToString([]byte("9876543210"))
 	dir := t.TempDir()
 	writeSecretFile(t, dir, origin.EdgeTokenFile, oldToken+"\n"+newToken)
-	onDir := func(c *origin.Config) { c.DataDir, c.RenderTabs = dir, 1 }
+	onDir := func(c *origin.Config) { c.DataDir, c.Render.Tabs = dir, 1 }
 	a := startOrigin(t, onDir)
 	_, oldEdge := follow(t, a.URL, oldToken, "old-edge", true)
 	_, newEdge := follow(t, a.URL, newToken, "new-edge", true)

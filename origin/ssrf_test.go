@@ -282,8 +282,8 @@ func newEgressWorld(t *testing.T) *egressWorld {
 func (w *egressWorld) configure(allowPrivate bool) func(*origin.Config) {
 	return func(c *origin.Config) {
 		c.AllowPrivateURLs = allowPrivate
-		c.EgressResolver = w.dns
-		c.EgressDial = w.dials.dial
+		c.Egress.Resolver = w.dns
+		c.Egress.Dial = w.dials.dial
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // orgView is an organization as `admin org list` and `set-plan` print it.
@@ -274,12 +275,12 @@ func checkRestoredImages(t *testing.T, dir string) int {
 	defer it.Close()
 	n := 0
 	for it.Next() {
-		var img images.Image
+		var img rendition.Image
 		if err := json.Unmarshal(it.Value(), &img); err != nil {
 			t.Fatal(err)
 		}
 		for format, rend := range img.Renditions {
-			name, _ := images.FileName(format)
+			name, _ := rendition.FileName(format)
 			data, err := files.Read(context.Background(), img.ID, name)
 			if err != nil {
 				t.Fatalf("image %s: its %s is not restored: %v", img.ID, format, err)

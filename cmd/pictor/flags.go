@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/pictorhq/pictor/edge"
-	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/storage"
 )
 
 // flagSet is a flag.FlagSet whose flags also read PICTOR_* environment
@@ -84,28 +82,4 @@ func registerEdgeLimits(fs *flagSet, cfg *edge.Config) {
 	fs.Var((*prefixList)(&cfg.TrustedProxies), "trusted-proxies",
 		"`networks` (CIDR or addresses, comma-separated) of the load balancers in front of the edge: their X-Forwarded-For names the client, "+
 			"which the per-client limits of OG pages and OAuth registrations count by (default none: the peer is the client)")
-}
-
-// registerStorage registers the settings of the writes to storage
-// destinations, which serve and origin share, on cfg.
-func registerStorage(fs *flagSet, cfg *storage.Config) {
-	def := storage.DefaultConfig()
-	fs.DurationVar(&cfg.TestTimeout, "storage-test-timeout", def.TestTimeout, "bound of a storage destination's connection test")
-	fs.DurationVar(&cfg.WriteTimeout, "storage-write-timeout", def.WriteTimeout, "bound of a write to a storage destination, plus a second per --storage-write-min-rate bytes")
-	fs.Int64Var(&cfg.WriteMinRate, "storage-write-min-rate", def.WriteMinRate, "slowest write throughput, bytes per second, a write is given time for")
-	fs.DurationVar(&cfg.MaxWriteTimeout, "storage-max-write-timeout", def.MaxWriteTimeout, "longest bound of one write")
-	fs.Int64Var(&cfg.PartSize, "storage-part-size", def.PartSize, "writes larger than this are multipart uploads of parts this size (at least 5 MiB)")
-	fs.IntVar(&cfg.MaxAttempts, "storage-max-attempts", def.MaxAttempts, "attempts of each S3 or STS request, the first included")
-	fs.DurationVar(&cfg.MaxBackoff, "storage-max-backoff", def.MaxBackoff, "longest wait between two attempts")
-	fs.StringVar(&cfg.STSEndpoint, "storage-sts-endpoint", def.STSEndpoint, "STS endpoint aws_s3 destinations' roles are assumed through (default: AWS's, in --storage-sts-region)")
-	fs.StringVar(&cfg.STSRegion, "storage-sts-region", def.STSRegion, "region of the STS endpoint aws_s3 roles are assumed through")
-}
-
-// registerBlobs registers where masters and renditions live.
-func registerBlobs(fs *flagSet, cfg *blob.Config) {
-	def := blob.DefaultConfig()
-	fs.StringVar(&cfg.URL, "blobs", def.URL, "where masters and renditions live: files in <data-dir>/images (default), file:///path, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (credentials from the AWS SDK's usual chain)")
-	fs.DurationVar(&cfg.Timeout, "blobs-timeout", def.Timeout, "bound of an S3 blob read, write or removal (and of each wait of a streamed read)")
-	fs.IntVar(&cfg.MaxAttempts, "blobs-max-attempts", def.MaxAttempts, "attempts of each S3 blob request, the first included")
-	fs.DurationVar(&cfg.MaxBackoff, "blobs-max-backoff", def.MaxBackoff, "longest wait between two attempts of an S3 blob request")
 }

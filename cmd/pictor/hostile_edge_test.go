@@ -284,10 +284,12 @@ func TestEdgeLimitFlags(t *testing.T) {
 	}{
 		{"header timeout not a duration", map[string]string{"PICTOR_HEADER_TIMEOUT": "soon"}, nil, "PICTOR_HEADER_TIMEOUT"},
 		{"negative header timeout", nil, []string{"--header-timeout", "-1s"}, "--header-timeout"},
+		{"no header timeout", map[string]string{"PICTOR_HEADER_TIMEOUT": "0s"}, nil, "--header-timeout"},
 		{"negative body grace", nil, []string{"--body-grace", "-1s"}, "--body-grace"},
 		{"negative minimum body rate", map[string]string{"PICTOR_BODY_MIN_RATE": "-1"}, nil, "--body-min-rate"},
 		{"render lease too short", nil, []string{"--render-lease", "10ms"}, "--render-lease"},
 		{"render lease not a duration", map[string]string{"PICTOR_RENDER_LEASE": "long"}, nil, "PICTOR_RENDER_LEASE"},
+		{"no OG render budget", nil, []string{"--og-render-budget", "0"}, "--og-render-budget"},
 	} {
 		t.Run("origin/"+tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

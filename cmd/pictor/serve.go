@@ -13,11 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/edge"
 	"github.com/pictorhq/pictor/origin"
-	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract/logging"
-	"github.com/pictorhq/pictor/origin/images"
-	"github.com/pictorhq/pictor/origin/og"
-	"github.com/pictorhq/pictor/origin/storage"
 )
 
 // shutdownGrace bounds how long in-flight requests may take to finish;
@@ -35,65 +31,29 @@ const relayMargin = 5 * time.Second
 
 func newLogger(w io.Writer, l slog.Level) *slog.Logger { return logging.New(w, l) }
 
-type tierFlags struct {
-	dataDir, store, addr, originAddr, publicURL, cacheDir, logLevel, edgeToken string
-	cacheMem, cacheDisk                                                        int64
-	allowPrivate                                                               bool
-	render                                                                     renderFlags
+// originConfig is the origin's configuration from its flags (RegisterFlags,
+// shared by serve and origin) and the master keys' variables.
+type originConfig struct {
+	origin.Config
+	logLevel string
 }
 
-// renderFlags configure the origin's Chromium pool.
-type renderFlags struct {
-	tabs, queue, ogBudget                     int
-	fontsURL, browser, browserUser, wasmCache string
-	noSandbox, siteIsolation                  bool
-	lease                                     time.Duration
-	storage                                   storage.Config
-	blobs                                     blob.Config
+// register registers the flags serve and origin share.
+func (c *originConfig) register(fs *flagSet) {
+	c.Config = origin.DefaultConfig()
+	c.RegisterFlags(fs.FlagSet)
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
-func (r *renderFlags) register(fs *flagSet) {
-	def := origin.DefaultConfig()
-	fs.IntVar(&r.tabs, "render-tabs", def.RenderTabs, "Chromium tabs rendering at once")
-	fs.IntVar(&r.queue, "render-queue", def.RenderQueue, "renders that may wait for a tab before 503; one organization may hold at most half of them")
-	fs.StringVar(&r.fontsURL, "fonts-url", def.FontsURL, "base URL of the Google Fonts CSS API")
-	fs.StringVar(&r.browser, "chromium", def.Chromium, "Chromium binary (default: Debian's headless shell when installed, else chromium; chromium with --chromium-site-isolation)")
-	fs.StringVar(&r.browserUser, "chromium-user", "", "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
-	fs.BoolVar(&r.noSandbox, "chromium-no-sandbox", false, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
-	fs.BoolVar(&r.siteIsolation, "chromium-site-isolation", false, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
-	fs.StringVar(&r.wasmCache, "wasm-cache", "", "compiled template sandbox cache (default <data-dir>/wasm-cache)")
-	fs.DurationVar(&r.lease, "render-lease", images.DefaultRenderLease, "how long another origin sharing the store waits for a render whose origin stopped renewing its lease (died) before rendering itself")
-	fs.IntVar(&r.ogBudget, "og-render-budget", og.DefaultBudget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
-	r.storage = storage.DefaultConfig()
-	registerStorage(fs, &r.storage)
-	r.blobs = blob.DefaultConfig()
-	registerBlobs(fs, &r.blobs)
-}
-
-func (t *tierFlags) originConfig(e env) origin.Config {
-	cfg := origin.DefaultConfig()
-	cfg.DataDir = t.dataDir
-	cfg.Store = t.store
-	cfg.PublicURL = t.publicURL
+// fromEnv completes the configuration with what only the environment
+// holds (the master keys) and the command's output.
+func (c *originConfig) fromEnv(e env) origin.Config {
+	cfg := c.Config
 	cfg.Version = version
-	cfg.AllowPrivateURLs = t.allowPrivate
 	cfg.MasterKey = e.getenv("PICTOR_MASTER_KEY")
 	cfg.PreviousMasterKeys = e.getenv("PICTOR_MASTER_KEY_PREVIOUS")
 	cfg.NextMasterKeys = e.getenv("PICTOR_MASTER_KEY_NEXT")
 	cfg.Announce = e.stdout
-	cfg.RenderTabs = t.render.tabs
-	cfg.RenderQueue = t.render.queue
-	cfg.FontsURL = t.render.fontsURL
-	cfg.Chromium = t.render.browser
-	cfg.ChromiumUser = t.render.browserUser
-	cfg.ChromiumNoSandbox = t.render.noSandbox
-	cfg.ChromiumSiteIsolation = t.render.siteIsolation
-	cfg.WasmCacheDir = t.render.wasmCache
-	cfg.OGRenderBudget = t.render.ogBudget
-	cfg.RenderLease = t.render.lease
-	cfg.Storage = t.render.storage
-	cfg.Blobs = t.render.blobs
-	cfg.EdgeToken = t.edgeToken
 	return cfg
 }
 
@@ -104,44 +64,40 @@ const serveCacheMem = 128 << 20
 
 func runServe(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("serve", e.stderr, e.getenv)
-	var t tierFlags
+	var oc originConfig
+	oc.register(fs)
 	def := edge.DefaultConfig()
 	limits := def
-	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key, caches)")
-	fs.StringVar(&t.store, "store", "", "PostgreSQL database of the records, postgres://user:password@host:port/db, shared by several origins (default: the embedded store in --data-dir)")
-	fs.StringVar(&t.addr, "addr", "127.0.0.1:8080", "public listen address (edge)")
-	fs.StringVar(&t.originAddr, "origin-addr", "127.0.0.1:8081", "internal listen address (origin)")
-	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
-	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
-	fs.StringVar(&t.cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
-	fs.Int64Var(&t.cacheMem, "cache-mem", serveCacheMem, "edge memory cache size in bytes (a separate edge's default is twice this)")
-	fs.Int64Var(&t.cacheDisk, "cache-disk", def.CacheDisk, "edge disk cache size in bytes")
-	fs.StringVar(&t.edgeToken, "edge-token", "", "token of the purge channel for separate edges; several separated by commas are all accepted, to move edges from one to another (default: <data-dir>/edge.token, a token a line)")
-	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
-	t.render.register(fs)
+	var addr, originAddr, cacheDir string
+	var cacheMem, cacheDisk int64
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "public listen address (edge)")
+	fs.StringVar(&originAddr, "origin-addr", "127.0.0.1:8081", "internal listen address (origin)")
+	fs.StringVar(&cacheDir, "cache-dir", "", "edge disk cache directory (default <data-dir>/edge-cache)")
+	fs.Int64Var(&cacheMem, "cache-mem", serveCacheMem, "edge memory cache size in bytes (a separate edge's default is twice this)")
+	fs.Int64Var(&cacheDisk, "cache-disk", def.CacheDisk, "edge disk cache size in bytes")
 	registerEdgeLimits(fs, &limits)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if err := setupLogging(e, t.logLevel); err != nil {
+	if err := setupLogging(e, oc.logLevel); err != nil {
 		return err
 	}
 	// Listen first, so port 0 works and the public URL is known before wiring.
-	edgeLn, err := net.Listen("tcp", t.addr)
+	edgeLn, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("--addr %s: %w", t.addr, err)
+		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	originLn, err := net.Listen("tcp", t.originAddr)
+	originLn, err := net.Listen("tcp", originAddr)
 	if err != nil {
 		edgeLn.Close()
-		return fmt.Errorf("--origin-addr %s: %w", t.originAddr, err)
+		return fmt.Errorf("--origin-addr %s: %w", originAddr, err)
 	}
-	publicURL := t.publicURL
+	publicURL := oc.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + edgeLn.Addr().String()
 	}
 
-	ocfg := t.originConfig(e)
+	ocfg := oc.fromEnv(e)
 	ocfg.Addr = originLn.Addr().String()
 	ocfg.Listener = originLn
 	ocfg.PublicURL = publicURL
@@ -150,11 +106,11 @@ func runServe(ctx context.Context, args []string, e env) error {
 	ecfg.Listener = edgeLn
 	ecfg.OriginURL = "http://" + originLn.Addr().String()
 	ecfg.PublicURL = publicURL
-	ecfg.CacheMem = t.cacheMem
-	ecfg.CacheDisk = t.cacheDisk
-	ecfg.CacheDir = t.cacheDir
+	ecfg.CacheMem = cacheMem
+	ecfg.CacheDisk = cacheDisk
+	ecfg.CacheDir = cacheDir
 	if ecfg.CacheDir == "" {
-		ecfg.CacheDir = filepath.Join(t.dataDir, "edge-cache")
+		ecfg.CacheDir = filepath.Join(ocfg.DataDir, "edge-cache")
 	}
 	// The origin behind this edge must be the more lenient with bodies,
 	// since the edge relays what it reads as it reads it (origin.Config).
@@ -292,38 +248,21 @@ func runEdge(ctx context.Context, args []string, e env) error {
 
 func runOrigin(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("origin", e.stderr, e.getenv)
-	var t tierFlags
-	fs.StringVar(&t.dataDir, "data-dir", "./data", "data directory (store, master key)")
-	fs.StringVar(&t.store, "store", "", "PostgreSQL database of the records, postgres://user:password@host:port/db, shared by several origins (default: the embedded store in --data-dir)")
-	fs.StringVar(&t.addr, "addr", origin.DefaultConfig().Addr, "listen address")
-	fs.StringVar(&t.publicURL, "public-url", "", "base URL of returned image URLs (default http://<addr>)")
-	fs.BoolVar(&t.allowPrivate, "allow-private-urls", false, "let renders reach loopback and private networks")
-	fs.StringVar(&t.edgeToken, "edge-token", "", "token edges present on the purge channel; several separated by commas are all accepted, to move edges from one to another (default: <data-dir>/edge.token, a token a line)")
-	fs.StringVar(&t.logLevel, "log-level", "info", "debug, info, warn or error")
-	t.render.register(fs)
-	def := origin.DefaultConfig()
-	var limits struct {
-		header, grace time.Duration
-		rate          int64
-	}
-	fs.DurationVar(&limits.header, "header-timeout", def.HeaderTimeout,
-		"time from a request's first byte to the end of its headers; a slower client gets 408")
-	fs.DurationVar(&limits.grace, "body-grace", def.BodyGrace,
-		"time a request body may take before --body-min-rate applies (behind an edge: at least the edge's plus 5s)")
-	fs.Int64Var(&limits.rate, "body-min-rate", def.BodyMinRate,
-		"bytes per second a request body must average after --body-grace (behind an edge: at most the edge's)")
+	var oc originConfig
+	oc.register(fs)
+	oc.RegisterLimitFlags(fs.FlagSet)
+	fs.StringVar(&oc.Addr, "addr", oc.Addr, "listen address")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if err := setupLogging(e, t.logLevel); err != nil {
+	if err := setupLogging(e, oc.logLevel); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", t.addr)
+	ln, err := net.Listen("tcp", oc.Addr)
 	if err != nil {
-		return fmt.Errorf("--addr %s: %w", t.addr, err)
+		return fmt.Errorf("--addr %s: %w", oc.Addr, err)
 	}
-	cfg := t.originConfig(e)
-	cfg.HeaderTimeout, cfg.BodyGrace, cfg.BodyMinRate = limits.header, limits.grace, limits.rate
+	cfg := oc.fromEnv(e)
 	cfg.Addr = ln.Addr().String()
 	cfg.Listener = ln
 	if cfg.PublicURL == "" {

@@ -5,27 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
 // maxBody bounds a key request body.
 const maxBody = 64 << 10
-
-// List page sizes of spec §4.2.
-const (
-	defaultCount = 10
-	maxCount     = 100
-)
 
 // View is the JSON form of a key. APIKey is set only in the create response.
 type View struct {
@@ -124,13 +116,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 }
 
 // pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return "", apierr.Field("id", "is not a valid API key id")
-	}
-	return strings.ToLower(id), nil
-}
+func pathID(r *http.Request) (string, error) { return resource.PathID(r, "API key") }
 
 // Get handles GET /v1/api-keys/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
@@ -148,12 +134,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
 }
 
-func notFound(err error) error {
-	if errors.Is(err, ErrNotFound) {
-		return apierr.NotFound("API key not found")
-	}
-	return err
-}
+func notFound(err error) error { return resource.NotFound(err, ErrNotFound, "API key not found") }
 
 // Update handles POST /v1/api-keys/{id}.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
@@ -205,17 +186,6 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	respond.Empty(w, http.StatusNoContent)
 }
 
-// ListResponse is the list envelope of spec §2.5.
-type ListResponse struct {
-	Data       []View     `json:"data"`
-	Pagination Pagination `json:"pagination"`
-}
-
-// Pagination holds the next page's cursor, null on the last page.
-type Pagination struct {
-	NextPageStart *string `json:"next_page_start"`
-}
-
 // ListQuery is a validated list query.
 type ListQuery struct {
 	Count  int
@@ -226,21 +196,13 @@ type ListQuery struct {
 // ParseListQuery validates the list query of spec §4.2.
 func (h *Handler) ParseListQuery(orgID string, q map[string][]string) (ListQuery, error) {
 	var errs field.Errors
-	lq := ListQuery{Count: defaultCount}
-	if vs, ok := q["count"]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(vs[len(vs)-1]))
-		if err != nil || n < 1 || n > maxCount {
-			errs.Add("count", "must be an integer between 1 and %d", maxCount)
-		} else {
-			lq.Count = n
+	var lq ListQuery
+	var err error
+	lq.Count, lq.After, err = h.Cursors.ParseList(q, scope(orgID))
+	if ae := (*apierr.Error)(nil); errors.As(err, &ae) {
+		for _, f := range ae.Fields {
+			errs.Add(f.Path, "%s", f.Message)
 		}
-	}
-	if vs, ok := q["page_start"]; ok && vs[len(vs)-1] != "" {
-		after, err := h.Cursors.Decode(scope(orgID), vs[len(vs)-1])
-		if err != nil {
-			errs.Add("page_start", "is not a cursor issued by this API")
-		}
-		lq.After = after
 	}
 	if vs, ok := q["include_disabled"]; ok {
 		switch strings.ToLower(vs[len(vs)-1]) {
@@ -277,13 +239,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	resp := ListResponse{Data: make([]View, len(keys))}
-	for i, k := range keys {
-		resp.Data[i] = NewView(k, "")
-	}
-	if more {
-		next := h.Cursors.Encode(scope(p.Org.ID), keys[len(keys)-1].ID)
-		resp.Pagination.NextPageStart = &next
-	}
-	respond.JSON(w, r, http.StatusOK, resp)
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), keys, more,
+		func(k *Key) View { return NewView(k, "") }, func(k *Key) string { return k.ID }))
 }

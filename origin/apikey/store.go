@@ -1,12 +1,10 @@
 package apikey
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/seal"
 )
 
@@ -61,7 +60,7 @@ func (k *Key) DisplayName() string {
 
 // Store keeps API keys in a kv.Store.
 type Store struct {
-	kv   kv.Store
+	rs   *resource.Store[Key]
 	box  *seal.Box
 	orgs *org.Store
 	now  func() time.Time
@@ -76,19 +75,36 @@ func NewStore(s kv.Store, box *seal.Box, orgs *org.Store, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	st := &Store{kv: s, box: box, orgs: orgs, now: now}
+	st := &Store{rs: resource.NewStore(s, spec), box: box, orgs: orgs, now: now}
 	st.dummy = box.Seal([]byte(newSecret()), []byte("dummy"))
 	return st
 }
 
-func recordKey(id string) []byte          { return []byte("key/" + id) }
-func apiIDKey(apiID string) []byte        { return []byte("key-api/" + apiID) }
-func orgIndexPrefix(orgID string) []byte  { return []byte("org-key/" + orgID + "/") }
-func orgIndexKey(orgID, id string) []byte { return []byte("org-key/" + orgID + "/" + id) }
+// Keys:
+//
+//	key/<id>                  Key
+//	key-api/<api_id>          id of the key with that api_id
+//	org-key/<org_id>/<id>     empty: an organization's keys in creation order
+//
+// Every write of an organization's keys holds the lock api-key/<org_id>.
+func apiIDKey(apiID string) []byte { return []byte("key-api/" + apiID) }
 
-// lockName is the kv lock of an organization's keys: every write of them
-// runs in a kv.Update holding it.
-func lockName(orgID string) string { return "api-key/" + orgID }
+var spec = resource.Spec[Key]{
+	Name: "API key", Record: "key/", Org: "org-key/", Lock: "api-key/",
+	NotFound: ErrNotFound,
+	ID:       func(k *Key) string { return k.ID },
+	OrgID:    func(k *Key) string { return k.OrgID },
+	// Keys are disabled, never deleted: the api_id index is written once.
+	Index: func(txn kv.Txn, old, cur *Key) error {
+		if old == nil {
+			return txn.Put(apiIDKey(cur.APIID), []byte(cur.ID))
+		}
+		return nil
+	},
+}
+
+// sealedSecret is where a key keeps its sealed secret.
+func sealedSecret(k *Key) *[]byte { return &k.Secret }
 
 // newSecret returns 192 random bits as hex.
 func newSecret() string {
@@ -123,28 +139,8 @@ func (s *Store) CreateContext(ctx context.Context, orgID string, req Request, au
 	}
 	k.Secret = s.box.Seal([]byte(secret), []byte(k.ID))
 	apply(k, req)
-	raw, err := json.Marshal(k)
-	if err != nil {
+	if err := s.rs.Create(ctx, k, s.rs.Limit(orgID, MaxPerOrg, ErrLimit)); err != nil {
 		return nil, "", err
-	}
-	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		n, err := count(txn, orgID)
-		if err != nil {
-			return err
-		}
-		if n >= MaxPerOrg {
-			return ErrLimit
-		}
-		return errors.Join(
-			txn.Put(recordKey(k.ID), raw),
-			txn.Put(apiIDKey(k.APIID), []byte(k.ID)),
-			txn.Put(orgIndexKey(orgID, k.ID), nil))
-	})
-	if errors.Is(err, ErrLimit) {
-		return nil, "", ErrLimit
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("store API key: %w", err)
 	}
 	return k, secret, nil
 }
@@ -157,42 +153,10 @@ func apply(k *Key, req Request) {
 	k.AllFuture = req.Grant.AllFuture
 }
 
-func count(r kv.Reader, orgID string) (int, error) {
-	it := r.Iterate(orgIndexPrefix(orgID), kv.IterOptions{})
-	defer it.Close()
-	n := 0
-	for it.Next() {
-		n++
-	}
-	return n, it.Err()
-}
-
-func (s *Store) load(r kv.Reader, id string) (*Key, error) {
-	raw, err := r.Get(recordKey(id))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get API key %s: %w", id, err)
-	}
-	var k Key
-	if err := json.Unmarshal(raw, &k); err != nil {
-		return nil, fmt.Errorf("decode API key %s: %w", id, err)
-	}
-	return &k, nil
-}
-
 // Get returns the organization's key with the id; another organization's
 // key is ErrNotFound, like a missing one.
 func (s *Store) Get(orgID, id string) (*Key, error) {
-	k, err := s.load(s.kv, id)
-	if err != nil {
-		return nil, err
-	}
-	if k.OrgID != orgID {
-		return nil, ErrNotFound
-	}
-	return k, nil
+	return s.rs.Get(orgID, id)
 }
 
 // Update replaces the key's fields with req once authorize accepts the
@@ -210,15 +174,7 @@ func (s *Store) Disable(ctx context.Context, orgID, id string, authorize func(ex
 // modify changes the key in one transaction of its organization;
 // authorize and change run inside it and must have no other effect.
 func (s *Store) modify(ctx context.Context, orgID, id string, authorize func(*Key) error, change func(*Key)) (*Key, error) {
-	var out *Key
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		k, err := s.load(txn, id)
-		if err != nil {
-			return err
-		}
-		if k.OrgID != orgID {
-			return ErrNotFound
-		}
+	return s.rs.Update(ctx, orgID, id, func(_ kv.Txn, k *Key) error {
 		if authorize != nil {
 			if err := authorize(k); err != nil {
 				return err
@@ -226,20 +182,8 @@ func (s *Store) modify(ctx context.Context, orgID, id string, authorize func(*Ke
 		}
 		change(k)
 		k.UpdatedAt = s.now().UTC()
-		raw, err := json.Marshal(k)
-		if err != nil {
-			return err
-		}
-		if err := txn.Put(recordKey(k.ID), raw); err != nil {
-			return fmt.Errorf("store API key %s: %w", k.ID, err)
-		}
-		out = k
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Filter selects keys in List.
@@ -265,30 +209,7 @@ func (f Filter) match(k *Key) bool {
 // starting after the key id after ("" for the first page), and whether more
 // matching keys follow.
 func (s *Store) List(orgID, after string, count int, f Filter) ([]*Key, bool, error) {
-	snap := s.kv.Snapshot()
-	defer snap.Close()
-	opts := kv.IterOptions{Reverse: true}
-	if after != "" {
-		opts.After = orgIndexKey(orgID, after)
-	}
-	it := snap.Iterate(orgIndexPrefix(orgID), opts)
-	defer it.Close()
-	prefixLen := len(orgIndexPrefix(orgID))
-	var out []*Key
-	for it.Next() {
-		k, err := s.load(snap, string(it.Key()[prefixLen:]))
-		if err != nil {
-			return nil, false, err
-		}
-		if !f.match(k) {
-			continue
-		}
-		if len(out) == count {
-			return out, true, nil
-		}
-		out = append(out, k)
-	}
-	return out, false, it.Err()
+	return s.rs.List(orgID, after, count, f.match)
 }
 
 // Secret returns the key's plaintext secret, for verifying signed URLs.
@@ -309,7 +230,7 @@ func (s *Store) openSecret(k *Key) ([]byte, error) {
 		return nil, fmt.Errorf("open secret of API key %s: %w", k.ID, err)
 	}
 	if upgraded != nil {
-		if err := s.reseal(k, upgraded); err != nil {
+		if err := s.rs.Reseal(context.Background(), k, sealedSecret, upgraded); err != nil {
 			// The secret opened: the caller goes on, the next read retries.
 			slog.Warn("API key secret not migrated to the current sealed format", "key_id", k.ID, "error", err)
 		}
@@ -317,46 +238,9 @@ func (s *Store) openSecret(k *Key) ([]byte, error) {
 	return plain, nil
 }
 
-// reseal replaces k's stored secret by upgraded unless the record changed
-// meanwhile (its secret is no longer the one opened). It is not an update
-// of the key: updated_at stays.
-func (s *Store) reseal(k *Key, upgraded []byte) error {
-	wrote := false
-	err := s.kv.Update(context.Background(), lockName(k.OrgID), func(txn kv.Txn) error {
-		cur, err := s.load(txn, k.ID)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(cur.Secret, k.Secret) {
-			return nil
-		}
-		cur.Secret = upgraded
-		raw, err := json.Marshal(cur)
-		if err != nil {
-			return err
-		}
-		wrote = true
-		return txn.Put(recordKey(cur.ID), raw)
-	})
-	if err != nil {
-		return fmt.Errorf("store API key %s: %w", k.ID, err)
-	}
-	if wrote {
-		k.Secret = upgraded
-	}
-	return nil
-}
-
 // ByAPIID returns the key whose Basic-auth username is apiID.
 func (s *Store) ByAPIID(apiID string) (*Key, error) {
-	id, err := s.kv.Get(apiIDKey(apiID))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up api_id: %w", err)
-	}
-	return s.load(s.kv, string(id))
+	return s.rs.ByIndex(apiIDKey(apiID), "api_id")
 }
 
 // Authenticate implements auth.Authenticator.
@@ -386,7 +270,7 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 // connection the key approved): auth.ErrInvalid when no such key exists,
 // auth.ErrDisabled, auth.ErrSuspended.
 func (s *Store) Principal(_ context.Context, id string) (*auth.Principal, error) {
-	k, err := s.load(s.kv, id)
+	k, err := s.rs.Load(s.rs.KV(), id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, auth.ErrInvalid
 	}
@@ -417,31 +301,5 @@ func (s *Store) principal(k *Key) (*auth.Principal, error) {
 // full pass of a master key rotation, under the lock every write of keys
 // takes (seal.Reseal); updated_at stays.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	return seal.Reseal(ctx, s.kv, s.box, seal.Kind{
-		Name:   "API key",
-		Prefix: []byte("key/"),
-		Scan: func(raw []byte) (seal.Sealed, error) {
-			var k Key
-			err := json.Unmarshal(raw, &k)
-			return seal.Sealed{ID: k.ID, OrgID: k.OrgID, Value: k.Secret}, err
-		},
-		Lock: lockName,
-		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
-			k, err := s.load(txn, id)
-			if errors.Is(err, ErrNotFound) {
-				return nil, nil, nil
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			return k.Secret, func(upgraded []byte) error {
-				k.Secret = upgraded
-				raw, err := json.Marshal(k)
-				if err != nil {
-					return err
-				}
-				return txn.Put(recordKey(k.ID), raw)
-			}, nil
-		},
-	})
+	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind("API key", sealedSecret))
 }

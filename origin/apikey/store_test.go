@@ -84,14 +84,14 @@ func TestLegacySecretsMigrate(t *testing.T) {
 			}
 			k.Secret = legacySeal(t, master, []byte(secret), []byte(k.ID))
 			raw, _ := json.Marshal(k)
-			if err := db.Put(recordKey(k.ID), raw); err != nil {
+			if err := db.Put([]byte("key/"+k.ID), raw); err != nil {
 				t.Fatal(err)
 			}
 			legacy := bytes.Clone(k.Secret)
 
 			tc.read(t, k, secret)
 
-			stored, err := keys.load(db, k.ID)
+			stored, err := keys.rs.Load(db, k.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package blob
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -103,6 +104,16 @@ func DefaultConfig() Config {
 		MaxAttempts: 3,
 		MaxBackoff:  2 * time.Second,
 	}
+}
+
+// RegisterFlags registers where masters and renditions live on fs
+// (--blobs, --blobs-*), each defaulting to its value in c: start from
+// DefaultConfig.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.URL, "blobs", c.URL, "where masters and renditions live: files in <data-dir>/images (default), file:///path, or s3://bucket/prefix?endpoint=URL&region=R&path_style=true (credentials from the AWS SDK's usual chain)")
+	fs.DurationVar(&c.Timeout, "blobs-timeout", c.Timeout, "bound of an S3 blob read, write or removal (and of each wait of a streamed read)")
+	fs.IntVar(&c.MaxAttempts, "blobs-max-attempts", c.MaxAttempts, "attempts of each S3 blob request, the first included")
+	fs.DurationVar(&c.MaxBackoff, "blobs-max-backoff", c.MaxBackoff, "longest wait between two attempts of an S3 blob request")
 }
 
 // Validate reports the first invalid setting, naming its flag.

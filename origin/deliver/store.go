@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/storage"
 	"github.com/pictorhq/pictor/origin/storedest"
 )
@@ -32,7 +32,7 @@ type Destinations struct {
 	Connector *storage.Connector
 }
 
-var _ images.Destinations = Destinations{}
+var _ rendition.Destinations = Destinations{}
 
 // Check refuses a storage_destination_id the organization cannot use now:
 // its plan has no delivery options (403), the destination is not its (404)
@@ -56,7 +56,7 @@ func (d Destinations) Check(o *org.Org, id string) (bool, error) {
 }
 
 // Open returns the writer of the organization's destination.
-func (d Destinations) Open(orgID, id string) (images.Bucket, error) {
+func (d Destinations) Open(orgID, id string) (rendition.Bucket, error) {
 	dest, err := d.Dests.Get(orgID, id)
 	if errors.Is(err, storedest.ErrNotFound) {
 		return nil, unavailablef("storage destination %s was deleted", id)

@@ -878,7 +878,9 @@ func TestMetrics(t *testing.T) {
 	p := port(t, up.URL)
 	g, reg := newGateway(t, &fakeResolver{})
 	// A second gateway on the same registry shares the collectors.
-	if _, err := New(Config{DialTimeout: time.Second, Registerer: reg, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+	gc := DefaultConfig()
+	gc.DialTimeout, gc.Registerer, gc.Logger = time.Second, reg, slog.New(slog.DiscardHandler)
+	if _, err := New(gc); err != nil {
 		t.Fatal(err)
 	}
 	s := openSession(t, g, Policy{})

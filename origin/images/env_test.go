@@ -25,10 +25,12 @@ import (
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/render/rendertest"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
-// env is one test's image service, built from real parts: pebble on a temp
+// env is one test's image handlers over the image service
+// (origin/rendition), built from real parts: pebble on a temp
 // dir, the blob store beside it, organizations in the same store, and a
 // render engine that is stopped, as a shutting-down origin's is. Every
 // render therefore fails at once with render.ErrStopped (a transient 500,
@@ -42,12 +44,12 @@ type env struct {
 	blobs *blob.Store
 	orgs  *org.Store
 	clock *apitest.Clock
-	svc   *Service
+	svc   *rendition.Service
 }
 
-// newEnv starts a service over a fresh data directory. Each seed writes
-// to the store before the service starts (data of an older version).
-func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
+// newEnv starts a service over a fresh data directory. Each configure
+// edits the service's configuration before it starts.
+func newEnv(t *testing.T, configure ...func(*rendition.Config)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clock: apitest.NewClock(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC))}
 	store, err := pebblekv.Open(filepath.Join(e.dir, "kv"), pebblekv.Options{})
@@ -56,14 +58,15 @@ func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
 	}
 	t.Cleanup(func() { store.Close() }) // last: cleanups run last-in first-out
 	e.store = store
-	for _, s := range seed {
-		s(store)
-	}
 	if e.blobs, err = blob.Open(filepath.Join(e.dir, "images")); err != nil {
 		t.Fatal(err)
 	}
 	e.orgs = org.NewStore(store, e.clock.Now)
-	e.svc, err = NewService(Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
+	cfg := rendition.Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	e.svc, err = rendition.NewService(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +95,9 @@ func (e *env) used(o *org.Org) int64 {
 }
 
 // create creates one image with p for o and fails the test on an error.
-func (e *env) create(o *org.Org, it Item) Created {
+func (e *env) create(o *org.Org, it rendition.Item) rendition.Created {
 	e.t.Helper()
-	created, _, err := e.svc.Create(context.Background(), o, []Item{it})
+	created, _, err := e.svc.Create(context.Background(), o, []rendition.Item{it})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -102,7 +105,7 @@ func (e *env) create(o *org.Org, it Item) Created {
 }
 
 // get returns the stored record of id.
-func (e *env) get(id string) *Image {
+func (e *env) get(id string) *rendition.Image {
 	e.t.Helper()
 	img, err := e.svc.Get(id)
 	if err != nil {
@@ -112,15 +115,15 @@ func (e *env) get(id string) *Image {
 }
 
 // ready stores data as the image's master, the way a render's result is
-// stored (Service.keep), so the image is ready with a PNG master.
-func (e *env) ready(id string, data []byte) *Image {
+// stored (rendition.Service.Keep), so the image is ready with a PNG master.
+func (e *env) ready(id string, data []byte) *rendition.Image {
 	e.t.Helper()
 	cfg, err := png.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	img, err := e.svc.keep(context.Background(), id, imageparams.FormatPNG, data, func(img *Image) {
-		img.State, img.Width, img.Height = StateReady, cfg.Width, cfg.Height
+	img, err := e.svc.Keep(context.Background(), id, imageparams.FormatPNG, data, func(img *rendition.Image) {
+		img.State, img.Width, img.Height = rendition.StateReady, cfg.Width, cfg.Height
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -245,4 +248,30 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// samePixels reports whether two encoded images have the same pixels.
+func samePixels(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	ia, _, err := image.Decode(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, _, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.Bounds() != ib.Bounds() {
+		return false
+	}
+	for y := ia.Bounds().Min.Y; y < ia.Bounds().Max.Y; y++ {
+		for x := ia.Bounds().Min.X; x < ia.Bounds().Max.X; x++ {
+			r1, g1, b1, a1 := ia.At(x, y).RGBA()
+			r2, g2, b2, a2 := ib.At(x, y).RGBA()
+			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
@@ -24,7 +25,7 @@ const MaxBody = imageparams.MaxHTMLBytes + imageparams.MaxCSSBytes + 1<<20
 
 // Handler serves /v1/image and /v1/images.
 type Handler struct {
-	Service      *Service
+	Service      *rendition.Service
 	Orgs         *org.Store
 	PublicURL    string
 	AllowPrivate bool
@@ -154,12 +155,12 @@ func (h *Handler) check(ctx context.Context, prefix string, p *imageparams.Param
 	}
 	if p.Viewport != nil && p.Jumbo == nil {
 		scale := p.DeviceScale()
-		if float64(p.Viewport.Width)*scale > MaxSide || float64(p.Viewport.Height)*scale > MaxSide {
-			return apierr.Field(prefix+"viewport_width", "times device_scale exceeds %d pixels; lower device_scale or set jumbo_max_width and jumbo_max_height", MaxSide)
+		if float64(p.Viewport.Width)*scale > rendition.MaxSide || float64(p.Viewport.Height)*scale > rendition.MaxSide {
+			return apierr.Field(prefix+"viewport_width", "times device_scale exceeds %d pixels; lower device_scale or set jumbo_max_width and jumbo_max_height", rendition.MaxSide)
 		}
-		if w, h := float64(p.Viewport.Width)*scale, float64(p.Viewport.Height)*scale; w*h > MaxPixels {
+		if w, h := float64(p.Viewport.Width)*scale, float64(p.Viewport.Height)*scale; w*h > rendition.MaxPixels {
 			return apierr.Field(prefix+"viewport_width", "times viewport_height and device_scale squared is %.0f megapixels; the limit is %d",
-				w*h/1e6, MaxPixels/1_000_000)
+				w*h/1e6, rendition.MaxPixels/1_000_000)
 		}
 	}
 	return nil
@@ -175,7 +176,7 @@ func (literalsOnly) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) 
 
 // countRenders adds the images created from templates to their versions'
 // render counts.
-func (h *Handler) countRenders(created []Created, refs []*templateRef) {
+func (h *Handler) countRenders(created []rendition.Created, refs []*templateRef) {
 	counts := map[templateRef]int64{}
 	for i, c := range created {
 		if i < len(refs) && refs[i] != nil && !c.Reused {
@@ -189,7 +190,7 @@ func (h *Handler) countRenders(created []Created, refs []*templateRef) {
 	}
 }
 
-func (h *Handler) link(img *Image, explicitFormat bool) Link {
+func (h *Handler) link(img *rendition.Image, explicitFormat bool) Link {
 	if img.StorageOnly {
 		return Link{URL: h.StoreURL(img.ID, img.Params.Format, explicitFormat), ID: img.ID}
 	}
@@ -217,7 +218,7 @@ func (h *Handler) URL(id string, format imageparams.Format, explicit bool) strin
 }
 
 // writeCharge sets the x-renders-* headers of a creation.
-func writeCharge(w http.ResponseWriter, c Charge) {
+func writeCharge(w http.ResponseWriter, c rendition.Charge) {
 	if c.Allowed == 0 {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -49,7 +50,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	created, charge, err := h.Service.Create(r.Context(), p.Org, []Item{{Params: params.Params, Dedupe: dedupe, StorageOnly: params.storageOnly}})
+	created, charge, err := h.Service.Create(r.Context(), p.Org, []rendition.Item{{Params: params.Params, Dedupe: dedupe, StorageOnly: params.storageOnly}})
 	writeCharge(w, charge)
 	if err != nil {
 		apierr.Write(w, r, PlanError(err))
@@ -103,7 +104,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var errs field.Errors
-	items := make([]Item, len(objects))
+	items := make([]rendition.Item, len(objects))
 	formats := make([]bool, len(objects))
 	refs := make([]*templateRef, len(objects))
 	for i, o := range objects {
@@ -123,7 +124,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, r, err)
 			return
 		}
-		items[i] = Item{Params: params.Params, StorageOnly: params.storageOnly} // no dedupe in batches
+		items[i] = rendition.Item{Params: params.Params, StorageOnly: params.storageOnly} // no dedupe in batches
 		formats[i] = o.Present("format")
 	}
 	if err := errs.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // TestDelete: DELETE answers 202 once the image is gone, and 404 for
@@ -15,16 +16,17 @@ import (
 // a batch delete skips unknown and foreign ids alike, refuses ids that
 // are not image ids, and deletes upper-case spellings of its ids.
 func TestDelete(t *testing.T) {
-	e := newEnv(t)
 	var purged [][]string
-	e.svc.cfg.OnDelete = func(_ context.Context, ids []string) error {
-		purged = append(purged, ids)
-		return nil
-	}
+	e := newEnv(t, func(cfg *rendition.Config) {
+		cfg.OnDelete = func(_ context.Context, ids []string) error {
+			purged = append(purged, ids)
+			return nil
+		}
+	})
 	base := e.serveHTTP(e.handler())
 	o, other := e.newOrg("pro"), e.newOrg("pro")
-	mine := func() string { return e.create(o, Item{Params: html("x")}).ID }
-	foreign := e.create(other, Item{Params: html("x")}).ID
+	mine := func() string { return e.create(o, rendition.Item{Params: html("x")}).ID }
+	foreign := e.create(other, rendition.Item{Params: html("x")}).ID
 	del := func(path string, body any) *apitest.Response {
 		t.Helper()
 		return apitest.Do(t, base, apitest.Request{Method: "DELETE", Path: path, JSON: body, Header: as(o)})

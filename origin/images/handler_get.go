@@ -13,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // ParsePath splits "<id>[.ext]" into a valid image id and its format. The
@@ -74,10 +75,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f.Object)
 }
 
-func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*File, error) {
+func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*rendition.File, error) {
 	notFound := apierr.NotFound("Image not found")
 	img, err := h.Service.Get(id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, rendition.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
@@ -88,7 +89,7 @@ func (h *Handler) open(ctx context.Context, id string, format imageparams.Format
 		return nil, notFound // a storage-only image has no public URL
 	}
 	f, err := h.Service.OpenForGet(ctx, id, format)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, rendition.ErrNotFound) {
 		return nil, notFound
 	}
 	return f, err

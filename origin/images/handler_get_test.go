@@ -11,6 +11,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/render"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // TestServe: a GET answers the file with its type, its ETag, immutable
@@ -22,11 +23,11 @@ func TestServe(t *testing.T) {
 	e := newEnv(t)
 	base := e.serveHTTP(e.handler())
 	o := e.newOrg("pro")
-	img := e.create(o, Item{Params: html("x")})
+	img := e.create(o, rendition.Item{Params: html("x")})
 	master := testPNG(t, 64, 48, 5)
 	etag := e.ready(img.ID, master).Renditions["png"].ETag
 	pdf := []byte("%PDF-1.4\n% not a real document, bytes to serve\n%%EOF\n")
-	if _, err := e.svc.keep(context.Background(), img.ID, imageparams.FormatPDF, pdf, nil); err != nil {
+	if _, err := e.svc.Keep(context.Background(), img.ID, imageparams.FormatPDF, pdf, nil); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/image/" + img.ID
@@ -114,14 +115,14 @@ func TestServeErrors(t *testing.T) {
 	e := newEnv(t)
 	base := e.serveHTTP(e.handler())
 	active, suspended := e.newOrg("pro"), e.newOrg("pro")
-	ofSuspended := e.create(suspended, Item{Params: html("s")})
+	ofSuspended := e.create(suspended, rendition.Item{Params: html("s")})
 	e.ready(ofSuspended.ID, testPNG(t, 4, 4, 0))
 	if _, err := e.orgs.SetSuspended(suspended.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	failed := e.create(active, Item{Params: html("f")})
-	e.svc.fail(failed.Image, render.ErrSelectorNotFound, false)
-	pending := e.create(active, Item{Params: html("p")})
+	failed := e.create(active, rendition.Item{Params: html("f")})
+	e.svc.Fail(failed.Image, render.ErrSelectorNotFound, false)
+	pending := e.create(active, rendition.Item{Params: html("p")})
 
 	tests := []struct {
 		name    string
@@ -150,7 +151,7 @@ func TestServeErrors(t *testing.T) {
 			}
 		})
 	}
-	if img := e.get(pending.ID); img.State != StatePending || img.Failure != nil {
+	if img := e.get(pending.ID); img.State != rendition.StatePending || img.Failure != nil {
 		t.Fatalf("a transient failure was recorded: %+v", img)
 	}
 }

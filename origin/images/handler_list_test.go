@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // listPage is the body of GET /v1/images.
@@ -29,14 +30,14 @@ func TestListPages(t *testing.T) {
 	o, other := e.newOrg("pro"), e.newOrg("pro")
 	var newestFirst []string
 	for i := range 5 {
-		it := Item{Params: html(string(rune('a' + i)))}
+		it := rendition.Item{Params: html(string(rune('a' + i)))}
 		if i == 2 {
-			it.ID = ContentID(o.ID, &it.Params, "create-and-render") // a signed URL's: its id is in no time order
+			it.ID = rendition.ContentID(o.ID, &it.Params, "create-and-render") // a signed URL's: its id is in no time order
 		}
 		newestFirst = append([]string{e.create(o, it).ID}, newestFirst...)
 		e.clock.Advance(time.Second)
 	}
-	e.create(other, Item{Params: html("other")})
+	e.create(other, rendition.Item{Params: html("other")})
 	list := func(query string, org string) *apitest.Response {
 		t.Helper()
 		return apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/v1/images?" + query, Header: map[string]string{orgHeader: org}})

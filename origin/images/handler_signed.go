@@ -18,6 +18,7 @@ import (
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // Signer is an enabled API key that can sign URLs.
@@ -90,14 +91,14 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parsed.DedupeDurationS = nil // signed URLs are content-addressed already
-	id := ContentID(signer.Org.ID, &parsed.Params, "create-and-render")
+	id := rendition.ContentID(signer.Org.ID, &parsed.Params, "create-and-render")
 	if err := h.checkSignedDelivery(signer.Org, id, &parsed); err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
 	params := parsed.Params
 	w.Header().Set(contract.HeaderTag, contract.KeyTag(r.PathValue("api_id"))) // disabling the key purges the edges
-	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: id}})
+	created, charge, err := h.Service.Create(r.Context(), signer.Org, []rendition.Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
 	if err != nil {
 		apierr.Write(w, r, PlanError(err))
@@ -172,13 +173,13 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	cid := ContentID(signer.Org.ID, &parsed.Params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
+	cid := rendition.ContentID(signer.Org.ID, &parsed.Params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
 	if err := h.checkSignedDelivery(signer.Org, cid, &parsed); err != nil {
 		apierr.Write(w, r, err)
 		return
 	}
 	params := parsed.Params
-	created, charge, err := h.Service.Create(r.Context(), signer.Org, []Item{{Params: params, ID: cid}})
+	created, charge, err := h.Service.Create(r.Context(), signer.Org, []rendition.Item{{Params: params, ID: cid}})
 	writeCharge(w, charge)
 	if err != nil {
 		apierr.Write(w, r, PlanError(err))
@@ -199,7 +200,7 @@ func (h *Handler) checkSignedDelivery(o *org.Org, id string, p *parsed) error {
 	}
 	if img, err := h.Service.Get(id); err == nil && img.OrgID == o.ID {
 		return nil
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, rendition.ErrNotFound) {
 		return err
 	}
 	if err := h.checkDelivery(o, "", p); err != nil {

@@ -6,9 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/perm"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // signedQuery is the query of the signed URLs of these tests.
@@ -98,7 +102,7 @@ func TestSignedURLIsChargedOnce(t *testing.T) {
 	id := strings.TrimPrefix(ids[0], "img/")
 	requested := e.get(id).Params
 	requested.MaxWait = 0 // as asked: creation fills in the plan's cap
-	if want := ContentID(o.ID, &requested, "create-and-render"); id != want {
+	if want := rendition.ContentID(o.ID, &requested, "create-and-render"); id != want {
 		t.Fatalf("image id %s, want the content id %s", id, want)
 	}
 	master := testPNG(t, 100, 50, 7)
@@ -132,6 +136,67 @@ func TestSignedURLIsChargedOnce(t *testing.T) {
 			}
 			if e.used(o) != 1 {
 				t.Fatalf("%d credits used", e.used(o))
+			}
+		})
+	}
+}
+
+// TestContentID: a signed URL's image id depends on the organization, the
+// parameters (as Canonical spells them, so equal parameters written
+// differently agree) and what signed it, on nothing else, and is a valid
+// UUID (version 8) that ParsePath accepts.
+func TestContentID(t *testing.T) {
+	base := imageparams.Params{HTML: "<p>hi</p>", Viewport: &imageparams.Size{Width: 800, Height: 600}}
+	id := rendition.ContentID("org-a", &base, "create-and-render")
+	with := func(change func(p *imageparams.Params)) imageparams.Params {
+		p := base
+		change(&p)
+		return p
+	}
+	tests := []struct {
+		name   string
+		org    string
+		params imageparams.Params
+		extra  string
+		// ref is the request compared with; nil for the base request.
+		ref  *imageparams.Params
+		same bool
+	}{
+		{name: "the same request", org: "org-a", params: base, extra: "create-and-render", same: true},
+		{name: "png spelled out", org: "org-a", params: with(func(p *imageparams.Params) { p.Format = imageparams.FormatPNG }),
+			extra: "create-and-render", same: true},
+		{name: "a header name in another case", org: "org-a",
+			params: with(func(p *imageparams.Params) { p.Headers = map[string]string{"x-a": "1"} }),
+			ref:    new(with(func(p *imageparams.Params) { p.Headers = map[string]string{"X-A": "1"} })),
+			extra:  "create-and-render", same: true},
+		{name: "dedupe_duration_s", org: "org-a", params: with(func(p *imageparams.Params) { p.DedupeDurationS = new(60) }),
+			extra: "create-and-render", same: true},
+		{name: "another organization", org: "org-b", params: base, extra: "create-and-render"},
+		{name: "another signer", org: "org-a", params: base, extra: "template:t1:1"},
+		{name: "other html", org: "org-a", params: with(func(p *imageparams.Params) { p.HTML = "<p>ho</p>" }), extra: "create-and-render"},
+		{name: "another format", org: "org-a", params: with(func(p *imageparams.Params) { p.Format = imageparams.FormatJPG }),
+			extra: "create-and-render"},
+		{name: "another header value", org: "org-a",
+			params: with(func(p *imageparams.Params) { p.Headers = map[string]string{"X-A": "2"} }),
+			ref:    new(with(func(p *imageparams.Params) { p.Headers = map[string]string{"X-A": "1"} })),
+			extra:  "create-and-render"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := id
+			if tt.ref != nil {
+				id = rendition.ContentID("org-a", tt.ref, "create-and-render")
+			}
+			got := rendition.ContentID(tt.org, &tt.params, tt.extra)
+			if (got == id) != tt.same {
+				t.Fatalf("ContentID = %s, the other request's %s: same = %v, want %v", got, id, got == id, tt.same)
+			}
+			u, err := uuid.Parse(got)
+			if err != nil || u.Version() != 8 || u.Variant() != uuid.RFC4122 {
+				t.Fatalf("ContentID %s: version %d variant %v (%v)", got, u.Version(), u.Variant(), err)
+			}
+			if pid, _, ok := ParsePath(got); !ok || pid != got {
+				t.Fatalf("ParsePath(%s) = %s, %v", got, pid, ok)
 			}
 		})
 	}

@@ -55,7 +55,7 @@ func TestHostileGetEverySpelling(t *testing.T) {
 	id := strings.TrimPrefix(ids[0], "img/")
 	e.ready(id, testPNG(t, 64, 48, 3))
 	pdf := []byte("%PDF-1.4\n% bytes to serve\n%%EOF\n")
-	if _, err := e.svc.keep(context.Background(), id, imageparams.FormatPDF, pdf, nil); err != nil {
+	if _, err := e.svc.Keep(context.Background(), id, imageparams.FormatPDF, pdf, nil); err != nil {
 		t.Fatal(err)
 	}
 

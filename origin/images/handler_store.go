@@ -13,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -25,14 +26,14 @@ const (
 
 // StoreResult is the answer of PUT /v1/store (spec §2.7).
 type StoreResult struct {
-	Outcome              string        `json:"outcome"`
-	BaseResult           ObjectResult  `json:"baseResult"`
-	TransformationResult *ObjectResult `json:"transformationResult,omitempty"`
-	Success              bool          `json:"success"`
-	Message              string        `json:"message"`
-	StatusCode           int           `json:"statusCode"`
-	Error                string        `json:"error,omitempty"`
-	ReferenceID          string        `json:"referenceId,omitempty"`
+	Outcome              string                  `json:"outcome"`
+	BaseResult           rendition.ObjectResult  `json:"baseResult"`
+	TransformationResult *rendition.ObjectResult `json:"transformationResult,omitempty"`
+	Success              bool                    `json:"success"`
+	Message              string                  `json:"message"`
+	StatusCode           int                     `json:"statusCode"`
+	Error                string                  `json:"error,omitempty"`
+	ReferenceID          string                  `json:"referenceId,omitempty"`
 }
 
 // Store handles PUT /v1/store/{id}[.ext][?transform]: it renders the image
@@ -58,7 +59,7 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	img, err := h.Service.Get(id)
-	if errors.Is(err, ErrNotFound) || (err == nil && img.OrgID != p.Org.ID) {
+	if errors.Is(err, rendition.ErrNotFound) || (err == nil && img.OrgID != p.Org.ID) {
 		apierr.Write(w, r, apierr.NotFound("Image not found"))
 		return
 	}
@@ -70,9 +71,9 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.BadRequest("Image %s has no storage_destination_id: there is nothing to store it to", id))
 		return
 	}
-	res := h.store(r.Context(), img, Variant{Format: format, Transform: opts})
+	res := h.store(r.Context(), img, rendition.Variant{Format: format, Transform: opts})
 	if img.StorageOnly {
-		if err := h.Service.Drop(id); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := h.Service.Drop(id); err != nil && !errors.Is(err, rendition.ErrNotFound) {
 			slog.ErrorContext(r.Context(), "drop files of a storage-only image", "image", id, "error", err)
 		}
 	}
@@ -83,15 +84,15 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 }
 
 // store writes the base object, then the variant when it is not the base.
-func (h *Handler) store(ctx context.Context, img *Image, v Variant) StoreResult {
+func (h *Handler) store(ctx context.Context, img *rendition.Image, v rendition.Variant) StoreResult {
 	var res StoreResult
 	var err error
-	res.BaseResult, err = h.Service.StoreObject(ctx, img, Variant{Format: BaseFormat(img)})
+	res.BaseResult, err = h.Service.StoreObject(ctx, img, rendition.Variant{Format: rendition.BaseFormat(img)})
 	if err != nil {
 		res.Error = "base object: " + h.describe(err)
 		h.logStore(ctx, img, res.BaseResult, err)
 		if !v.IsBase(img) {
-			res.TransformationResult = &ObjectResult{Status: ObjectNotAttempted, Target: TargetDestination}
+			res.TransformationResult = &rendition.ObjectResult{Status: rendition.ObjectNotAttempted, Target: rendition.TargetDestination}
 		}
 		res.Outcome, res.StatusCode, res.Message = OutcomeFailed, http.StatusFailedDependency, "The image was not stored"
 		return res
@@ -100,7 +101,7 @@ func (h *Handler) store(ctx context.Context, img *Image, v Variant) StoreResult 
 		t, err := h.Service.StoreObject(ctx, img, v)
 		res.TransformationResult = &t
 		if err != nil {
-			res.Error = "transformation " + ObjectName(img.ID, v) + ": " + h.describe(err)
+			res.Error = "transformation " + rendition.ObjectName(img.ID, v) + ": " + h.describe(err)
 			h.logStore(ctx, img, t, err)
 			res.Outcome, res.StatusCode, res.Message = OutcomePartial, http.StatusFailedDependency, "The base image was stored; its transformation was not"
 			return res
@@ -115,7 +116,7 @@ func (h *Handler) store(ctx context.Context, img *Image, v Variant) StoreResult 
 func (h *Handler) describe(err error) string {
 	var ae *apierr.Error
 	switch {
-	case errors.Is(err, ErrTransform) && errors.As(err, &ae):
+	case errors.Is(err, rendition.ErrTransform) && errors.As(err, &ae):
 		msg := ae.Message
 		if len(ae.Fields) > 0 {
 			parts := make([]string, len(ae.Fields))
@@ -125,7 +126,7 @@ func (h *Handler) describe(err error) string {
 			msg = strings.Join(parts, "; ")
 		}
 		return "the rendered image cannot take the transformation: " + msg
-	case errors.Is(err, ErrTransform):
+	case errors.Is(err, rendition.ErrTransform):
 		return "the rendered image cannot take the transformation"
 	case errors.As(err, &ae):
 		return "render failed: " + ae.Message
@@ -135,7 +136,7 @@ func (h *Handler) describe(err error) string {
 	return h.Service.DescribeStoreError(err)
 }
 
-func (h *Handler) logStore(ctx context.Context, img *Image, o ObjectResult, err error) {
+func (h *Handler) logStore(ctx context.Context, img *rendition.Image, o rendition.ObjectResult, err error) {
 	slog.WarnContext(ctx, "store to destination failed", "image", img.ID, "org", img.OrgID,
 		"destination", img.Params.StorageDestinationID, "bucket", o.Bucket, "key", o.Key, "error", h.describe(err))
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 func TestStoreQuery(t *testing.T) {
@@ -31,7 +31,7 @@ func TestStoreQuery(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := ObjectName("id", Variant{tc.format, o}); got != tc.object {
+				if got := rendition.ObjectName("id", rendition.Variant{Format: tc.format, Transform: o}); got != tc.object {
 					t.Fatalf("object %q, want %q", got, tc.object)
 				}
 				return
@@ -41,20 +41,5 @@ func TestStoreQuery(t *testing.T) {
 				t.Fatalf("got %+v", ae)
 			}
 		})
-	}
-}
-
-func TestBaseFormat(t *testing.T) {
-	img := &Image{ID: "id"}
-	base := Variant{Format: BaseFormat(img)}
-	if base.Format != imageparams.FormatPNG || ObjectName(img.ID, base) != "id.png" || !base.IsBase(img) {
-		t.Fatalf("base %s", base.Format)
-	}
-	if (Variant{Format: imageparams.FormatWebP}).IsBase(img) || (Variant{imageparams.FormatPNG, imaging.Options{Width: 10}}).IsBase(img) {
-		t.Fatal("another format or a transformation is the base")
-	}
-	img.Params.PDF = &imageparams.PDFOptions{}
-	if f := BaseFormat(img); f != imageparams.FormatPDF || ObjectName(img.ID, Variant{Format: f}) != "id.pdf" {
-		t.Fatalf("base with pdf_options %s", f)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
@@ -143,7 +143,7 @@ func TestServeRefusals(t *testing.T) {
 		cfg := o.config(t, ow, site(t).URL, nil, nil)
 		// The organization spends its 50 credits itself.
 		for i := range 50 {
-			if _, _, err := o.images.Create(ctx, ow, []images.Item{item(t, ow, fmt.Sprint("api ", i), "")}); err != nil {
+			if _, _, err := o.images.Create(ctx, ow, []rendition.Item{item(t, ow, fmt.Sprint("api ", i), "")}); err != nil {
 				t.Fatal(err)
 			}
 		}

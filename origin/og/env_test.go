@@ -19,11 +19,11 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/imageparams"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/render/rendertest"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // origin is one origin's OG serving path over a store, from real parts:
@@ -37,7 +37,7 @@ type origin struct {
 	store   kv.Store
 	orgs    *org.Store
 	configs *ogconfig.Store
-	images  *images.Service
+	images  *rendition.Service
 	og      *Service
 	reg     *prometheus.Registry
 }
@@ -51,7 +51,7 @@ func newOrigin(t *testing.T, store kv.Store, clock *apitest.Clock, shared bool, 
 		t.Fatal(err)
 	}
 	o := &origin{store: store, orgs: org.NewStore(store, clock.Now), configs: ogconfig.NewStore(store, clock.Now), reg: prometheus.NewRegistry()}
-	o.images, err = images.NewService(images.Config{Store: store, Blobs: blobs, Engine: rendertest.Stopped(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
+	o.images, err = rendition.NewService(rendition.Config{Store: store, Blobs: blobs, Engine: rendertest.Stopped(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +110,14 @@ func (o *origin) config(t *testing.T, ow *org.Org, base string, day, period *int
 }
 
 // item is an image of html, as the OG path makes one: content-addressed.
-func item(t testing.TB, ow *org.Org, html, extra string) images.Item {
+func item(t testing.TB, ow *org.Org, html, extra string) rendition.Item {
 	t.Helper()
 	raw, _ := json.Marshal(html)
 	p, err := imageparams.Parse(field.FromJSON(map[string]json.RawMessage{"html": raw}), imageparams.Options{RequireSource: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return images.Item{Params: p, ID: images.ContentID(ow.ID, &p, extra)}
+	return rendition.Item{Params: p, ID: rendition.ContentID(ow.ID, &p, extra)}
 }
 
 // refused reads pictor_og_refused_total{reason}.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/imageparams"
-	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // handoff passes the file of a variant that a shared read or render
@@ -19,13 +19,13 @@ type handoff struct {
 
 	mu   sync.Mutex
 	id   string // the image f is of
-	f    *images.File
+	f    *rendition.File
 	done bool // taken or left: a file given later is closed
 }
 
 // give hands f over when it is the file of h's variant, else closes it.
 // A nil h closes it.
-func (h *handoff) give(v, id string, f *images.File) {
+func (h *handoff) give(v, id string, f *rendition.File) {
 	if h == nil || v != h.variant {
 		f.Close()
 		return
@@ -41,7 +41,7 @@ func (h *handoff) give(v, id string, f *images.File) {
 
 // take returns the file given, if any, and its image's id, for the caller
 // to close. A nil h has none.
-func (h *handoff) take() (string, *images.File) {
+func (h *handoff) take() (string, *rendition.File) {
 	if h == nil {
 		return "", nil
 	}
@@ -63,7 +63,7 @@ func (h *handoff) leave() {
 // longer than ctx allows. The file is read under the service's context
 // with ctx's deadline, not under ctx itself, which ends with its flight:
 // the file may be handed to the request that started the flight.
-func (s *Service) openRendered(ctx context.Context, id string) (*images.File, error) {
+func (s *Service) openRendered(ctx context.Context, id string) (*rendition.File, error) {
 	fctx, cancel := context.WithCancel(s.ctx)
 	if dl, ok := ctx.Deadline(); ok {
 		cancel()

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/pictorhq/pictor/origin/images"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // closeCount is a file's object that counts its closes.
@@ -15,8 +15,8 @@ type closeCount struct {
 
 func (c closeCount) Close() error { *c.closed++; return nil }
 
-func openFile(id string, closed *int) *images.File {
-	return &images.File{Object: closeCount{bytes.NewReader([]byte("png")), closed}, Image: &images.Image{ID: id}}
+func openFile(id string, closed *int) *rendition.File {
+	return &rendition.File{Object: closeCount{bytes.NewReader([]byte("png")), closed}, Image: &rendition.Image{ID: id}}
 }
 
 // TestHandoff: the file a flight opened reaches the request that started
@@ -26,31 +26,31 @@ func openFile(id string, closed *int) *images.File {
 func TestHandoff(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		run       func(h *handoff, f *images.File) *images.File // the file taken, if any
+		run       func(h *handoff, f *rendition.File) *rendition.File // the file taken, if any
 		wantTaken bool
 		wantClose int
 	}{
-		{"taken", func(h *handoff, f *images.File) *images.File {
+		{"taken", func(h *handoff, f *rendition.File) *rendition.File {
 			h.give("twitter", "img", f)
 			_, got := h.take()
 			return got
 		}, true, 0},
-		{"another variant", func(h *handoff, f *images.File) *images.File {
+		{"another variant", func(h *handoff, f *rendition.File) *rendition.File {
 			h.give("facebook", "img", f)
 			_, got := h.take()
 			return got
 		}, false, 1},
-		{"left before given", func(h *handoff, f *images.File) *images.File {
+		{"left before given", func(h *handoff, f *rendition.File) *rendition.File {
 			h.leave()
 			h.give("twitter", "img", f)
 			return nil
 		}, false, 1},
-		{"left after given", func(h *handoff, f *images.File) *images.File {
+		{"left after given", func(h *handoff, f *rendition.File) *rendition.File {
 			h.give("twitter", "img", f)
 			h.leave()
 			return nil
 		}, false, 1},
-		{"no handoff", func(_ *handoff, f *images.File) *images.File {
+		{"no handoff", func(_ *handoff, f *rendition.File) *rendition.File {
 			var none *handoff
 			none.give("twitter", "img", f)
 			none.leave()

@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 	"github.com/pictorhq/pictor/origin/sharedmetric"
 	"github.com/pictorhq/pictor/origin/usage"
 )
@@ -118,8 +118,8 @@ func (s *Service) admitClient(cfg *ogconfig.Config, client string) error {
 // render of the minute); it is given back when the budget refuses, or the
 // creation fails or charged nothing (another origin made the image
 // meanwhile). charged reports a creation that charged credits.
-func (s *Service) create(ctx context.Context, cfg *ogconfig.Config, o *org.Org, it images.Item) (charged bool, err error) {
-	res, err := s.cfg.Caps.Reserve(ctx, cfg, o, int64(images.Credits(&it.Params)))
+func (s *Service) create(ctx context.Context, cfg *ogconfig.Config, o *org.Org, it rendition.Item) (charged bool, err error) {
+	res, err := s.cfg.Caps.Reserve(ctx, cfg, o, int64(rendition.Credits(&it.Params)))
 	if err != nil {
 		return false, s.capRefusal(err)
 	}
@@ -127,7 +127,7 @@ func (s *Service) create(ctx context.Context, cfg *ogconfig.Config, o *org.Org, 
 		s.release(ctx, cfg, res)
 		return false, &refusal{reason: reasonBudget, retry: retry, budget: s.cfg.Budget}
 	}
-	_, charge, err := s.cfg.Images.Create(ctx, o, []images.Item{it})
+	_, charge, err := s.cfg.Images.Create(ctx, o, []rendition.Item{it})
 	if err != nil || charge.Consumed == 0 {
 		s.release(ctx, cfg, res)
 	}

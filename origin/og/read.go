@@ -12,10 +12,10 @@ import (
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // readTimeout bounds one read of a page with its render: the fetch (10 s)
@@ -305,18 +305,18 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 // and its credits (create); one that exists (the same inputs) costs
 // nothing. It returns the image's id and its open file, for the caller to
 // close (or hand on); created reports a new image, charged.
-func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (id string, f *images.File, created bool, err error) {
+func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (id string, f *rendition.File, created bool, err error) {
 	it, err := s.item(cfg, o, pg, v)
 	if err != nil {
 		return "", nil, false, err
 	}
-	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, images.ErrNotFound) {
+	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, rendition.ErrNotFound) {
 		if created, err = s.create(ctx, cfg, o, it); err != nil {
 			return "", nil, false, err
 		}
 	} else if err != nil {
 		return "", nil, false, err
-	} else if _, _, err := s.cfg.Images.Create(ctx, o, []images.Item{it}); err != nil { // reused: costs nothing
+	} else if _, _, err := s.cfg.Images.Create(ctx, o, []rendition.Item{it}); err != nil { // reused: costs nothing
 		return "", nil, false, s.createError(o, err)
 	}
 	if f, err = s.openRendered(ctx, it.ID); err != nil {

@@ -12,10 +12,10 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/contract/ogplatform"
 	"github.com/pictorhq/pictor/origin/imageparams"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // resolved is the image creation request a page comes to, as JSON and as
@@ -168,7 +168,7 @@ func parseRequest(request json.RawMessage, maxWaitCap time.Duration) (imageparam
 // when within the plan's cap on max_wait_ms (the plan may have changed
 // since the page was read); otherwise its request is parsed again, for the
 // error naming every field it breaks.
-func (s *Service) item(cfg *ogconfig.Config, o *org.Org, pg *page, variant string) (images.Item, error) {
+func (s *Service) item(cfg *ogconfig.Config, o *org.Org, pg *page, variant string) (rendition.Item, error) {
 	maxWait := o.PlanInfo().MaxWaitCap
 	var p imageparams.Params
 	if sp := pg.Params; sp != nil && (maxWait.Milliseconds() <= 0 || sp.MaxWait.Milliseconds() <= maxWait.Milliseconds()) {
@@ -176,7 +176,7 @@ func (s *Service) item(cfg *ogconfig.Config, o *org.Org, pg *page, variant strin
 	} else {
 		var err error
 		if p, err = parseRequest(pg.Request, maxWait); err != nil {
-			return images.Item{}, err
+			return rendition.Item{}, err
 		}
 	}
 	extra := pg.Extra
@@ -187,7 +187,7 @@ func (s *Service) item(cfg *ogconfig.Config, o *org.Org, pg *page, variant strin
 		}
 		p.Viewport = &imageparams.Size{Width: pl.Width, Height: pl.Height}
 	}
-	return images.Item{Params: p, ID: images.ContentID(o.ID, &p, extra+"\x00"+variant)}, nil
+	return rendition.Item{Params: p, ID: rendition.ContentID(o.ID, &p, extra+"\x00"+variant)}, nil
 }
 
 // variant names the image a platform gets: its own with set_viewport, the

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // TestItem: a variant's image is made from the page's stored parameters,
@@ -60,7 +60,7 @@ func TestItem(t *testing.T) {
 			if tc.cfg == perPlatform && it.Params.Viewport.Height != 600 {
 				t.Fatalf("twitter's viewport: %+v", it.Params.Viewport)
 			}
-			if want := images.ContentID(o.ID, &it.Params, "x\x00"+tc.variant); it.ID != want {
+			if want := rendition.ContentID(o.ID, &it.Params, "x\x00"+tc.variant); it.ID != want {
 				t.Fatalf("id %s, want %s", it.ID, want)
 			}
 			if string(stored.Canonical()) != string(before) {

@@ -20,10 +20,10 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/contract/ogplatform"
 	"github.com/pictorhq/pictor/origin/imageparams"
-	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ogconfig"
 	"github.com/pictorhq/pictor/origin/ogpage"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/rendition"
 )
 
 // Configs finds OG configurations by their public domain id.
@@ -38,9 +38,9 @@ type Orgs interface {
 
 // Images creates and opens images (package images' Service).
 type Images interface {
-	Create(ctx context.Context, o *org.Org, items []images.Item) ([]images.Created, images.Charge, error)
-	Open(ctx context.Context, id string, format imageparams.Format) (*images.File, error)
-	Get(id string) (*images.Image, error)
+	Create(ctx context.Context, o *org.Org, items []rendition.Item) ([]rendition.Created, rendition.Charge, error)
+	Open(ctx context.Context, id string, format imageparams.Format) (*rendition.File, error)
+	Get(id string) (*rendition.Image, error)
 }
 
 // Pages fetches source pages (package ogpage's Fetcher).
@@ -231,7 +231,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 // fresh for what is left of the page's refresh interval. It is tagged with
 // its configuration and its page, for the purges of a configuration's
 // change and of a page's refresh.
-func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Config, o *org.Org, pg *page, f *images.File) {
+func (s *Service) write(w http.ResponseWriter, r *http.Request, cfg *ogconfig.Config, o *org.Org, pg *page, f *rendition.File) {
 	now := s.cfg.Now()
 	maxAge := pg.FreshUntil.Sub(now)
 	if pg.due(cfg, now) {
@@ -289,7 +289,7 @@ func etagMatch(header, etag string) bool {
 // and the work is not under way already (joining it starts nothing), and
 // by the caps; a page whose configuration changed keeps its last image
 // while the caps refuse a new one.
-func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform, client string) (*images.File, *page, error) {
+func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform, client string) (*rendition.File, *page, error) {
 	pg, err := loadPage(s.cfg.Store, cfg.ID, path)
 	if err != nil {
 		return nil, nil, err
@@ -346,7 +346,7 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 // last answers a refused read of a page whose configuration changed with
 // the image made under an earlier revision, to be asked for again soon
 // (stale-if-error); without one, the refusal. Other errors stay errors.
-func (s *Service) last(ctx context.Context, pg *page, v string, cause error) (*images.File, *page, error) {
+func (s *Service) last(ctx context.Context, pg *page, v string, cause error) (*rendition.File, *page, error) {
 	if pg == nil || pg.Images[v] == "" || !isRefusal(cause) {
 		return nil, nil, cause
 	}

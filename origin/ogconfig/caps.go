@@ -85,7 +85,7 @@ func (e *CapError) Is(target error) bool { return target == ErrCapped }
 // Keys of the counts (doc.go): one record per configuration and one per
 // organization, each holding only its current day and billing period, so
 // that they never grow. Both are written under the organization's lock
-// (lockName), as the configurations are: a deletion removes its count
+// (og-config/<org_id>), as the configurations are: a deletion removes its count
 // atomically with it.
 func countKey(id string) []byte     { return []byte("ogc/n/" + id) }
 func shareKey(orgID string) []byte  { return []byte("ogc/s/" + orgID) }
@@ -182,7 +182,7 @@ func (t *tally) refusal(c *Config, o *org.Org, credits int64) error {
 // nothing (Reserve decides); the serving path asks it before reading a
 // page, so that a spent cap costs a visitor's request no page read.
 func (s *Store) Room(c *Config, o *org.Org, credits int64) error {
-	t, err := readTally(s.kv, c, o, s.now())
+	t, err := readTally(s.rs.KV(), c, o, s.now())
 	if err != nil {
 		return err
 	}
@@ -206,8 +206,8 @@ type Reservation struct {
 // creation fails or charges nothing (the image existed).
 func (s *Store) Reserve(ctx context.Context, c *Config, o *org.Org, credits int64) (*Reservation, error) {
 	var res *Reservation
-	err := s.kv.Update(ctx, lockName(o.ID), func(txn kv.Txn) error {
-		if _, err := txn.Get(recordKey(c.ID)); errors.Is(err, kv.ErrNotFound) {
+	err := s.rs.Txn(ctx, o.ID, func(txn kv.Txn) error {
+		if _, err := txn.Get(s.rs.RecordKey(c.ID)); errors.Is(err, kv.ErrNotFound) {
 			return ErrNotFound
 		} else if err != nil {
 			return fmt.Errorf("read OG configuration %s: %w", c.ID, err)
@@ -238,7 +238,7 @@ func (s *Store) Reserve(ctx context.Context, c *Config, o *org.Org, credits int6
 // counts and its organization's share lose it, unless that day or period
 // is over (its counts are gone) or the configuration was deleted.
 func (s *Store) Release(ctx context.Context, r *Reservation) error {
-	err := s.kv.Update(ctx, lockName(r.orgID), func(txn kv.Txn) error {
+	err := s.rs.Txn(ctx, r.orgID, func(txn kv.Txn) error {
 		var count newImages
 		found, err := getJSON(txn, countKey(r.configID), &count)
 		if err != nil {
@@ -282,7 +282,7 @@ type Usage struct {
 
 // Usage returns c's effective caps and what was counted against them now.
 func (s *Store) Usage(c *Config, o *org.Org) (Usage, error) {
-	t, err := readTally(s.kv, c, o, s.now())
+	t, err := readTally(s.rs.KV(), c, o, s.now())
 	if err != nil {
 		return Usage{}, err
 	}

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
@@ -16,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -216,26 +214,17 @@ func (h *Handler) checkTemplate(orgID string, req Request) error {
 // storeError maps the store's errors to answers.
 func storeError(err error) error {
 	var ce *ConflictError
-	switch {
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		e := apierr.New(http.StatusConflict, "Conflicting OG configuration: %s is already enabled for %s in this organization; disable it or change its base_url first",
 			ce.ExistingID, ce.BaseURL)
 		e.Cause = err
 		return e
-	case errors.Is(err, ErrNotFound):
-		return apierr.NotFound("OG configuration not found")
 	}
-	return err
+	return resource.NotFound(err, ErrNotFound, "OG configuration not found")
 }
 
 // pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return "", apierr.Field("id", "is not a valid OG configuration id")
-	}
-	return strings.ToLower(id), nil
-}
+func pathID(r *http.Request) (string, error) { return resource.PathID(r, "OG configuration") }
 
 // Create handles POST /v1/og-configs.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
@@ -319,12 +308,9 @@ func scope(orgID string) string { return "og-configs/" + orgID }
 // List handles GET /v1/og-configs: newest first, disabled ones included.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
-	count, after, err := h.Cursors.ParseList(r.URL.Query(), scope(p.Org.ID))
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	list, more, err := h.Store.List(p.Org.ID, after, count)
+	list, more, err := resource.ListPage(r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Config, bool, error) {
+		return h.Store.List(p.Org.ID, after, count)
+	})
 	if err != nil {
 		apierr.Write(w, r, err)
 		return

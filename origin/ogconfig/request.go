@@ -17,6 +17,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/egress"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/resource"
 )
 
 // Field limits and defaults of an OG configuration request (compat.md,
@@ -46,8 +47,8 @@ const (
 )
 
 // Output limits of a render without jumbo, in device pixels: the values of
-// origin/images' MaxSide and MaxPixels, which this package does not import
-// (origin/images links libvips).
+// origin/rendition's MaxSide and MaxPixels, which this package does not import
+// (origin/rendition links libvips).
 const (
 	maxSide   = 16384
 	maxPixels = 64_000_000
@@ -130,7 +131,7 @@ type Request struct {
 // are ignored.
 func ParseRequest(o *field.Object, opts Options) (Request, error) {
 	var errs field.Errors
-	rd := reader{o: o, errs: &errs}
+	rd := reader{resource.Reader{O: o, Errs: &errs}}
 	req := Request{
 		RefreshInterval:  DefaultRefreshInterval,
 		OptimizationMode: PostProcess,
@@ -138,8 +139,8 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 		DefaultOptions:   map[string]json.RawMessage{},
 	}
 
-	switch s, ok := rd.str("config_type"); {
-	case !ok && !rd.sent("config_type"):
+	switch s, ok := rd.Str("config_type"); {
+	case !ok && !rd.Sent("config_type"):
 		errs.Add(o.Path("config_type"), "is required: %s or %s", HTMLCSS, Templated)
 	case !ok:
 	case s == string(HTMLCSS) || s == string(Templated):
@@ -147,20 +148,20 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 	default:
 		errs.Add(o.Path("config_type"), "must be %s or %s", HTMLCSS, Templated)
 	}
-	if s, ok := rd.str("name"); ok && strings.TrimSpace(s) != "" {
+	if s, ok := rd.Str("name"); ok && strings.TrimSpace(s) != "" {
 		if n := utf8.RuneCountInString(s); n > MaxName {
 			errs.Add(o.Path("name"), "must be at most %d characters (got %d)", MaxName, n)
 		}
 		req.Name = s
 	}
-	if s, ok := rd.str("description"); ok && strings.TrimSpace(s) != "" {
+	if s, ok := rd.Str("description"); ok && strings.TrimSpace(s) != "" {
 		if n := utf8.RuneCountInString(s); n > MaxDescription {
 			errs.Add(o.Path("description"), "must be at most %d characters (got %d)", MaxDescription, n)
 		}
 		req.Description = s
 	}
-	switch s, ok := rd.str("base_url"); {
-	case !ok && !rd.sent("base_url"):
+	switch s, ok := rd.Str("base_url"); {
+	case !ok && !rd.Sent("base_url"):
 		errs.Add(o.Path("base_url"), "is required: the exact origin of the site, such as https://example.com")
 	case ok:
 		norm, problem := parseBaseURL(s)
@@ -172,18 +173,18 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 		}
 		req.BaseURL = norm
 	}
-	if v, ok := rd.boolean("disabled"); ok {
+	if v, ok := rd.Bool("disabled"); ok {
 		req.Disabled = v
 	}
-	if v, ok := rd.boolean("extract_values"); ok {
+	if v, ok := rd.Bool("extract_values"); ok {
 		req.ExtractValues = v
 	}
-	if rd.sent("refresh_interval_s") {
+	if rd.Sent("refresh_interval_s") {
 		if n, ok := o.Int(&errs, "refresh_interval_s", int64(MinRefreshInterval/time.Second), int64(MaxRefreshInterval/time.Second)); ok {
 			req.RefreshInterval = time.Duration(n) * time.Second
 		}
 	}
-	if s, ok := rd.str("optimization_mode"); ok {
+	if s, ok := rd.Str("optimization_mode"); ok {
 		switch m := OptimizationMode(s); m {
 		case NoOptimization, PostProcess, SetViewport:
 			req.OptimizationMode = m
@@ -206,71 +207,40 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 // imageCap reads a cap on new images: an integer from 0 to the plan's
 // credits per billing period, nil when null or not sent (the default).
 func (rd reader) imageCap(name string, planCredits int64) *int64 {
-	if !rd.sent(name) {
+	if !rd.Sent(name) {
 		return nil
 	}
-	n, ok := rd.o.Int(rd.errs, name, 0, MaxNewImages)
+	n, ok := rd.O.Int(rd.Errs, name, 0, MaxNewImages)
 	if !ok {
 		return nil
 	}
 	if planCredits > 0 && n > planCredits {
-		rd.errs.Add(rd.o.Path(name), "must be at most %d, the plan's image credits per billing period (null: the default)", planCredits)
+		rd.Errs.Add(rd.O.Path(name), "must be at most %d, the plan's image credits per billing period (null: the default)", planCredits)
 		return nil
 	}
 	return &n
 }
 
-// reader reads top-level fields; in a form an empty value is not sent, as
-// imageparams reads forms.
-type reader struct {
-	o    *field.Object
-	errs *field.Errors
-}
-
-func (rd reader) sent(name string) bool {
-	if rd.o.IsForm() {
-		vs := rd.o.FormValues(name)
-		return len(vs) > 0 && vs[len(vs)-1] != ""
-	}
-	return rd.o.Present(name)
-}
-
-func (rd reader) str(name string) (string, bool) {
-	if !rd.sent(name) {
-		return "", false
-	}
-	s, ok := rd.o.String(rd.errs, name)
-	if ok && !utf8.ValidString(s) { // form text; a JSON string is always valid
-		rd.errs.Add(rd.o.Path(name), "must be valid UTF-8 text")
-		return "", false
-	}
-	return s, ok
-}
-
-func (rd reader) boolean(name string) (bool, bool) {
-	if !rd.sent(name) {
-		return false, false
-	}
-	return rd.o.Bool(rd.errs, name)
-}
+// reader reads top-level fields (resource.Reader).
+type reader struct{ resource.Reader }
 
 // jsonValue returns the JSON of an object or array field: the value in
 // JSON, the (JSON-encoded) text in a form.
 func (rd reader) jsonValue(name string) ([]byte, bool) {
-	if !rd.sent(name) {
+	if !rd.Sent(name) {
 		return nil, false
 	}
-	if rd.o.IsForm() {
-		vs := rd.o.FormValues(name)
+	if rd.O.IsForm() {
+		vs := rd.O.FormValues(name)
 		return []byte(vs[len(vs)-1]), true
 	}
-	raw, _ := rd.o.Raw(name)
+	raw, _ := rd.O.Raw(name)
 	return raw, true
 }
 
 // encoded is how an object or array field must be written.
 func (rd reader) encoded(what string) string {
-	if rd.o.IsForm() {
+	if rd.O.IsForm() {
 		return "a JSON-encoded " + what
 	}
 	return "an " + what
@@ -331,10 +301,10 @@ func (rd reader) defaultOptions(typ ConfigType, opts Options) map[string]json.Ra
 	if !ok {
 		return out
 	}
-	path := rd.o.Path(name)
+	path := rd.O.Path(name)
 	var m map[string]json.RawMessage
 	if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "{") || json.Unmarshal(raw, &m) != nil {
-		rd.errs.Add(path, "must be %s of image creation parameters", rd.encoded("object"))
+		rd.Errs.Add(path, "must be %s of image creation parameters", rd.encoded("object"))
 		return out
 	}
 	allowed := map[string]json.RawMessage{}
@@ -343,7 +313,7 @@ func (rd reader) defaultOptions(typ ConfigType, opts Options) map[string]json.Ra
 		case slices.Contains(OptionNames, k):
 			allowed[k] = v
 		case notOptions[k] != "":
-			rd.errs.Add(path+"."+k, "cannot be set in default_options: %s", notOptions[k])
+			rd.Errs.Add(path+"."+k, "cannot be set in default_options: %s", notOptions[k])
 		}
 	}
 	sub := field.FromJSON(allowed)
@@ -352,11 +322,11 @@ func (rd reader) defaultOptions(typ ConfigType, opts Options) map[string]json.Ra
 	if err != nil {
 		var ae *apierr.Error
 		if !errors.As(err, &ae) {
-			rd.errs.Add(path, "%v", err)
+			rd.Errs.Add(path, "%v", err)
 			return out
 		}
 		for _, f := range ae.Fields {
-			rd.errs.Add(f.Path, "%s", f.Message)
+			rd.Errs.Add(f.Path, "%s", f.Message)
 		}
 		return out
 	}
@@ -371,9 +341,9 @@ func (rd reader) defaultOptions(typ ConfigType, opts Options) map[string]json.Ra
 		w, h := float64(p.Viewport.Width)*scale, float64(p.Viewport.Height)*scale
 		switch {
 		case w > maxSide || h > maxSide:
-			rd.errs.Add(sub.Path("viewport_width"), "times device_scale exceeds %d pixels; lower device_scale", maxSide)
+			rd.Errs.Add(sub.Path("viewport_width"), "times device_scale exceeds %d pixels; lower device_scale", maxSide)
 		case w*h > maxPixels:
-			rd.errs.Add(sub.Path("viewport_width"), "times viewport_height and device_scale squared is %.0f megapixels; the limit is %d",
+			rd.Errs.Add(sub.Path("viewport_width"), "times viewport_height and device_scale squared is %.0f megapixels; the limit is %d",
 				w*h/1e6, maxPixels/1_000_000)
 		}
 	}
@@ -436,31 +406,31 @@ func encodeOptions(p *imageparams.Params) map[string]json.RawMessage {
 // template reads template_id and template_version: required (the id) for
 // templated configurations, refused for html_css ones.
 func (rd reader) template(req *Request) {
-	o := rd.o
+	o := rd.O
 	if req.ConfigType == HTMLCSS {
 		for _, name := range []string{"template_id", "template_version"} {
-			if rd.sent(name) {
-				rd.errs.Add(o.Path(name), "is only for %s configurations", Templated)
+			if rd.Sent(name) {
+				rd.Errs.Add(o.Path(name), "is only for %s configurations", Templated)
 			}
 		}
 		return
 	}
-	if s, ok := rd.str("template_id"); ok {
+	if s, ok := rd.Str("template_id"); ok {
 		switch n := utf8.RuneCountInString(s); {
 		case !strings.HasPrefix(s, "t-") || len(s) == len("t-"):
-			rd.errs.Add(o.Path("template_id"), "must be a template id (t-...)")
+			rd.Errs.Add(o.Path("template_id"), "must be a template id (t-...)")
 		case n > imageparams.MaxIDLength:
-			rd.errs.Add(o.Path("template_id"), "must be at most %d characters (got %d)", imageparams.MaxIDLength, n)
+			rd.Errs.Add(o.Path("template_id"), "must be at most %d characters (got %d)", imageparams.MaxIDLength, n)
 		}
 		req.TemplateID = s
 	}
-	if rd.sent("template_version") {
-		if n, ok := o.Int(rd.errs, "template_version", 1, MaxTemplateVersion); ok {
+	if rd.Sent("template_version") {
+		if n, ok := o.Int(rd.Errs, "template_version", 1, MaxTemplateVersion); ok {
 			req.TemplateVersion = int(n)
 		}
 	}
-	if req.ConfigType == Templated && !rd.sent("template_id") {
-		rd.errs.Add(o.Path("template_id"), "is required for %s configurations", Templated)
+	if req.ConfigType == Templated && !rd.Sent("template_id") {
+		rd.Errs.Add(o.Path("template_id"), "is required for %s configurations", Templated)
 	}
 }
 
@@ -471,14 +441,14 @@ func (rd reader) mapping() []Mapping {
 	if !ok {
 		return nil
 	}
-	path := rd.o.Path(name)
+	path := rd.O.Path(name)
 	var items []json.RawMessage
 	if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "[") || json.Unmarshal(raw, &items) != nil {
-		rd.errs.Add(path, "must be %s of {template_key, meta_key} or {template_key, fallback} objects", rd.encoded("array"))
+		rd.Errs.Add(path, "must be %s of {template_key, meta_key} or {template_key, fallback} objects", rd.encoded("array"))
 		return nil
 	}
 	if len(items) > MaxMappings {
-		rd.errs.Add(path, "must hold at most %d entries (got %d)", MaxMappings, len(items))
+		rd.Errs.Add(path, "must hold at most %d entries (got %d)", MaxMappings, len(items))
 		return nil
 	}
 	var out []Mapping
@@ -487,46 +457,46 @@ func (rd reader) mapping() []Mapping {
 		where := fmt.Sprintf("%s[%d]", path, i)
 		var m map[string]json.RawMessage
 		if t := strings.TrimSpace(string(item)); !strings.HasPrefix(t, "{") || json.Unmarshal(item, &m) != nil {
-			rd.errs.Add(where, "must be an object {template_key, meta_key} or {template_key, fallback}")
+			rd.Errs.Add(where, "must be an object {template_key, meta_key} or {template_key, fallback}")
 			continue
 		}
 		sub := field.FromJSON(m)
 		sub.Prefix = where + "."
 		var mp Mapping
 		valid := true
-		key, ok := sub.String(rd.errs, "template_key")
+		key, ok := sub.String(rd.Errs, "template_key")
 		switch n := utf8.RuneCountInString(key); {
 		case !ok:
 			if !sub.Present("template_key") {
-				rd.errs.Add(sub.Path("template_key"), "is required")
+				rd.Errs.Add(sub.Path("template_key"), "is required")
 			}
 			valid = false
 		case strings.TrimSpace(key) == "" || strings.ContainsFunc(key, unicode.IsControl):
-			rd.errs.Add(sub.Path("template_key"), "must be a template variable name, not blank and without control characters")
+			rd.Errs.Add(sub.Path("template_key"), "must be a template variable name, not blank and without control characters")
 			valid = false
 		case n > MaxTemplateKeyLength:
-			rd.errs.Add(sub.Path("template_key"), "must be at most %d characters (got %d)", MaxTemplateKeyLength, n)
+			rd.Errs.Add(sub.Path("template_key"), "must be at most %d characters (got %d)", MaxTemplateKeyLength, n)
 			valid = false
 		case seen[key]:
-			rd.errs.Add(sub.Path("template_key"), "is mapped twice")
+			rd.Errs.Add(sub.Path("template_key"), "is mapped twice")
 			valid = false
 		default:
 			seen[key] = true
 			mp.TemplateKey = key
 		}
-		meta, hasMeta := sub.String(rd.errs, "meta_key")
-		fallback, hasFallback := sub.String(rd.errs, "fallback")
+		meta, hasMeta := sub.String(rd.Errs, "meta_key")
+		fallback, hasFallback := sub.String(rd.Errs, "fallback")
 		switch {
 		case hasMeta && hasFallback, !hasMeta && !hasFallback && !sub.Present("meta_key") && !sub.Present("fallback"):
-			rd.errs.Add(where, "must have exactly one of meta_key and fallback")
+			rd.Errs.Add(where, "must have exactly one of meta_key and fallback")
 			valid = false
 		case hasMeta:
 			switch n := utf8.RuneCountInString(meta); {
 			case meta == "" || strings.ContainsFunc(meta, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-				rd.errs.Add(sub.Path("meta_key"), "must be the name or property of a meta tag (such as og:title), without spaces")
+				rd.Errs.Add(sub.Path("meta_key"), "must be the name or property of a meta tag (such as og:title), without spaces")
 				valid = false
 			case n > MaxMetaKeyLength:
-				rd.errs.Add(sub.Path("meta_key"), "must be at most %d characters (got %d)", MaxMetaKeyLength, n)
+				rd.Errs.Add(sub.Path("meta_key"), "must be at most %d characters (got %d)", MaxMetaKeyLength, n)
 				valid = false
 			}
 			mp.MetaKey = meta
@@ -535,7 +505,7 @@ func (rd reader) mapping() []Mapping {
 			case FallbackTitles, FallbackDescriptions:
 				mp.Fallback = f
 			default:
-				rd.errs.Add(sub.Path("fallback"), "must be %s or %s", FallbackTitles, FallbackDescriptions)
+				rd.Errs.Add(sub.Path("fallback"), "must be %s or %s", FallbackTitles, FallbackDescriptions)
 				valid = false
 			}
 		default: // meta_key or fallback of the wrong type, already reported
@@ -555,10 +525,10 @@ func (rd reader) mapping() []Mapping {
 func (rd reader) headers() (map[string]string, []string) {
 	var sub *field.Object
 	names := []string{"headers", "additional_header_origins"}
-	if rd.o.IsForm() {
+	if rd.O.IsForm() {
 		v := url.Values{}
 		for _, n := range names {
-			if vs := rd.o.FormValues(n); vs != nil {
+			if vs := rd.O.FormValues(n); vs != nil {
 				v[n] = vs
 			}
 		}
@@ -566,22 +536,22 @@ func (rd reader) headers() (map[string]string, []string) {
 	} else {
 		m := map[string]json.RawMessage{}
 		for _, n := range names {
-			if raw, ok := rd.o.Raw(n); ok {
+			if raw, ok := rd.O.Raw(n); ok {
 				m[n] = raw
 			}
 		}
 		sub = field.FromJSON(m)
 	}
-	sub.Prefix = rd.o.Prefix
+	sub.Prefix = rd.O.Prefix
 	p, err := imageparams.Parse(sub, imageparams.Options{})
 	if err != nil {
 		var ae *apierr.Error
 		if !errors.As(err, &ae) {
-			rd.errs.Add(rd.o.Path("headers"), "%v", err)
+			rd.Errs.Add(rd.O.Path("headers"), "%v", err)
 			return nil, nil
 		}
 		for _, f := range ae.Fields {
-			rd.errs.Add(f.Path, "%s", f.Message)
+			rd.Errs.Add(f.Path, "%s", f.Message)
 		}
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/resource"
 )
 
 // Keys (see doc.go):
@@ -22,11 +23,44 @@ import (
 //	ogc/e/<org_id>/<base_url> id of the organization's enabled configuration for that origin
 //	ogc/n/<id>                its new images counted against its caps (caps.go)
 //	ogc/s/<org_id>            the credits the organization's OG images spent (caps.go)
-func recordKey(id string) []byte         { return []byte("ogc/c/" + id) }
+//
+// Every write of an organization's configurations holds the lock
+// og-config/<org_id>.
 func domainKey(domainID string) []byte   { return []byte("ogc/d/" + domainID) }
-func orgPrefix(orgID string) []byte      { return []byte("ogc/o/" + orgID + "/") }
-func orgKey(orgID, id string) []byte     { return []byte("ogc/o/" + orgID + "/" + id) }
 func claimKey(orgID, base string) []byte { return []byte("ogc/e/" + orgID + "/" + base) }
+
+var spec = resource.Spec[Config]{
+	Name: "OG configuration", Record: "ogc/c/", Org: "ogc/o/", Lock: "og-config/",
+	NotFound: ErrNotFound,
+	ID:       func(c *Config) string { return c.ID },
+	OrgID:    func(c *Config) string { return c.OrgID },
+	Normalize: func(c *Config) {
+		if c.DefaultOptions == nil {
+			c.DefaultOptions = map[string]json.RawMessage{}
+		}
+	},
+	Index: index,
+}
+
+// index keeps a configuration's other keys: its domain id, its claim of
+// its base_url while enabled, and its count of new images (caps.go), which
+// a deletion removes.
+func index(txn kv.Txn, old, cur *Config) error {
+	var err error
+	switch {
+	case old == nil:
+		err = txn.Put(domainKey(cur.DomainID), []byte(cur.ID))
+	case cur == nil:
+		err = errors.Join(txn.Delete(domainKey(old.DomainID)), txn.Delete(countKey(old.ID)))
+	}
+	if old != nil && !old.Disabled && (cur == nil || cur.Disabled || cur.BaseURL != old.BaseURL) {
+		err = errors.Join(err, txn.Delete(claimKey(old.OrgID, old.BaseURL)))
+	}
+	if cur != nil && !cur.Disabled {
+		err = errors.Join(err, txn.Put(claimKey(cur.OrgID, cur.BaseURL), []byte(cur.ID)))
+	}
+	return err
+}
 
 // domainEncoding writes domain ids: lower-case base32 without padding,
 // safe in a URL path and in a host name label.
@@ -59,7 +93,7 @@ func validDomainID(s string) bool {
 // lock, which every process sharing the store takes: one enabled
 // configuration per base_url holds across them.
 type Store struct {
-	kv  kv.Store
+	rs  *resource.Store[Config]
 	now func() time.Time
 }
 
@@ -68,28 +102,7 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, now: now}
-}
-
-// lockName is the kv lock of an organization's configurations.
-func lockName(orgID string) string { return "og-config/" + orgID }
-
-func (s *Store) load(r kv.Reader, id string) (*Config, error) {
-	raw, err := r.Get(recordKey(id))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get OG configuration %s: %w", id, err)
-	}
-	var c Config
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("decode OG configuration %s: %w", id, err)
-	}
-	if c.DefaultOptions == nil {
-		c.DefaultOptions = map[string]json.RawMessage{}
-	}
-	return &c, nil
+	return &Store{rs: resource.NewStore(s, spec), now: now}
 }
 
 // claimant returns the id of the organization's enabled configuration for
@@ -118,40 +131,34 @@ func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Config,
 		UpdatedAt: now,
 	}
 	apply(c, req)
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		if !req.Disabled {
-			if other, err := claimant(txn, orgID, req.BaseURL); err != nil {
-				return err
-			} else if other != "" {
-				return &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
-			}
+	err := s.rs.Create(ctx, c, func(txn kv.Txn) error {
+		if err := checkClaim(txn, c); err != nil {
+			return err
 		}
 		domainID, err := freeDomainID(txn)
-		if err != nil {
-			return err
-		}
 		c.DomainID = domainID
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		err = errors.Join(
-			txn.Put(recordKey(c.ID), raw),
-			txn.Put(domainKey(c.DomainID), []byte(c.ID)),
-			txn.Put(orgKey(orgID, c.ID), nil))
-		if !c.Disabled {
-			err = errors.Join(err, txn.Put(claimKey(orgID, c.BaseURL), []byte(c.ID)))
-		}
 		return err
 	})
 	if err != nil {
-		var conflict *ConflictError
-		if errors.As(err, &conflict) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store OG configuration: %w", err)
+		return nil, err
 	}
 	return c, nil
+}
+
+// checkClaim refuses an enabled c whose base_url another enabled
+// configuration of the organization holds: a *ConflictError.
+func checkClaim(r kv.Reader, c *Config) error {
+	if c.Disabled {
+		return nil
+	}
+	other, err := claimant(r, c.OrgID, c.BaseURL)
+	if err != nil {
+		return err
+	}
+	if other != "" && other != c.ID {
+		return &ConflictError{BaseURL: c.BaseURL, ExistingID: other}
+	}
+	return nil
 }
 
 // freeDomainID draws a domain id no configuration has. At 128 bits a
@@ -197,18 +204,7 @@ func apply(c *Config, req Request) {
 // Get returns the organization's configuration with the id; another
 // organization's is ErrNotFound, like a missing one.
 func (s *Store) Get(orgID, id string) (*Config, error) {
-	return s.get(s.kv, orgID, id)
-}
-
-func (s *Store) get(r kv.Reader, orgID, id string) (*Config, error) {
-	c, err := s.load(r, id)
-	if err != nil {
-		return nil, err
-	}
-	if c.OrgID != orgID {
-		return nil, ErrNotFound
-	}
-	return c, nil
+	return s.rs.Get(orgID, id)
 }
 
 // ByDomainID returns the configuration with the domain id, disabled or
@@ -218,14 +214,7 @@ func (s *Store) ByDomainID(domainID string) (*Config, error) {
 	if !validDomainID(domainID) {
 		return nil, ErrNotFound
 	}
-	id, err := s.kv.Get(domainKey(domainID))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up domain id: %w", err)
-	}
-	return s.load(s.kv, string(id))
+	return s.rs.ByIndex(domainKey(domainID), "domain id")
 }
 
 // Update replaces the configuration's fields with req (a full
@@ -233,44 +222,15 @@ func (s *Store) ByDomainID(domainID string) (*Config, error) {
 // grows. Enabling it, or moving it while enabled, to a base_url another
 // enabled configuration holds is a *ConflictError.
 func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Config, error) {
-	var out *Config
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		c, err := s.get(txn, orgID, id)
-		if err != nil {
+	return s.rs.Update(ctx, orgID, id, func(txn kv.Txn, c *Config) error {
+		apply(c, req)
+		if err := checkClaim(txn, c); err != nil {
 			return err
 		}
-		if !req.Disabled {
-			if other, err := claimant(txn, orgID, req.BaseURL); err != nil {
-				return err
-			} else if other != "" && other != id {
-				return &ConflictError{BaseURL: req.BaseURL, ExistingID: other}
-			}
-		}
-		wasEnabled, oldBase := !c.Disabled, c.BaseURL
-		apply(c, req)
 		c.Revision++
 		c.UpdatedAt = s.now().UTC()
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		err = txn.Put(recordKey(c.ID), raw)
-		if wasEnabled && (c.Disabled || c.BaseURL != oldBase) {
-			err = errors.Join(err, txn.Delete(claimKey(orgID, oldBase)))
-		}
-		if !c.Disabled {
-			err = errors.Join(err, txn.Put(claimKey(orgID, c.BaseURL), []byte(c.ID)))
-		}
-		if err != nil {
-			return fmt.Errorf("store OG configuration %s: %w", c.ID, err)
-		}
-		out = c
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // RequestRefresh marks every page of the organization's configuration for
@@ -278,62 +238,22 @@ func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Con
 // RefreshRequestedAt is now. Its revision and updated_at stay: nothing of
 // the configuration changed, and its images keep their identity.
 func (s *Store) RequestRefresh(ctx context.Context, orgID, id string) (*Config, error) {
-	var out *Config
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		c, err := s.get(txn, orgID, id)
-		if err != nil {
-			return err
-		}
+	return s.rs.Update(ctx, orgID, id, func(_ kv.Txn, c *Config) error {
 		c.RefreshGeneration++
 		c.RefreshRequestedAt = s.now().UTC()
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		if err := txn.Put(recordKey(c.ID), raw); err != nil {
-			return fmt.Errorf("store OG configuration %s: %w", c.ID, err)
-		}
-		out = c
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Delete removes the configuration with its indexes and returns what it
 // was.
 func (s *Store) Delete(ctx context.Context, orgID, id string) (*Config, error) {
-	var out *Config
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		c, err := s.get(txn, orgID, id)
-		if err != nil {
-			return err
-		}
-		err = errors.Join(
-			txn.Delete(recordKey(c.ID)),
-			txn.Delete(domainKey(c.DomainID)),
-			txn.Delete(orgKey(orgID, c.ID)),
-			txn.Delete(countKey(c.ID)))
-		if !c.Disabled {
-			err = errors.Join(err, txn.Delete(claimKey(orgID, c.BaseURL)))
-		}
-		if err != nil {
-			return fmt.Errorf("delete OG configuration %s: %w", c.ID, err)
-		}
-		out = c
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.rs.Delete(ctx, orgID, id)
 }
 
 // List returns up to count of the organization's configurations newest
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
 func (s *Store) List(orgID, after string, count int) ([]*Config, bool, error) {
-	return kv.ListIndex(s.kv, orgPrefix(orgID), after, count, s.load)
+	return s.rs.List(orgID, after, count, nil)
 }

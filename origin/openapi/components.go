@@ -19,7 +19,7 @@ import (
 	"github.com/pictorhq/pictor/origin/template"
 )
 
-// Limits of packages this one does not import (origin/images and
+// Limits of packages this one does not import (origin/rendition and
 // origin/contract/imaging link libvips); origin/openapi_test.go holds them
 // to the originals.
 const (

@@ -3,14 +3,12 @@ package proxy
 import (
 	"errors"
 	"net/http"
-	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/respond"
 )
 
@@ -84,25 +82,16 @@ func caller(r *http.Request) (*auth.Principal, error) {
 // storeError maps the store's errors to answers.
 func storeError(err error) error {
 	var re *RetainError
-	switch {
-	case errors.As(err, &re):
+	if errors.As(err, &re) {
 		e := apierr.Field("authentication.retain_password", "%s", re.Problem)
 		e.Cause = err
 		return e
-	case errors.Is(err, ErrNotFound):
-		return apierr.NotFound("Proxy not found")
 	}
-	return err
+	return resource.NotFound(err, ErrNotFound, "Proxy not found")
 }
 
 // pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return "", apierr.Field("id", "is not a valid proxy id")
-	}
-	return strings.ToLower(id), nil
-}
+func pathID(r *http.Request) (string, error) { return resource.PathID(r, "proxy") }
 
 // parse reads and validates a create (current nil) or update request.
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request, current *Proxy) (Request, error) {
@@ -213,16 +202,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	count, after, err := h.Cursors.ParseList(r.URL.Query(), scope(p.Org.ID))
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	list, more, err := h.Store.List(p.Org.ID, after, count)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
-		func(x *Proxy) string { return x.ID }))
+	resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Proxy, bool, error) {
+		return h.Store.List(p.Org.ID, after, count)
+	}, NewView, func(x *Proxy) string { return x.ID })
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pictorhq/pictor/origin/contract/field"
+	"github.com/pictorhq/pictor/origin/resource"
 )
 
 // Field limits and defaults of a proxy request (compat.md, "Proxies"; the
@@ -55,11 +56,11 @@ type Request struct {
 // quotes the url, the username or the password.
 func ParseRequest(o *field.Object, opts Options) (Request, error) {
 	var errs field.Errors
-	rd := reader{o: o, errs: &errs}
+	rd := reader{resource.Reader{O: o, Errs: &errs}}
 	req := Request{BypassHosts: []string{}}
 
-	switch s, ok := rd.str("name"); {
-	case !ok && !rd.sent("name"):
+	switch s, ok := rd.Str("name"); {
+	case !ok && !rd.Sent("name"):
 		errs.Add(o.Path("name"), "is required: %d to %d characters", MinName, MaxName)
 	case !ok:
 	default:
@@ -75,8 +76,8 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 
 	var urlPort int
 	urlValid := false
-	switch s, ok := rd.str("url"); {
-	case !ok && !rd.sent("url"):
+	switch s, ok := rd.Str("url"); {
+	case !ok && !rd.Sent("url"):
 		errs.Add(o.Path("url"), "is required: the proxy's http or https URL, such as http://proxy.example.com")
 	case ok:
 		norm, port, problem := parseURL(s)
@@ -91,7 +92,7 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 	}
 
 	portValid := true
-	if rd.sent("port") {
+	if rd.Sent("port") {
 		n, ok := o.Int(&errs, "port", 1, 65535)
 		switch {
 		case !ok:
@@ -112,7 +113,7 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 		}
 	}
 
-	if v, ok := rd.boolean("disabled"); ok {
+	if v, ok := rd.Bool("disabled"); ok {
 		req.Disabled = v
 	}
 	rd.authentication(&req, opts.Current, urlValid && portValid)
@@ -120,78 +121,48 @@ func ParseRequest(o *field.Object, opts Options) (Request, error) {
 	return req, errs.Err()
 }
 
-// reader reads top-level fields; in a form an empty value is not sent.
-type reader struct {
-	o    *field.Object
-	errs *field.Errors
-}
-
-func (rd reader) sent(name string) bool {
-	if rd.o.IsForm() {
-		vs := rd.o.FormValues(name)
-		return len(vs) > 0 && vs[len(vs)-1] != ""
-	}
-	return rd.o.Present(name)
-}
-
-func (rd reader) str(name string) (string, bool) {
-	if !rd.sent(name) {
-		return "", false
-	}
-	s, ok := rd.o.String(rd.errs, name)
-	if ok && !utf8.ValidString(s) { // form text; a JSON string is always valid
-		rd.errs.Add(rd.o.Path(name), "must be valid UTF-8 text")
-		return "", false
-	}
-	return s, ok
-}
-
-func (rd reader) boolean(name string) (bool, bool) {
-	if !rd.sent(name) {
-		return false, false
-	}
-	return rd.o.Bool(rd.errs, name)
-}
+// reader reads top-level fields (resource.Reader).
+type reader struct{ resource.Reader }
 
 // authentication reads {username, password, retain_password}. endpointValid
 // says whether url and port were read, so that retain_password can be
 // checked against them.
 func (rd reader) authentication(req *Request, current *Proxy, endpointValid bool) {
 	const name = "authentication"
-	if !rd.sent(name) {
+	if !rd.Sent(name) {
 		return
 	}
-	path := rd.o.Path(name)
+	path := rd.O.Path(name)
 	var raw []byte
-	if rd.o.IsForm() {
-		vs := rd.o.FormValues(name)
+	if rd.O.IsForm() {
+		vs := rd.O.FormValues(name)
 		raw = []byte(vs[len(vs)-1])
 	} else {
-		raw, _ = rd.o.Raw(name)
+		raw, _ = rd.O.Raw(name)
 	}
 	var m map[string]json.RawMessage
 	if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "{") || json.Unmarshal(raw, &m) != nil {
 		what := "an object"
-		if rd.o.IsForm() {
+		if rd.O.IsForm() {
 			what = "a JSON-encoded object"
 		}
-		rd.errs.Add(path, "must be %s {username, password} or {username, retain_password: true}", what)
+		rd.Errs.Add(path, "must be %s {username, password} or {username, retain_password: true}", what)
 		return
 	}
 	sub := field.FromJSON(m)
 	sub.Prefix = path + "."
 
 	usernameValid := true
-	if s, ok := sub.String(rd.errs, "username"); ok && s != "" {
+	if s, ok := sub.String(rd.Errs, "username"); ok && s != "" {
 		switch n := utf8.RuneCountInString(s); {
 		case n > MaxUsername:
-			rd.errs.Add(sub.Path("username"), "must be at most %d characters (got %d)", MaxUsername, n)
+			rd.Errs.Add(sub.Path("username"), "must be at most %d characters (got %d)", MaxUsername, n)
 			usernameValid = false
 		case strings.ContainsFunc(s, unicode.IsControl):
-			rd.errs.Add(sub.Path("username"), "must not contain control characters")
+			rd.Errs.Add(sub.Path("username"), "must not contain control characters")
 			usernameValid = false
 		case strings.ContainsRune(s, ':'):
-			rd.errs.Add(sub.Path("username"), "must not contain ':' (HTTP Basic authentication cannot carry it)")
+			rd.Errs.Add(sub.Path("username"), "must not contain ':' (HTTP Basic authentication cannot carry it)")
 			usernameValid = false
 		}
 		req.Username = s
@@ -200,31 +171,31 @@ func (rd reader) authentication(req *Request, current *Proxy, endpointValid bool
 	}
 
 	passwordSent := sub.Present("password")
-	if s, ok := sub.String(rd.errs, "password"); ok && s != "" {
+	if s, ok := sub.String(rd.Errs, "password"); ok && s != "" {
 		switch n := utf8.RuneCountInString(s); {
 		case n > MaxPassword:
-			rd.errs.Add(sub.Path("password"), "must be at most %d characters (got %d)", MaxPassword, n)
+			rd.Errs.Add(sub.Path("password"), "must be at most %d characters (got %d)", MaxPassword, n)
 		case strings.ContainsFunc(s, unicode.IsControl):
-			rd.errs.Add(sub.Path("password"), "must not contain control characters")
+			rd.Errs.Add(sub.Path("password"), "must not contain control characters")
 		case req.Username == "" && usernameValid:
-			rd.errs.Add(sub.Path("password"), "needs authentication.username")
+			rd.Errs.Add(sub.Path("password"), "needs authentication.username")
 		}
 		req.Password = Secret(s)
 	}
 
-	retain, ok := sub.Bool(rd.errs, "retain_password")
+	retain, ok := sub.Bool(rd.Errs, "retain_password")
 	if !ok || !retain {
 		return
 	}
 	rpath := sub.Path("retain_password")
 	switch {
 	case passwordSent:
-		rd.errs.Add(rpath, "cannot be sent with authentication.password: send the new password, or retain_password alone to keep the stored one")
+		rd.Errs.Add(rpath, "cannot be sent with authentication.password: send the new password, or retain_password alone to keep the stored one")
 	case current == nil:
-		rd.errs.Add(rpath, "is only for updates: a new proxy has no password to keep")
+		rd.Errs.Add(rpath, "is only for updates: a new proxy has no password to keep")
 	case usernameValid && endpointValid:
 		if problem := retainProblem(current, *req); problem != "" {
-			rd.errs.Add(rpath, "%s", problem)
+			rd.Errs.Add(rpath, "%s", problem)
 		}
 	}
 	req.Password, req.RetainPassword = "", true
@@ -251,20 +222,20 @@ func retainProblem(cur *Proxy, req Request) string {
 func (rd reader) bypassHosts() []string {
 	const name = "bypass_hosts"
 	out := []string{}
-	path := rd.o.Path(name)
+	path := rd.O.Path(name)
 	var items []json.RawMessage
-	if rd.o.IsForm() {
+	if rd.O.IsForm() {
 		// Empty values are not sent; the others are repeated values or one
 		// JSON-encoded array.
 		var vs []string
-		for _, v := range rd.o.FormValues(name) {
+		for _, v := range rd.O.FormValues(name) {
 			if v != "" {
 				vs = append(vs, v)
 			}
 		}
 		if len(vs) == 1 && strings.HasPrefix(strings.TrimSpace(vs[0]), "[") {
 			if json.Unmarshal([]byte(vs[0]), &items) != nil {
-				rd.errs.Add(path, "must be a JSON-encoded array of host names")
+				rd.Errs.Add(path, "must be a JSON-encoded array of host names")
 				return out
 			}
 		} else {
@@ -278,34 +249,34 @@ func (rd reader) bypassHosts() []string {
 			}
 		}
 	} else {
-		raw, ok := rd.o.Raw(name)
+		raw, ok := rd.O.Raw(name)
 		if !ok {
 			return out
 		}
 		if t := strings.TrimSpace(string(raw)); !strings.HasPrefix(t, "[") || json.Unmarshal(raw, &items) != nil {
-			rd.errs.Add(path, "must be an array of host names")
+			rd.Errs.Add(path, "must be an array of host names")
 			return out
 		}
 	}
 	if len(items) > MaxBypassHosts {
-		rd.errs.Add(path, "must hold at most %d hosts (got %d)", MaxBypassHosts, len(items))
+		rd.Errs.Add(path, "must hold at most %d hosts (got %d)", MaxBypassHosts, len(items))
 		return out
 	}
 	seen := make(map[string]bool, len(items))
 	for i, item := range items {
 		where := fmt.Sprintf("%s[%d]", path, i)
 		if item == nil {
-			rd.errs.Add(where, "must be valid UTF-8 text")
+			rd.Errs.Add(where, "must be valid UTF-8 text")
 			continue
 		}
 		var s string
 		if t := strings.TrimSpace(string(item)); !strings.HasPrefix(t, `"`) || json.Unmarshal(item, &s) != nil {
-			rd.errs.Add(where, "must be a string")
+			rd.Errs.Add(where, "must be a string")
 			continue
 		}
 		host, problem := parseBypassHost(s)
 		if problem != "" {
-			rd.errs.Add(where, "%s", problem)
+			rd.Errs.Add(where, "%s", problem)
 			continue
 		}
 		if !seen[host] {

@@ -260,7 +260,7 @@ func TestStoreLegacyPasswordMigrates(t *testing.T) {
 	p.SealedPassword = legacySeal(t, master, []byte(password), []byte(p.ID))
 	legacy := bytes.Clone(p.SealedPassword)
 	raw, _ := json.Marshal(p)
-	if err := db.Put(recordKey(p.ID), raw); err != nil {
+	if err := db.Put([]byte("prx/p/"+p.ID), raw); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)
@@ -324,7 +324,7 @@ func TestPasswordNeverLogged(t *testing.T) {
 	// password opens, the failure is logged without it.
 	p.SealedPassword = legacySeal(t, master, []byte(password), []byte(p.ID))
 	raw, _ := json.Marshal(p)
-	if err := db.Put(recordKey(p.ID), raw); err != nil {
+	if err := db.Put([]byte("prx/p/"+p.ID), raw); err != nil {
 		t.Fatal(err)
 	}
 	db.failPuts.Store(true)

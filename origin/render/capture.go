@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pictorhq/pictor/origin/consent"
-	"github.com/pictorhq/pictor/origin/contract/codec"
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/twemoji"
 )
 
@@ -590,7 +590,7 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 		}
 		strips = append(strips, data)
 	}
-	data, width, height, err := codec.JoinVertical(strips)
+	data, width, height, err := imaging.JoinVertical(strips)
 	if err != nil {
 		return nil, err
 	}

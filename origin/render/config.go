@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -120,6 +121,19 @@ func DefaultConfig() Config {
 		FontsURL:       "https://fonts.googleapis.com",
 		ProfileDir:     filepath.Join(os.TempDir(), "pictor-chromium"),
 	}
+}
+
+// RegisterFlags registers the settings an operator chooses on fs
+// (--render-tabs, --render-queue, --fonts-url and the --chromium flags),
+// each defaulting to its value in c: start from DefaultConfig.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Tabs, "render-tabs", c.Tabs, "Chromium tabs rendering at once")
+	fs.IntVar(&c.Queue, "render-queue", c.Queue, "renders that may wait for a tab before 503; one organization may hold at most half of them")
+	fs.StringVar(&c.FontsURL, "fonts-url", c.FontsURL, "base URL of the Google Fonts CSS API")
+	fs.StringVar(&c.Chromium, "chromium", c.Chromium, "Chromium binary (default: Debian's headless shell when installed, else chromium; chromium with --chromium-site-isolation)")
+	fs.StringVar(&c.User, "chromium-user", c.User, "system user Chromium runs as when pictor runs as root (default pictor, or nobody when pictor does not exist)")
+	fs.BoolVar(&c.NoSandbox, "chromium-no-sandbox", c.NoSandbox, "turn Chromium's sandbox off, for hosts without user namespaces (Chromium then runs as pictor's own user)")
+	fs.BoolVar(&c.SiteIsolation, "chromium-site-isolation", c.SiteIsolation, "give each cross-site iframe a renderer process of its own (slower and more memory for pages with embeds)")
 }
 
 // Validate reports the first invalid setting.

@@ -75,8 +75,9 @@ func TestHostileEgressPeer(t *testing.T) {
 			site := newHeldSite(t)
 			reg := prometheus.NewRegistry()
 			logs := &apitest.Buffer{}
-			gw, err := egress.New(egress.Config{DialTimeout: 10 * time.Second, Registerer: reg,
-				Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			gc := egress.DefaultConfig()
+			gc.Registerer, gc.Logger = reg, slog.New(slog.NewTextHandler(logs, nil))
+			gw, err := egress.New(gc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -89,6 +90,21 @@ func DefaultConfig() Config {
 		MaxBackoff:      5 * time.Second,
 		STSRegion:       "us-east-1",
 	}
+}
+
+// RegisterFlags registers the settings of the writes to storage
+// destinations on fs (--storage-*), each defaulting to its value in c:
+// start from DefaultConfig.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.TestTimeout, "storage-test-timeout", c.TestTimeout, "bound of a storage destination's connection test")
+	fs.DurationVar(&c.WriteTimeout, "storage-write-timeout", c.WriteTimeout, "bound of a write to a storage destination, plus a second per --storage-write-min-rate bytes")
+	fs.Int64Var(&c.WriteMinRate, "storage-write-min-rate", c.WriteMinRate, "slowest write throughput, bytes per second, a write is given time for")
+	fs.DurationVar(&c.MaxWriteTimeout, "storage-max-write-timeout", c.MaxWriteTimeout, "longest bound of one write")
+	fs.Int64Var(&c.PartSize, "storage-part-size", c.PartSize, "writes larger than this are multipart uploads of parts this size (at least 5 MiB)")
+	fs.IntVar(&c.MaxAttempts, "storage-max-attempts", c.MaxAttempts, "attempts of each S3 or STS request, the first included")
+	fs.DurationVar(&c.MaxBackoff, "storage-max-backoff", c.MaxBackoff, "longest wait between two attempts")
+	fs.StringVar(&c.STSEndpoint, "storage-sts-endpoint", c.STSEndpoint, "STS endpoint aws_s3 destinations' roles are assumed through (default: AWS's, in --storage-sts-region)")
+	fs.StringVar(&c.STSRegion, "storage-sts-region", c.STSRegion, "region of the STS endpoint aws_s3 roles are assumed through")
 }
 
 // minPartSize is S3's smallest part of a multipart upload.

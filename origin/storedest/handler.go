@@ -10,13 +10,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/origin/storage"
 )
@@ -158,25 +157,16 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error)
 
 // storeError maps the store's errors to answers.
 func storeError(err error) error {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return apierr.NotFound("Storage destination not found")
-	case errors.Is(err, ErrChanged):
+	if errors.Is(err, ErrChanged) {
 		e := apierr.New(http.StatusConflict, "The storage destination was changed by another request meanwhile; read it and try again")
 		e.Cause = err
 		return e
 	}
-	return err
+	return resource.NotFound(err, ErrNotFound, "Storage destination not found")
 }
 
 // pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return "", apierr.Field("id", "is not a valid storage destination id")
-	}
-	return strings.ToLower(id), nil
-}
+func pathID(r *http.Request) (string, error) { return resource.PathID(r, "storage destination") }
 
 const retainPath = "connection_info." + fRetain
 
@@ -432,16 +422,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	count, after, err := h.Cursors.ParseList(r.URL.Query(), scope(p.Org.ID))
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	list, more, err := h.Store.List(p.Org.ID, after, count)
-	if err != nil {
-		apierr.Write(w, r, err)
-		return
-	}
-	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more, NewView,
-		func(x *Destination) string { return x.ID }))
+	resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Destination, bool, error) {
+		return h.Store.List(p.Org.ID, after, count)
+	}, NewView, func(x *Destination) string { return x.ID })
 }

@@ -70,13 +70,13 @@ func TestReseal(t *testing.T) {
 				default:
 				}
 				name := fmt.Sprintf("dest %d round %d", i, round)
-				err := renamer.kv.Update(ctx, lockName(d.OrgID), func(txn kv.Txn) error {
-					cur, err := renamer.load(txn, d.ID)
+				err := renamer.rs.Txn(ctx, d.OrgID, func(txn kv.Txn) error {
+					cur, err := renamer.rs.Load(txn, d.ID)
 					if err != nil {
 						return err
 					}
 					cur.Name = name
-					return renamer.put(txn, cur)
+					return renamer.rs.Put(txn, cur)
 				})
 				if err != nil {
 					renameErr = err

@@ -1,7 +1,6 @@
 package storedest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/seal"
 	"github.com/pictorhq/pictor/origin/storage"
 )
@@ -24,9 +24,27 @@ import (
 //	sd/r/<id>           record
 //	sd/o/<org_id>/<id>  empty: an organization's destinations in creation order
 //	sd/x/<org_id>       the organization's AWS external id
-func recordKey(id string) []byte     { return []byte("sd/r/" + id) }
-func orgPrefix(orgID string) []byte  { return []byte("sd/o/" + orgID + "/") }
-func orgKey(orgID, id string) []byte { return []byte("sd/o/" + orgID + "/" + id) }
+//
+// Every write of an organization's destinations (and external id) holds
+// the lock storage-destination/<org_id>.
+var spec = resource.Spec[Destination]{
+	Name: "storage destination", Record: "sd/r/", Org: "sd/o/", Lock: "storage-destination/",
+	NotFound: ErrNotFound,
+	ID:       func(d *Destination) string { return d.ID },
+	OrgID:    func(d *Destination) string { return d.OrgID },
+	Encode:   func(d *Destination) ([]byte, error) { return json.Marshal(newRecord(d)) },
+	Decode: func(raw []byte) (*Destination, error) {
+		var rec record
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, err
+		}
+		return rec.destination(), nil
+	},
+}
+
+// sealedSecret is where a destination keeps its sealed secret.
+func sealedSecret(d *Destination) *[]byte { return &d.sealed }
+
 func externalKey(orgID string) []byte {
 	return []byte("sd/x/" + orgID)
 }
@@ -128,7 +146,7 @@ type Input struct {
 // one kv.Update under the organization's lock, which every process
 // sharing the store takes.
 type Store struct {
-	kv  kv.Store
+	rs  *resource.Store[Destination]
 	box *seal.Box
 	now func() time.Time
 	// edits serialize this process's updates of one destination from their
@@ -143,33 +161,7 @@ func NewStore(s kv.Store, box *seal.Box, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, box: box, now: now}
-}
-
-// lockName is the kv lock of an organization's destinations.
-func lockName(orgID string) string { return "storage-destination/" + orgID }
-
-func (s *Store) load(r kv.Reader, id string) (*Destination, error) {
-	raw, err := r.Get(recordKey(id))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get storage destination %s: %w", id, err)
-	}
-	var rec record
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("decode storage destination %s: %w", id, err)
-	}
-	return rec.destination(), nil
-}
-
-func (s *Store) put(w kv.Writer, d *Destination) error {
-	raw, err := json.Marshal(newRecord(d))
-	if err != nil {
-		return err
-	}
-	return w.Put(recordKey(d.ID), raw)
+	return &Store{rs: resource.NewStore(s, spec), box: box, now: now}
 }
 
 // apply sets d's fields from in, sealing the secret under d.ID.
@@ -198,11 +190,8 @@ func (s *Store) Create(ctx context.Context, orgID string, in Input) (*Destinatio
 	if err := s.apply(d, in); err != nil {
 		return nil, err
 	}
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		return errors.Join(s.put(txn, d), txn.Put(orgKey(orgID, d.ID), nil))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store storage destination: %w", err)
+	if err := s.rs.Create(ctx, d, nil); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -212,18 +201,7 @@ func (s *Store) Create(ctx context.Context, orgID string, in Input) (*Destinatio
 // the render path's look-up (one read); Connection gives what to connect
 // with.
 func (s *Store) Get(orgID, id string) (*Destination, error) {
-	return s.get(s.kv, orgID, id)
-}
-
-func (s *Store) get(r kv.Reader, orgID, id string) (*Destination, error) {
-	d, err := s.load(r, id)
-	if err != nil {
-		return nil, err
-	}
-	if d.OrgID != orgID {
-		return nil, ErrNotFound
-	}
-	return d, nil
+	return s.rs.Get(orgID, id)
 }
 
 // updateAttempts bounds how many times Update starts again from the
@@ -262,12 +240,7 @@ func (s *Store) update(ctx context.Context, orgID, id string, change func(cur *D
 	if err != nil {
 		return nil, err
 	}
-	var out *Destination
-	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		d, err := s.get(txn, orgID, id)
-		if err != nil {
-			return err
-		}
+	return s.rs.Update(ctx, orgID, id, func(_ kv.Txn, d *Destination) error {
 		if d.Revision != cur.Revision {
 			return fmt.Errorf("%w: revision %d, then %d", ErrChanged, cur.Revision, d.Revision)
 		}
@@ -276,44 +249,21 @@ func (s *Store) update(ctx context.Context, orgID, id string, change func(cur *D
 		}
 		d.Revision++
 		d.UpdatedAt = s.now().UTC()
-		if err := s.put(txn, d); err != nil {
-			return fmt.Errorf("store storage destination %s: %w", d.ID, err)
-		}
-		out = d
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Delete removes the destination and returns what it was. Objects already
 // written to its bucket stay there.
 func (s *Store) Delete(ctx context.Context, orgID, id string) (*Destination, error) {
-	var out *Destination
-	err := s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
-		d, err := s.get(txn, orgID, id)
-		if err != nil {
-			return err
-		}
-		if err := errors.Join(txn.Delete(recordKey(d.ID)), txn.Delete(orgKey(orgID, d.ID))); err != nil {
-			return fmt.Errorf("delete storage destination %s: %w", d.ID, err)
-		}
-		out = d
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.rs.Delete(ctx, orgID, id)
 }
 
 // List returns up to count of the organization's destinations newest
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
 func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, error) {
-	return kv.ListIndex(s.kv, orgPrefix(orgID), after, count, s.load)
+	return s.rs.List(orgID, after, count, nil)
 }
 
 // ExternalID returns the organization's AWS external id, which aws_s3
@@ -322,7 +272,7 @@ func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, erro
 // life. Concurrent first calls get the same id, in every process sharing
 // the store.
 func (s *Store) ExternalID(ctx context.Context, orgID string) (string, error) {
-	id, err := s.kv.Get(externalKey(orgID))
+	id, err := s.rs.KV().Get(externalKey(orgID))
 	if err == nil {
 		return string(id), nil
 	}
@@ -330,7 +280,7 @@ func (s *Store) ExternalID(ctx context.Context, orgID string) (string, error) {
 		return "", fmt.Errorf("get external id: %w", err)
 	}
 	var ext string
-	err = s.kv.Update(ctx, lockName(orgID), func(txn kv.Txn) error {
+	err = s.rs.Txn(ctx, orgID, func(txn kv.Txn) error {
 		switch id, err := txn.Get(externalKey(orgID)); {
 		case err == nil:
 			ext = string(id)
@@ -361,7 +311,7 @@ func (s *Store) Connection(d *Destination) (storage.Connection, error) {
 			return storage.Connection{}, fmt.Errorf("storage destination %s: %w: %w", d.ID, ErrSecret, err)
 		}
 		if upgraded != nil {
-			if err := s.reseal(ctx, d, upgraded); err != nil {
+			if err := s.rs.Reseal(ctx, d, sealedSecret, upgraded); err != nil {
 				// The secret opened: the caller goes on, the next read retries.
 				slog.Warn("storage destination secret not migrated to the current sealed format", "destination_id", d.ID, "error", err)
 			}
@@ -376,25 +326,6 @@ func (s *Store) Connection(d *Destination) (storage.Connection, error) {
 		c.ExternalID = ext
 	}
 	return c, nil
-}
-
-// reseal replaces d's stored secret by upgraded unless the record changed
-// meanwhile. It is not an update: revision and updated_at stay.
-func (s *Store) reseal(ctx context.Context, d *Destination, upgraded []byte) error {
-	return s.kv.Update(ctx, lockName(d.OrgID), func(txn kv.Txn) error {
-		cur, err := s.load(txn, d.ID)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(cur.sealed, d.sealed) {
-			return nil
-		}
-		cur.sealed = upgraded
-		if err := s.put(txn, cur); err != nil {
-			return fmt.Errorf("store storage destination %s: %w", cur.ID, err)
-		}
-		return nil
-	})
 }
 
 // keyedMutex is a mutex per key, dropped when nobody holds or waits for it.
@@ -437,30 +368,5 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 // every write of destinations takes (seal.Reseal); revision and
 // updated_at stay.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	return seal.Reseal(ctx, s.kv, s.box, seal.Kind{
-		Name:   "storage destination",
-		Prefix: []byte("sd/r/"),
-		Scan: func(raw []byte) (seal.Sealed, error) {
-			var rec record
-			err := json.Unmarshal(raw, &rec)
-			if len(rec.Secret) == 0 {
-				return seal.Sealed{ID: rec.ID}, err
-			}
-			return seal.Sealed{ID: rec.ID, OrgID: rec.OrgID, Value: rec.Secret}, err
-		},
-		Lock: lockName,
-		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
-			d, err := s.load(txn, id)
-			if errors.Is(err, ErrNotFound) {
-				return nil, nil, nil
-			}
-			if err != nil || len(d.sealed) == 0 {
-				return nil, nil, err
-			}
-			return d.sealed, func(upgraded []byte) error {
-				d.sealed = upgraded
-				return s.put(txn, d)
-			}, nil
-		},
-	})
+	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind("storage destination", sealedSecret))
 }

@@ -207,7 +207,7 @@ func TestLegacySecretMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.sealed = legacySeal(t, []byte("legacy-secret"), []byte(d.ID))
-	if err := s.put(db, d); err != nil {
+	if err := s.rs.Put(db, d); err != nil {
 		t.Fatal(err)
 	}
 	legacy := bytes.Clone(d.sealed)
@@ -368,7 +368,7 @@ func TestUpdateRaces(t *testing.T) {
 		if calls++; calls == 1 {
 			other := *cur
 			other.Revision++
-			if err := s.put(s.kv, &other); err != nil {
+			if err := s.rs.Put(s.rs.KV(), &other); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -381,7 +381,7 @@ func TestUpdateRaces(t *testing.T) {
 	_, err = s.Update(context.Background(), "org-a", e.ID, func(cur *Destination) (Input, error) {
 		other := *cur
 		other.Revision++
-		if err := s.put(s.kv, &other); err != nil {
+		if err := s.rs.Put(s.rs.KV(), &other); err != nil {
 			t.Fatal(err)
 		}
 		return wasabiInput("e", "secret-two"), nil

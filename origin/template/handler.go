@@ -364,22 +364,8 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, err)
 		return
 	}
-	out := listEnvelope{Data: make([]View, len(versions))}
-	for i, v := range versions {
-		out.Data[i] = view(v)
-	}
-	if more {
-		tok := h.Cursors.Encode(scope, versions[len(versions)-1].TemplateID)
-		out.Pagination.NextPageStart = &tok
-	}
-	respond.JSON(w, r, http.StatusOK, out)
-}
-
-type listEnvelope struct {
-	Data       []View `json:"data"`
-	Pagination struct {
-		NextPageStart *string `json:"next_page_start"`
-	} `json:"pagination"`
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope, versions, more, view,
+		func(v *Version) string { return v.TemplateID }))
 }
 
 // Versions handles GET /v1/template/{id}.
@@ -391,11 +377,7 @@ func (h *Handler) Versions(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, notFound(id, err))
 		return
 	}
-	out := listEnvelope{Data: make([]View, len(versions))}
-	for i, v := range versions {
-		out.Data[i] = view(v)
-	}
-	respond.JSON(w, r, http.StatusOK, out)
+	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, "", versions, false, view, nil))
 }
 
 // Delete handles DELETE /v1/template/{id}.
@@ -433,8 +415,8 @@ func (h *Handler) CountRenders(id string, version int, n int64) error {
 
 // Owner returns the organization a template belongs to.
 func (h *Handler) Owner(id string) (string, error) {
-	var t Template
-	if err := getJSON(h.Store.kv, tplKey(id), &t); err != nil {
+	t, err := h.Store.rs.Load(h.Store.kv, id)
+	if err != nil {
 		return "", err
 	}
 	return t.OrgID, nil

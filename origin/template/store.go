@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/origin/resource"
 )
 
 // Sentinel errors.
@@ -48,18 +49,25 @@ type Version struct {
 //	tpl/<template_id>                          Template
 //	tpl-ver/<template_id>/<version, 8 bytes>   Version
 //	org-tpl/<org_id>/<template_id>             empty: an organization's templates in creation order
-func tplKey(id string) []byte    { return []byte("tpl/" + id) }
 func verPrefix(id string) []byte { return []byte("tpl-ver/" + id + "/") }
 func verKey(id string, v int) []byte {
 	return binary.BigEndian.AppendUint64(verPrefix(id), uint64(v))
 }
-func orgPrefix(org string) []byte  { return []byte("org-tpl/" + org + "/") }
-func orgKey(org, id string) []byte { return []byte("org-tpl/" + org + "/" + id) }
+
+// spec is the templates' records: created under their organization's
+// lock (template/org/<org_id>), changed under their own (tplLock).
+var spec = resource.Spec[Template]{
+	Name: "template", Record: "tpl/", Org: "org-tpl/", Lock: "template/org/",
+	NotFound: ErrNotFound,
+	ID:       func(t *Template) string { return t.ID },
+	OrgID:    func(t *Template) string { return t.OrgID },
+}
 
 // Store keeps templates. Each write is one kv.Update: an organization's
 // creations under its lock (the plan's limit counts what every process
 // sharing the store made), a template's changes under the template's.
 type Store struct {
+	rs  *resource.Store[Template]
 	kv  kv.Store
 	now func() time.Time
 }
@@ -69,13 +77,11 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{kv: s, now: now}
+	return &Store{rs: resource.NewStore(s, spec), kv: s, now: now}
 }
 
-// orgLock guards the creations of an organization's templates, tplLock the
-// changes of one template.
-func orgLock(orgID string) string { return "template/org/" + orgID }
-func tplLock(id string) string    { return "template/" + id }
+// tplLock guards the changes of one template.
+func tplLock(id string) string { return "template/" + id }
 
 func getJSON(r kv.Reader, key []byte, v any) error {
 	raw, err := r.Get(key)
@@ -102,62 +108,32 @@ func (s *Store) Create(ctx context.Context, orgID string, limit int, v Version) 
 	now := s.now().UTC()
 	t := &Template{ID: "t-" + uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Latest: 1, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.Version, v.CreatedAt, v.UpdatedAt, v.RenderCount = t.ID, 1, now, now, 0
-	err := s.kv.Update(ctx, orgLock(orgID), func(txn kv.Txn) error {
-		n, err := count(txn, orgID)
-		if err != nil {
+	within := s.rs.Limit(orgID, limit, ErrLimit)
+	err := s.rs.Create(ctx, t, func(txn kv.Txn) error {
+		if err := within(txn); err != nil {
 			return err
 		}
-		if n >= limit {
-			return ErrLimit
-		}
-		return errors.Join(
-			putJSON(txn, tplKey(t.ID), t),
-			putJSON(txn, verKey(t.ID, 1), &v),
-			txn.Put(orgKey(orgID, t.ID), nil))
+		return putJSON(txn, verKey(t.ID, 1), &v)
 	})
-	if errors.Is(err, ErrLimit) {
-		return nil, nil, ErrLimit
-	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("store template: %w", err)
+		return nil, nil, err
 	}
 	return t, &v, nil
-}
-
-func count(r kv.Reader, orgID string) (int, error) {
-	it := r.Iterate(orgPrefix(orgID), kv.IterOptions{})
-	defer it.Close()
-	n := 0
-	for it.Next() {
-		n++
-	}
-	return n, it.Err()
 }
 
 // Get returns the organization's template; another organization's is
 // ErrNotFound.
 func (s *Store) Get(orgID, id string) (*Template, error) {
-	return get(s.kv, orgID, id)
-}
-
-func get(r kv.Reader, orgID, id string) (*Template, error) {
-	var t Template
-	if err := getJSON(r, tplKey(id), &t); err != nil {
-		return nil, err
-	}
-	if t.OrgID != orgID {
-		return nil, ErrNotFound
-	}
-	return &t, nil
+	return s.rs.Get(orgID, id)
 }
 
 // Version returns one version (0: the latest) of the organization's template.
 func (s *Store) Version(orgID, id string, version int) (*Template, *Version, error) {
-	return getVersion(s.kv, orgID, id, version)
+	return s.getVersion(s.kv, orgID, id, version)
 }
 
-func getVersion(r kv.Reader, orgID, id string, version int) (*Template, *Version, error) {
-	t, err := get(r, orgID, id)
+func (s *Store) getVersion(r kv.Reader, orgID, id string, version int) (*Template, *Version, error) {
+	t, err := s.rs.GetIn(r, orgID, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +151,7 @@ func getVersion(r kv.Reader, orgID, id string, version int) (*Template, *Version
 // image was rendered from it yet.
 func (s *Store) Update(ctx context.Context, orgID, id string, v Version) (*Version, error) {
 	err := s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
-		t, latest, err := getVersion(txn, orgID, id, 0)
+		t, latest, err := s.getVersion(txn, orgID, id, 0)
 		if err != nil {
 			return err
 		}
@@ -187,7 +163,7 @@ func (s *Store) Update(ctx context.Context, orgID, id string, v Version) (*Versi
 			v.Version, v.CreatedAt = t.Latest+1, now
 		}
 		t.Latest, t.UpdatedAt = v.Version, now
-		return errors.Join(putJSON(txn, tplKey(id), t), putJSON(txn, verKey(id, v.Version), &v))
+		return errors.Join(s.rs.Put(txn, t), putJSON(txn, verKey(id, v.Version), &v))
 	})
 	if errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -213,7 +189,7 @@ func (s *Store) CountRenders(id string, version int, n int64) error {
 // Delete removes the template and all its versions.
 func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 	return s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
-		if _, err := get(txn, orgID, id); err != nil {
+		if _, err := s.rs.GetIn(txn, orgID, id); err != nil {
 			return err
 		}
 		var keys [][]byte
@@ -224,7 +200,7 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 		if err := it.Close(); err != nil {
 			return err
 		}
-		err := errors.Join(txn.Delete(tplKey(id)), txn.Delete(orgKey(orgID, id)))
+		err := errors.Join(txn.Delete(s.rs.RecordKey(id)), txn.Delete(s.rs.OrgKey(orgID, id)))
 		for _, k := range keys {
 			err = errors.Join(err, txn.Delete(k))
 		}
@@ -237,16 +213,17 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 func (s *Store) List(orgID, after string, count int) ([]*Version, bool, error) {
 	opts := kv.IterOptions{Reverse: true}
 	if after != "" {
-		opts.After = orgKey(orgID, after)
+		opts.After = s.rs.OrgKey(orgID, after)
 	}
-	it := s.kv.Iterate(orgPrefix(orgID), opts)
+	prefix := s.rs.OrgPrefix(orgID)
+	it := s.kv.Iterate(prefix, opts)
 	defer it.Close()
 	var out []*Version
 	for it.Next() {
 		if len(out) == count {
 			return out, true, nil
 		}
-		id := string(it.Key()[len(orgPrefix(orgID)):])
+		id := string(it.Key()[len(prefix):])
 		_, v, err := s.Version(orgID, id, 0)
 		if errors.Is(err, ErrNotFound) {
 			continue

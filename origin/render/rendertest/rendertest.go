@@ -14,7 +14,9 @@ import (
 // Render answers render.ErrStopped without launching a browser.
 func Stopped(t testing.TB) *render.Engine {
 	t.Helper()
-	gw, err := egress.New(egress.Config{DialTimeout: time.Second})
+	gc := egress.DefaultConfig()
+	gc.DialTimeout = time.Second
+	gw, err := egress.New(gc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
-// fail records a render failure that will not change on retry, and turns
+// Fail records a render failure that will not change on retry, and turns
 // every failure into its API error. An image whose site could not be
 // reached, or was refused, never had a page to capture: its master's
 // failure gives its credits back (see failMaster). A file that another
 // origin made meanwhile (its render lease was taken over) is kept: the
-// failure is then not recorded.
-func (s *Service) fail(img *Image, err error, pdf bool) error {
+// failure is then not recorded. Renders call it; it is exported for the
+// handlers' tests, which record failures without a render.
+func (s *Service) Fail(img *Image, err error, pdf bool) error {
 	f, permanent := classify(err)
 	if !permanent {
 		return apierrFor(f, err)

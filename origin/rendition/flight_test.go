@@ -1,18 +1,14 @@
-package images
+package rendition
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pictorhq/pictor/origin/blob"
-	"github.com/pictorhq/pictor/origin/contract"
-	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
@@ -58,75 +54,6 @@ func flightEnv(t *testing.T, hold string) (*env, *heldBlobs, *testEngine) {
 	t.Cleanup(held.let) // before Close: cleanups run last-in first-out
 	e.svc = svc
 	return e, held, eng
-}
-
-// TestGetAnsweredWhileStored: the GETs waiting for a render are answered
-// from its bytes while the blob store still writes them; the answer is
-// the one a GET of the stored file gives later (bytes and every header),
-// and the record holds the file once the write ended.
-func TestGetAnsweredWhileStored(t *testing.T) {
-	e, held, eng := flightEnv(t, fileNames[imageparams.FormatPNG])
-	base := e.serveHTTP(e.handler())
-	o := e.newOrg("pro")
-	img := e.create(o, Item{Params: html("x")})
-	path := "/v1/image/" + img.ID
-
-	select {
-	case <-held.entered: // the creation's background render is storing its master
-	case <-time.After(time.Minute):
-		t.Fatal("the master was never stored")
-	}
-	const gets = 3
-	answers := make(chan *apitest.Response, gets)
-	for range gets {
-		go func() { answers <- apitest.Do(t, base, apitest.Request{Method: "GET", Path: path}) }()
-	}
-	var early []*apitest.Response
-	for range gets {
-		select {
-		case r := <-answers:
-			early = append(early, r)
-		case <-time.After(time.Minute):
-			t.Fatal("a GET waited for the store")
-		}
-	}
-	if got := e.get(img.ID); got.State != StatePending || len(got.Renditions) != 0 {
-		t.Fatalf("the record changed before the write ended: %+v", got)
-	}
-	held.let()
-	// The flight ends once the record is written: a GET after it joins no
-	// flight and opens the stored file.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := e.svc.master(ctx, img.ID); err != nil {
-		t.Fatal(err)
-	}
-	stored := apitest.Do(t, base, apitest.Request{Method: "GET", Path: path})
-	apitest.WantStatus(t, stored, http.StatusOK)
-	if !bytes.Equal(stored.Body, eng.data) {
-		t.Fatal("the stored master is not the render's")
-	}
-	for i, r := range early {
-		apitest.WantStatus(t, r, http.StatusOK)
-		if !bytes.Equal(r.Body, stored.Body) {
-			t.Fatalf("GET %d: %d bytes, the stored file has %d", i, len(r.Body), len(stored.Body))
-		}
-		for _, k := range []string{"Content-Type", "Content-Length", "ETag", "Last-Modified", "Cache-Control",
-			"X-Content-Type-Options", "Accept-Ranges", contract.HeaderOrg, contract.HeaderImage} {
-			if got, want := r.Header.Values(k), stored.Header.Values(k); !equalStrings(got, want) {
-				t.Fatalf("GET %d: %s %q, the stored file's %q", i, k, got, want)
-			}
-		}
-		if len(r.Header) != len(stored.Header) {
-			t.Fatalf("GET %d: headers %v, the stored file's %v", i, r.Header, stored.Header)
-		}
-	}
-	if got := e.get(img.ID); got.State != StateReady || got.Renditions["png"].ETag != stored.Header.Get("ETag") {
-		t.Fatalf("record after the write: %+v", got)
-	}
-	if n := eng.calls.Load(); n != 1 {
-		t.Fatalf("%d renders, want 1", n)
-	}
 }
 
 // TestGetAnsweredStoreFails: when the write of a master whose bytes were
@@ -258,16 +185,4 @@ func TestDeleteAfterAnsweredGet(t *testing.T) {
 	if _, err := e.svc.Get(img.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the record after the delete: %v", err)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

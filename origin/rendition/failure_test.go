@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestRenderFailures(t *testing.T) {
 				wantUsed = 2
 			}
 			for attempt := range 2 {
-				got := e.svc.fail(img, cause, tt.pdf)
+				got := e.svc.Fail(img, cause, tt.pdf)
 				var ae *apierr.Error
 				if !errors.As(got, &ae) || ae.Status != tt.status || !strings.Contains(ae.Message, tt.message) {
 					t.Fatalf("attempt %d: fail = %v, want %d with %q", attempt, got, tt.status, tt.message)
@@ -126,7 +126,7 @@ func TestRefundExactlyOnceUnderLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			e.svc.fail(failing, unreachable, false)
+			e.svc.Fail(failing, unreachable, false)
 		})
 		wg.Go(func() {
 			for i := range creations {
@@ -137,7 +137,7 @@ func TestRefundExactlyOnceUnderLoad(t *testing.T) {
 					return
 				}
 				if i%2 == 0 {
-					e.svc.fail(created[0].Image, unreachable, false) // refunds it
+					e.svc.Fail(created[0].Image, unreachable, false) // refunds it
 				}
 			}
 		})
@@ -161,7 +161,7 @@ func TestRefundGoesToTheChargedPeriod(t *testing.T) {
 	}
 	e.clock.Advance(40 * 24 * time.Hour) // the next billing period
 	e.create(o, Item{Params: html("z")})
-	e.svc.fail(created[0].Image, render.ErrUnreachable, false)
+	e.svc.Fail(created[0].Image, render.ErrUnreachable, false)
 	then, err := usage.Used(e.store, o, charged)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestFileOfDeletedImageIsRemoved(t *testing.T) {
 	if n, err := e.svc.Delete(context.Background(), o.ID, []string{img.ID}); n != 1 || err != nil {
 		t.Fatalf("delete: %d, %v", n, err)
 	}
-	if _, err := e.svc.keep(context.Background(), img.ID, imageparams.FormatPNG, testPNG(t, 4, 4, 0), nil); !errors.Is(err, ErrNotFound) {
+	if _, err := e.svc.Keep(context.Background(), img.ID, imageparams.FormatPNG, testPNG(t, 4, 4, 0), nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("keep after delete: %v", err)
 	}
 	if _, err := e.blobs.Read(context.Background(), img.ID, fileNames[imageparams.FormatPNG]); err == nil {

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"log/slog"
@@ -46,7 +46,7 @@ func (s *Service) compactor() {
 
 // Compact re-encodes the image's PNG master now, whatever the render
 // engine's load (the background worker waits for it to be idle). It keeps
-// the master's ETag (see Rendition.ETag) and does nothing when the master
+// the master's ETag (see Info.ETag) and does nothing when the master
 // does not exist yet, is compact already, or would not shrink.
 func (s *Service) Compact(id string) error { return s.compactOne(id) }
 

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"bytes"
@@ -83,7 +83,7 @@ func TestConversionsAreMadeOnce(t *testing.T) {
 
 // opened is what Open gave.
 type opened struct {
-	rend Rendition
+	rend Info
 	info os.FileInfo
 	data []byte
 }

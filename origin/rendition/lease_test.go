@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"bytes"
@@ -328,7 +328,7 @@ func TestOpenDuringCompactionElsewhere(t *testing.T) {
 			}
 			id := created[0].ID
 			raw := testPNG(t, 64, 48, 3)
-			if _, err := reader.keep(context.Background(), id, imageparams.FormatPNG, raw, func(img *Image) {
+			if _, err := reader.Keep(context.Background(), id, imageparams.FormatPNG, raw, func(img *Image) {
 				img.State, img.Width, img.Height = StateReady, 64, 48
 			}); err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 type File struct {
 	blob.Object
 	Image     *Image
-	Rendition Rendition
+	Rendition Info
 	Format    imageparams.Format
 }
 
@@ -99,7 +99,7 @@ var errFileChanged = errors.New("the file changed while it was opened")
 // one the record describes: the record is read before and after the
 // open, and the file's size is the recorded one. The compactor of any
 // origin swaps a master for smaller bytes under the same ETag (see
-// Rendition.ETag) and then records its size, so a file opened between the
+// Info.ETag) and then records its size, so a file opened between the
 // two is caught as errFileChanged, and opened again. On the last try
 // (last), a file whose record held still but whose size is not the
 // recorded one (a compactor that died between the two) is served as it
@@ -181,11 +181,11 @@ func (s *Service) makeMaster(id string) func(context.Context, *flight) (*Image, 
 		img, err := s.leased(ctx, id, imageparams.FormatPNG, masterDone, func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, false)
 			if err := s.route(img, req); err != nil {
-				return nil, s.fail(img, err, false)
+				return nil, s.Fail(img, err, false)
 			}
 			res, err := s.cfg.Engine.Render(ctx, req)
 			if err != nil {
-				return nil, s.fail(img, err, false)
+				return nil, s.Fail(img, err, false)
 			}
 			if err := h.confirm(ctx); err != nil {
 				return nil, err
@@ -244,11 +244,11 @@ func (s *Service) makePDF(id string) func(context.Context, *flight) (*Image, err
 		return s.leased(ctx, id, imageparams.FormatPDF, renditionDone(imageparams.FormatPDF), func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, true)
 			if err := s.route(img, req); err != nil {
-				return nil, s.fail(img, err, true)
+				return nil, s.Fail(img, err, true)
 			}
 			res, err := s.cfg.Engine.Render(ctx, req)
 			if err != nil {
-				return nil, s.fail(img, err, true)
+				return nil, s.Fail(img, err, true)
 			}
 			if err := h.confirm(ctx); err != nil {
 				return nil, err
@@ -258,14 +258,16 @@ func (s *Service) makePDF(id string) func(context.Context, *flight) (*Image, err
 	}
 }
 
-// keep stores a file made for the image (a render's or a conversion's) and
+// Keep stores a file made for the image (a render's or a conversion's) and
 // records it as the image's rendition in its format; change, when set,
-// edits the same record update.
-func (s *Service) keep(ctx context.Context, id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
+// edits the same record update. Renders keep their files through their
+// flight (publishAndKeep); tests of this package and of the handlers
+// (origin/images) put files in place with it.
+func (s *Service) Keep(ctx context.Context, id string, format imageparams.Format, data []byte, change func(*Image)) (*Image, error) {
 	return s.store(ctx, id, format, data, renditionOf(data), change)
 }
 
-// publishAndKeep is keep for the work of flight f, img being the record
+// publishAndKeep is Keep for the work of flight f, img being the record
 // read when the work began: the flight publishes the file first (its
 // bytes, and the record as the update writes it), so that the GETs
 // waiting for it are answered while it is stored. When storing then
@@ -286,7 +288,7 @@ func (s *Service) publishAndKeep(ctx context.Context, f *flight, img *Image, for
 
 // store writes data as the image's file in format, then records it as
 // rend.
-func (s *Service) store(ctx context.Context, id string, format imageparams.Format, data []byte, rend Rendition, change func(*Image)) (*Image, error) {
+func (s *Service) store(ctx context.Context, id string, format imageparams.Format, data []byte, rend Info, change func(*Image)) (*Image, error) {
 	if err := s.cfg.Blobs.Put(ctx, id, fileNames[format], data); err != nil {
 		return nil, err
 	}
@@ -325,14 +327,14 @@ func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 
 // renditionOf describes data as a rendition: its size, and the ETag its
 // bytes give.
-func renditionOf(data []byte) Rendition {
+func renditionOf(data []byte) Info {
 	sum := sha256.Sum256(data)
-	return Rendition{Size: int64(len(data)), ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	return Info{Size: int64(len(data)), ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
 }
 
-func setRendition(img *Image, format imageparams.Format, rend Rendition) {
+func setRendition(img *Image, format imageparams.Format, rend Info) {
 	if img.Renditions == nil {
-		img.Renditions = map[string]Rendition{}
+		img.Renditions = map[string]Info{}
 	}
 	img.Renditions[string(format)] = rend
 }

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"context"
@@ -53,7 +53,7 @@ type Config struct {
 	Now    func() time.Time
 	// RenderLease is how long a render lease lasts unless renewed (default
 	// DefaultRenderLease): the longest another origin waits for a render
-	// whose origin died before taking it over (see service_lease.go).
+	// whose origin died before taking it over (see lease.go).
 	RenderLease time.Duration
 	// Shared says other processes use the same store (origins on one
 	// PostgreSQL database): files are then made under render leases. A

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"bytes"
@@ -220,6 +220,14 @@ func (s *Service) putRendition(ctx context.Context, b Bucket, key, id string, fo
 	}
 	defer f.Close()
 	return b.Put(ctx, key, f, f.Rendition.Size, contentTypes[format])
+}
+
+// contentTypes are the media types of the objects written, by format.
+var contentTypes = map[imageparams.Format]string{
+	imageparams.FormatPNG:  "image/png",
+	imageparams.FormatJPG:  "image/jpeg",
+	imageparams.FormatWebP: "image/webp",
+	imageparams.FormatPDF:  "application/pdf",
 }
 
 // ErrTransform: a store's transformation does not fit the rendered image

@@ -1,10 +1,11 @@
-package images
+package rendition
 
 import (
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/contract/imaging"
 	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/org"
 	"github.com/pictorhq/pictor/origin/render/rendertest"
@@ -90,5 +91,20 @@ func TestStoreQueueFull(t *testing.T) {
 	}
 	if st := svc.StoreStats(); st.Waiting != 0 || st.Dropped != 1 {
 		t.Fatalf("stats after the writes %+v", st)
+	}
+}
+
+func TestBaseFormat(t *testing.T) {
+	img := &Image{ID: "id"}
+	base := Variant{Format: BaseFormat(img)}
+	if base.Format != imageparams.FormatPNG || ObjectName(img.ID, base) != "id.png" || !base.IsBase(img) {
+		t.Fatalf("base %s", base.Format)
+	}
+	if (Variant{Format: imageparams.FormatWebP}).IsBase(img) || (Variant{imageparams.FormatPNG, imaging.Options{Width: 10}}).IsBase(img) {
+		t.Fatal("another format or a transformation is the base")
+	}
+	img.Params.PDF = &imageparams.PDFOptions{}
+	if f := BaseFormat(img); f != imageparams.FormatPDF || ObjectName(img.ID, Variant{Format: f}) != "id.pdf" {
+		t.Fatalf("base with pdf_options %s", f)
 	}
 }

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"crypto/sha256"
@@ -30,8 +30,8 @@ type Failure struct {
 	Message string `json:"message"`
 }
 
-// Rendition is one stored file of an image.
-type Rendition struct {
+// Info describes one stored file of an image, a rendition.
+type Info struct {
 	Size int64 `json:"size"`
 	// ETag names the rendition for the image's lifetime: a hash of the
 	// bytes it was first stored with. The compactor re-encodes a PNG
@@ -44,16 +44,16 @@ type Rendition struct {
 
 // Image is the stored record of an image.
 type Image struct {
-	ID         string               `json:"id"`
-	OrgID      string               `json:"org_id"`
-	CreatedAt  time.Time            `json:"created_at"`
-	Params     imageparams.Params   `json:"params"`
-	Credits    int                  `json:"credits"`
-	State      State                `json:"state"`
-	Failure    *Failure             `json:"failure,omitempty"`
-	Width      int                  `json:"width,omitempty"`
-	Height     int                  `json:"height,omitempty"`
-	Renditions map[string]Rendition `json:"renditions,omitempty"`
+	ID         string             `json:"id"`
+	OrgID      string             `json:"org_id"`
+	CreatedAt  time.Time          `json:"created_at"`
+	Params     imageparams.Params `json:"params"`
+	Credits    int                `json:"credits"`
+	State      State              `json:"state"`
+	Failure    *Failure           `json:"failure,omitempty"`
+	Width      int                `json:"width,omitempty"`
+	Height     int                `json:"height,omitempty"`
+	Renditions map[string]Info    `json:"renditions,omitempty"`
 	// PDFFailure is recorded apart: a PDF can fail where the PNG did not.
 	PDFFailure *Failure `json:"pdf_failure,omitempty"`
 	// DedupeKey is the image's entry in the dedupe index, if any.
@@ -84,7 +84,7 @@ type Image struct {
 //	dedupe/<org_id>/<hash>             image id of the latest image with those parameters
 //	org-img/<org_id>/<image_id>        empty; the list index before sort keys, moved to
 //	                                   org-list/ at start (migrateIndex)
-//	img-lease/<image_id>/<format>      render lease of the file in format (JSON; service_lease.go),
+//	img-lease/<image_id>/<format>      render lease of the file in format (JSON; lease.go),
 //	                                   deleted with the image
 //
 // The record, its leases and the refund its failure owes are changed

@@ -1,4 +1,4 @@
-package images
+package rendition
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ type flight struct {
 type fresh struct {
 	data      []byte
 	image     *Image
-	rendition Rendition
+	rendition Info
 }
 
 // open returns the file as Open returns a stored one. The bytes are

@@ -1,0 +1,170 @@
+package rendition
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/pebblekv"
+	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/org"
+	"github.com/pictorhq/pictor/origin/render/rendertest"
+	"github.com/pictorhq/pictor/origin/usage"
+)
+
+// env is one test's image service, built from real parts: pebble on a temp
+// dir, the blob store beside it, organizations in the same store, and a
+// render engine that is stopped, as a shutting-down origin's is. Every
+// render therefore fails at once with render.ErrStopped (a transient 500,
+// recorded nowhere) and Chromium never starts: renders themselves are the
+// integration suite's (package origin). A test that needs a rendered
+// master stores one with ready, the way a render's result is stored.
+type env struct {
+	t     *testing.T
+	dir   string
+	store kv.Store
+	blobs *blob.Store
+	orgs  *org.Store
+	clock *apitest.Clock
+	svc   *Service
+}
+
+// newEnv starts a service over a fresh data directory. Each seed writes
+// to the store before the service starts (data of an older version).
+func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: apitest.NewClock(time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC))}
+	store, err := pebblekv.Open(filepath.Join(e.dir, "kv"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() }) // last: cleanups run last-in first-out
+	e.store = store
+	for _, s := range seed {
+		s(store)
+	}
+	if e.blobs, err = blob.Open(filepath.Join(e.dir, "images")); err != nil {
+		t.Fatal(err)
+	}
+	e.orgs = org.NewStore(store, e.clock.Now)
+	e.svc, err = NewService(Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.svc.Close)
+	return e
+}
+
+// newOrg creates an organization on the plan.
+func (e *env) newOrg(plan string) *org.Org {
+	e.t.Helper()
+	o, err := e.orgs.Create("org "+plan, plan)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return o
+}
+
+// used is the credits o used in the current billing period.
+func (e *env) used(o *org.Org) int64 {
+	e.t.Helper()
+	n, err := usage.Used(e.store, o, e.clock.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// create creates one image with p for o and fails the test on an error.
+func (e *env) create(o *org.Org, it Item) Created {
+	e.t.Helper()
+	created, _, err := e.svc.Create(context.Background(), o, []Item{it})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created[0]
+}
+
+// get returns the stored record of id.
+func (e *env) get(id string) *Image {
+	e.t.Helper()
+	img, err := e.svc.Get(id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return img
+}
+
+// ready stores data as the image's master, the way a render's result is
+// stored (Service.Keep), so the image is ready with a PNG master.
+func (e *env) ready(id string, data []byte) *Image {
+	e.t.Helper()
+	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	img, err := e.svc.Keep(context.Background(), id, imageparams.FormatPNG, data, func(img *Image) {
+		img.State, img.Width, img.Height = StateReady, cfg.Width, cfg.Height
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return img
+}
+
+// keys returns every key of the store under prefix and its value.
+func (e *env) keys(prefix string) map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	it := e.store.Iterate([]byte(prefix), kv.IterOptions{})
+	for it.Next() {
+		out[string(it.Key())] = string(it.Value())
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// testPNG is a w×h gradient encoded without compression, as a fast capture
+// is: compaction always shrinks it. seed varies its pixels.
+func testPNG(t *testing.T, w, h int, seed uint8) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA(x, y, color.NRGBA{R: uint8(x) + seed, G: uint8(y), B: seed, A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.NoCompression}
+	if err := enc.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// html is the parameters of an HTML image, as imageparams.Parse gives them.
+func html(s string) imageparams.Params {
+	return imageparams.Params{HTML: s, Format: imageparams.FormatPNG}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
