@@ -16,10 +16,6 @@ const (
 	Lock = "sys/schema"
 )
 
-// ErrTooNew is returned by Apply when the store was migrated by a newer
-// binary than the one applying its list.
-var ErrTooNew = errors.New("migrate: the store was migrated by a newer Pictor")
-
 // Migration is one forward step. Run must be idempotent.
 type Migration struct {
 	// Name says what the step does ("baseline", "og pages: canonical

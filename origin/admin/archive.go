@@ -46,18 +46,6 @@ const MasterKeyFile = "master.key"
 // maxManifest bounds the manifest an archive may carry.
 const maxManifest = 256 << 20
 
-// Errors of Restore and Verify.
-var (
-	// ErrInvalidArchive: the archive is not a complete, intact backup
-	// (truncated, corrupted, not one at all, or holding an entry that
-	// Restore refuses: a link, a directory entry, a path outside the
-	// data directory's layout).
-	ErrInvalidArchive = errors.New("invalid backup archive")
-	// ErrNotEmpty: Restore was asked to write into a directory that holds
-	// something.
-	ErrNotEmpty = errors.New("the data directory is not empty")
-)
-
 // Manifest describes a backup.
 type Manifest struct {
 	Format    string         `json:"format"`

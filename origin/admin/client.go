@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// ErrNoServer is returned when no running server published an endpoint.
-var ErrNoServer = errors.New("no running server published an admin endpoint")
-
 // Client sends operator commands to a running server.
 type Client struct {
 	ep   Endpoint

@@ -222,11 +222,6 @@ type userError struct{ error }
 
 func (e userError) Unwrap() error { return e.error }
 
-// ErrBackupUnsupported: the data is not all in the data directory (a
-// PostgreSQL store, blobs in S3 or in another directory), or the command
-// is asked of something that cannot make a backup.
-var ErrBackupUnsupported = errors.New("pictor admin backup covers the embedded store only")
-
 // IsUserError reports whether err is the operator's mistake rather than a fault.
 func IsUserError(err error) bool {
 	var ue userError

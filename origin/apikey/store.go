@@ -23,12 +23,6 @@ import (
 // MaxPerOrg is the most keys, disabled ones included, an organization holds.
 const MaxPerOrg = 100
 
-// Sentinel errors.
-var (
-	ErrNotFound = errors.New("API key not found")
-	ErrLimit    = fmt.Errorf("an organization holds at most %d API keys, disabled keys included", MaxPerOrg)
-)
-
 // Key is a stored API key. Secret is sealed under the master key with the
 // key id as additional data.
 type Key struct {

@@ -12,13 +12,6 @@ import (
 	"github.com/pictorhq/pictor/origin/perm"
 )
 
-// Errors an Authenticator returns; each becomes a 401.
-var (
-	ErrInvalid   = errors.New("invalid credentials")
-	ErrDisabled  = errors.New("API key is disabled")
-	ErrSuspended = errors.New("organization is suspended")
-)
-
 // Principal is the authenticated caller.
 type Principal struct {
 	Org   *org.Org

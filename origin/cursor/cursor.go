@@ -2,13 +2,9 @@ package cursor
 
 import (
 	"encoding/base64"
-	"errors"
 
 	"github.com/pictorhq/pictor/origin/seal"
 )
-
-// ErrInvalid is returned for a token that was not issued for the scope.
-var ErrInvalid = errors.New("invalid pagination cursor")
 
 const macLen = 16
 

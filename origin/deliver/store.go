@@ -11,11 +11,6 @@ import (
 	"github.com/pictorhq/pictor/origin/storedest"
 )
 
-// ErrUnavailable: an image's destination cannot be written now (deleted,
-// disabled, or its secret does not open); the error's text says which, in
-// words fit for the organization.
-var ErrUnavailable = errors.New("storage destination unavailable")
-
 // unavailable is an ErrUnavailable with its words.
 type unavailable struct{ reason string }
 

@@ -14,13 +14,6 @@ import (
 	"github.com/pictorhq/pictor/origin/plan"
 )
 
-// Sentinel errors.
-var (
-	ErrNotFound    = errors.New("organization not found")
-	ErrUnknownPlan = errors.New("unknown plan")
-	ErrInvalidName = errors.New("organization name must be 1 to 255 characters")
-)
-
 // Org is an organization.
 type Org struct {
 	ID        string    `json:"id"`

@@ -230,10 +230,6 @@ var contentTypes = map[imageparams.Format]string{
 	imageparams.FormatPDF:  "application/pdf",
 }
 
-// ErrTransform: a store's transformation does not fit the rendered image
-// (a crop outside it, a result too large).
-var ErrTransform = errors.New("transformation")
-
 // putTransformed transforms the image's PNG master as the edge would for
 // a GET with the variant's query, and writes the result to key. The
 // master is read whole: its size is bounded by the render limits, and the

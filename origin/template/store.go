@@ -15,12 +15,6 @@ import (
 	"github.com/pictorhq/pictor/origin/resource"
 )
 
-// Sentinel errors.
-var (
-	ErrNotFound = errors.New("template not found")
-	ErrLimit    = errors.New("template limit of the plan reached")
-)
-
 // Template is a template's record; its content lives in its versions.
 type Template struct {
 	ID        string    `json:"id"`

@@ -14,9 +14,6 @@ import (
 	"github.com/pictorhq/pictor/origin/org"
 )
 
-// ErrPlanLimit is returned when a charge would exceed the allowance.
-var ErrPlanLimit = errors.New("plan limit exceeded")
-
 // LimitError carries the figures of a refused charge.
 type LimitError struct {
 	Used, Allowed, Wanted int64

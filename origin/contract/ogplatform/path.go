@@ -1,12 +1,8 @@
 package ogplatform
 
 import (
-	"errors"
 	"strings"
 )
-
-// ErrBadPath is a path NormalizePath refuses.
-var ErrBadPath = errors.New("malformed page path")
 
 // maxPath bounds a page path, as sent.
 const maxPath = 2048
