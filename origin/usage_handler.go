@@ -4,20 +4,19 @@ import (
 	"net/http"
 
 	"github.com/pictorhq/pictor/origin/auth"
-	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/origin/usage"
 )
 
 // usageReport handles GET /v1/usage.
-func (o *Origin) usageReport(w http.ResponseWriter, r *http.Request) {
+func (o *Origin) usageReport(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	snap := o.store.Snapshot()
 	defer snap.Close()
 	rep, err := usage.Read(snap, p.Org, o.cfg.Now())
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, rep)
+	return nil
 }

@@ -34,7 +34,13 @@ type Route struct {
 	// Check, when set, runs after the permission check and before the
 	// rate limit: a refusal of the caller's plan (a 403) costs no
 	// allowance, as a missing permission costs none.
-	Check   func(p *auth.Principal) error
+	Check func(p *auth.Principal) error
+	// Serve answers the request, or returns the error the router answers
+	// with in the standard body. Handler, instead, answers every request
+	// itself, errors included (the operators' endpoints, the purge channel,
+	// the MCP endpoint and its authorization server). A route has exactly
+	// one of the two.
+	Serve   HandlerFunc
 	Handler http.HandlerFunc
 	// Doc describes the route in the OpenAPI document: one of
 	// origin/openapi's Operations. Every route has one, or is Hidden.
@@ -44,6 +50,12 @@ type Route struct {
 	// server).
 	Hidden string
 }
+
+// HandlerFunc answers a request, or returns the error to answer it with.
+// The router writes a non-nil error in the standard body (apierr.Write),
+// unless the handler already started its answer: then the error can only
+// be logged, and the answer stays as the handler left it.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Doc is a route's description in the OpenAPI document. origin/openapi
 // defines them and builds the document from the route table (it imports
@@ -103,6 +115,9 @@ func New(cfg Config, routes []Route) *Router {
 	for _, r := range routes {
 		if !r.Public && !perm.Valid(r.Permission) {
 			panic(fmt.Sprintf("route %s %s has no valid permission", r.Method, r.Pattern))
+		}
+		if (r.Serve == nil) == (r.Handler == nil) {
+			panic(fmt.Sprintf("route %s %s needs exactly one of Serve and Handler", r.Method, r.Pattern))
 		}
 		rt.mux.Handle(r.Method+" "+r.Pattern, rt.guard(r))
 	}
@@ -208,45 +223,74 @@ func callerFrom(ctx context.Context) *auth.Principal {
 func (rt *Router) guard(route Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if route.Public {
-			route.Handler(w, r)
+			route.serve(w, r)
 			return
 		}
-		// Authenticated answers are per caller: no cache may keep them.
-		w.Header().Set("Cache-Control", "no-store")
-		p := callerFrom(r.Context())
-		if p == nil {
-			var err error
-			if p, err = auth.Authenticate(rt.cfg.Authenticator, r); err != nil {
-				apierr.Write(w, r, err)
-				return
-			}
-		}
-		if !p.Grant.Has(route.Permission) {
-			apierr.Write(w, r, apierr.Forbidden("Missing permission: this operation requires %s", route.Permission))
+		p, err := rt.admit(w, r, &route)
+		if err != nil {
+			fail(w, r, err)
 			return
 		}
-		if route.Check != nil {
-			if err := route.Check(p); err != nil {
-				apierr.Write(w, r, err)
-				return
-			}
-		}
-		if route.Group != "" {
-			if err := rt.limit(w, r, p, route.Group); err != nil {
-				apierr.Write(w, r, err)
-				return
-			}
-		}
-		// url.URL.Query, which handlers may use, drops a malformed pair
-		// silently; such a query is refused here instead, naming the
-		// parameter. (Public routes read their query with field.Query
-		// themselves, or not at all.)
-		if _, err := field.Query(r); err != nil {
-			apierr.Write(w, r, err)
-			return
-		}
-		route.Handler(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		route.serve(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
+}
+
+// admit authenticates the caller of a guarded route and applies the
+// permission, the plan check and the rate limit: the caller, or the error
+// to answer with.
+func (rt *Router) admit(w http.ResponseWriter, r *http.Request, route *Route) (*auth.Principal, error) {
+	// Authenticated answers are per caller: no cache may keep them.
+	w.Header().Set("Cache-Control", "no-store")
+	p := callerFrom(r.Context())
+	if p == nil {
+		var err error
+		if p, err = auth.Authenticate(rt.cfg.Authenticator, r); err != nil {
+			return nil, err
+		}
+	}
+	if !p.Grant.Has(route.Permission) {
+		return nil, apierr.Forbidden("Missing permission: this operation requires %s", route.Permission)
+	}
+	if route.Check != nil {
+		if err := route.Check(p); err != nil {
+			return nil, err
+		}
+	}
+	if route.Group != "" {
+		if err := rt.limit(w, r, p, route.Group); err != nil {
+			return nil, err
+		}
+	}
+	// url.URL.Query, which handlers may use, drops a malformed pair
+	// silently; such a query is refused here instead, naming the
+	// parameter. (Public routes read their query with field.Query
+	// themselves, or not at all.)
+	if _, err := field.Query(r); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// serve runs the route's handler and answers its error, if any.
+func (route *Route) serve(w http.ResponseWriter, r *http.Request) {
+	if route.Handler != nil {
+		route.Handler(w, r)
+		return
+	}
+	if err := route.Serve(w, r); err != nil {
+		fail(w, r, err)
+	}
+}
+
+// fail answers err in the standard body, unless the answer already
+// started (w is the router's statusWriter, which knows): a second body
+// would corrupt the first, so the error is only logged.
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	if sw, ok := w.(*statusWriter); ok && sw.wrote {
+		slog.WarnContext(r.Context(), "handler failed after answering", "status", sw.status, "error", err.Error())
+		return
+	}
+	apierr.Write(w, r, err)
 }
 
 func (rt *Router) limit(w http.ResponseWriter, r *http.Request, p *auth.Principal, g ratelimit.Group) error {

@@ -156,6 +156,9 @@ func TestNewRefusesUnguardedRoutes(t *testing.T) {
 		{"guarded", api.Route{Method: "GET", Pattern: "/a", Permission: perm.UsageRead, Handler: echo}, false},
 		{"neither public nor guarded", api.Route{Method: "GET", Pattern: "/a", Handler: echo}, true},
 		{"unknown permission", api.Route{Method: "GET", Pattern: "/a", Permission: "images:fly", Handler: echo}, true},
+		{"serve", api.Route{Method: "GET", Pattern: "/a", Public: true, Serve: serveEcho}, false},
+		{"no handler", api.Route{Method: "GET", Pattern: "/a", Public: true}, true},
+		{"both handlers", api.Route{Method: "GET", Pattern: "/a", Public: true, Handler: echo, Serve: serveEcho}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -500,6 +503,64 @@ func TestPanics(t *testing.T) {
 	}
 
 	apitest.WantStatus(t, send(t, base, apitest.Request{Method: "GET", Path: "/things/1"}), 200)
+}
+
+// serveEcho is echo as an api.HandlerFunc.
+func serveEcho(w http.ResponseWriter, r *http.Request) error {
+	echo(w, r)
+	return nil
+}
+
+// TestServeErrors: a Serve handler's error is answered once, in the
+// standard body, with what the guard set (Cache-Control) and what the
+// handler set before failing; an error after the answer started leaves
+// that answer as it is (no second body) and is logged.
+func TestServeErrors(t *testing.T) {
+	var logs apitest.Buffer
+	prev := slog.Default()
+	slog.SetDefault(logging.New(&logs, slog.LevelInfo))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	base, _ := serve(t, api.Config{Authenticator: authenticator{}, Limiter: ratelimit.NewMemory(nil)}, routes(
+		api.Route{Method: "GET", Pattern: "/fails", Public: true, Serve: func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("X-Before", "kept")
+			return apierr.Field("thing", "is wrong")
+		}},
+		api.Route{Method: "GET", Pattern: "/v1/usage", Permission: perm.UsageRead, Serve: func(http.ResponseWriter, *http.Request) error {
+			return apierr.NotFound("Nothing here")
+		}},
+		api.Route{Method: "GET", Pattern: "/late", Public: true, Serve: func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusAccepted)
+			w.Write([]byte("started"))
+			return errors.New("failed after answering: late detail")
+		}},
+		api.Route{Method: "GET", Pattern: "/ok", Public: true, Serve: serveEcho},
+	))
+
+	r := send(t, base, apitest.Request{Method: "GET", Path: "/fails"})
+	apitest.WantField(t, r, "thing")
+	if r.Header.Get("X-Before") != "kept" {
+		t.Fatalf("headers set before the error: %v", r.Header)
+	}
+
+	r = send(t, base, apitest.Request{Method: "GET", Path: "/v1/usage", Header: map[string]string{"Authorization": basic("owner", "s3cret")}})
+	apitest.WantMessage(t, apitest.WantError(t, r, http.StatusNotFound), "Nothing here")
+	if r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("guarded error answer: Cache-Control %q", r.Header.Get("Cache-Control"))
+	}
+
+	r = send(t, base, apitest.Request{Method: "GET", Path: "/late", Header: map[string]string{contract.HeaderRequestID: "late-1"}})
+	if r.Status != http.StatusAccepted || string(r.Body) != "started" {
+		t.Fatalf("answer of a handler failing after it started: %d %q", r.Status, r.Body)
+	}
+	if line := accessLog(t, logs.String(), "late-1"); line["status"] != float64(http.StatusAccepted) {
+		t.Fatalf("access log: %v", line)
+	}
+	if !strings.Contains(logs.String(), "late detail") || strings.Contains(logs.String(), "superfluous") {
+		t.Fatalf("the late error was not logged, or a second answer was attempted:\n%s", logs.String())
+	}
+
+	apitest.WantStatus(t, send(t, base, apitest.Request{Method: "GET", Path: "/ok"}), http.StatusOK)
 }
 
 // TestRequestMetrics: answers are counted by route pattern (never by raw

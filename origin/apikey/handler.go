@@ -95,12 +95,11 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error)
 }
 
 // Create handles POST /v1/api-keys.
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	req, err := h.parse(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	k, secret, err := h.Store.CreateContext(r.Context(), p.Org.ID, req, func() error {
 		return authority(p.Grant, req.Grant, "the request grants")
@@ -109,45 +108,42 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		err = apierr.Forbidden("API key limit reached: %v", ErrLimit)
 	}
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(k, secret))
+	return nil
 }
 
 // pathID validates the {id} path segment.
 func pathID(r *http.Request) (string, error) { return resource.PathID(r, "API key") }
 
 // Get handles GET /v1/api-keys/{id}.
-func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	k, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, notFound(err))
-		return
+		return notFound(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
+	return nil
 }
 
 func notFound(err error) error { return resource.NotFound(err, ErrNotFound, "API key not found") }
 
 // Update handles POST /v1/api-keys/{id}.
-func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	req, err := h.parse(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	k, err := h.Store.Update(r.Context(), p.Org.ID, id, req, func(existing *Key) error {
 		if err := authority(p.Grant, existing.Grant(), "the key holds"); err != nil {
@@ -159,19 +155,18 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		err = h.disabled(r.Context(), k)
 	}
 	if err != nil {
-		apierr.Write(w, r, notFound(err))
-		return
+		return notFound(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
+	return nil
 }
 
 // Delete handles DELETE /v1/api-keys/{id}: the key is disabled, not removed.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	k, err := h.Store.Disable(r.Context(), p.Org.ID, id, func(existing *Key) error {
 		return authority(p.Grant, existing.Grant(), "the key holds")
@@ -180,10 +175,10 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		err = h.disabled(r.Context(), k)
 	}
 	if err != nil {
-		apierr.Write(w, r, notFound(err))
-		return
+		return notFound(err)
 	}
 	respond.Empty(w, http.StatusNoContent)
+	return nil
 }
 
 // ListQuery is a validated list query.
@@ -227,18 +222,17 @@ func (h *Handler) ParseListQuery(orgID string, q map[string][]string) (ListQuery
 func scope(orgID string) string { return "api-keys/" + orgID }
 
 // List handles GET /v1/api-keys.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	lq, err := h.ParseListQuery(p.Org.ID, r.URL.Query())
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	keys, more, err := h.Store.List(p.Org.ID, lq.After, lq.Count, lq.Filter)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), keys, more,
 		func(k *Key) View { return NewView(k, "") }, func(k *Key) string { return k.ID }))
+	return nil
 }

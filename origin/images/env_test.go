@@ -19,6 +19,7 @@ import (
 	"github.com/pictorhq/pictor/kv/pebblekv"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/imageparams"
@@ -214,18 +215,26 @@ func (e *env) serveHTTP(h *Handler) string {
 			next(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 		}
 	}
-	mux.HandleFunc("POST /v1/image", authed(h.Create))
-	mux.HandleFunc("POST /v1/image/batch", authed(h.Batch))
-	mux.HandleFunc("GET /v1/image/{id}", h.Get)
-	mux.HandleFunc("DELETE /v1/image/{id}", authed(h.Delete))
-	mux.HandleFunc("DELETE /v1/image/batch", authed(h.DeleteBatch))
-	mux.HandleFunc("GET /v1/images", authed(h.List))
-	mux.HandleFunc("GET /v1/image/create-and-render/{api_id}/{token}", h.CreateAndRender)
-	mux.HandleFunc("GET /v1/image/create-and-render/{api_id}/{token}/{format}", h.CreateAndRender)
-	mux.HandleFunc("POST /v1/image/{template_id}", authed(h.Create))
-	mux.HandleFunc("POST /v1/image/{template_id}/{template_version}", authed(h.Create))
-	mux.HandleFunc("GET /v1/image/{template_id}/{token}", h.TemplateURL)
-	mux.HandleFunc("GET /v1/image/{template_id}/{token}/{format}", h.TemplateURL)
+	// answer writes a handler's error as the router does (api.HandlerFunc).
+	answer := func(next func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if err := next(w, r); err != nil {
+				apierr.Write(w, r, err)
+			}
+		}
+	}
+	mux.HandleFunc("POST /v1/image", authed(answer(h.Create)))
+	mux.HandleFunc("POST /v1/image/batch", authed(answer(h.Batch)))
+	mux.HandleFunc("GET /v1/image/{id}", answer(h.Get))
+	mux.HandleFunc("DELETE /v1/image/{id}", authed(answer(h.Delete)))
+	mux.HandleFunc("DELETE /v1/image/batch", authed(answer(h.DeleteBatch)))
+	mux.HandleFunc("GET /v1/images", authed(answer(h.List)))
+	mux.HandleFunc("GET /v1/image/create-and-render/{api_id}/{token}", answer(h.CreateAndRender))
+	mux.HandleFunc("GET /v1/image/create-and-render/{api_id}/{token}/{format}", answer(h.CreateAndRender))
+	mux.HandleFunc("POST /v1/image/{template_id}", authed(answer(h.Create)))
+	mux.HandleFunc("POST /v1/image/{template_id}/{template_version}", authed(answer(h.Create)))
+	mux.HandleFunc("GET /v1/image/{template_id}/{token}", answer(h.TemplateURL))
+	mux.HandleFunc("GET /v1/image/{template_id}/{token}/{format}", answer(h.TemplateURL))
 	srv := httptest.NewServer(mux)
 	e.t.Cleanup(srv.Close)
 	return srv.URL

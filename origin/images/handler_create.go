@@ -19,19 +19,17 @@ import (
 
 // Create handles POST /v1/image, POST /v1/image/{template_id} and
 // POST /v1/image/{template_id}/{template_version}.
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	o, err := field.DecodeAny(w, r, MaxBody)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	pathVersion := 0
 	if v := r.PathValue("template_version"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			apierr.Write(w, r, apierr.Field("template_version", "must be a positive integer"))
-			return
+			return apierr.Field("template_version", "must be a positive integer")
 		}
 		pathVersion = n
 	}
@@ -40,24 +38,22 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		err = h.checkTemplateFields(p.Org.ID, o, ref)
 	}
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	var dedupe time.Duration
 	if ref == nil {
 		if dedupe, err = dedupeWindow(p.Org, &params.Params); err != nil {
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 	}
 	created, charge, err := h.Service.Create(r.Context(), p.Org, []rendition.Item{{Params: params.Params, Dedupe: dedupe, StorageOnly: params.storageOnly}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, PlanError(err))
-		return
+		return PlanError(err)
 	}
 	h.countRenders(created, []*templateRef{ref})
 	respond.JSON(w, r, http.StatusOK, h.link(created[0].Image, o.Present("format")))
+	return nil
 }
 
 // dedupeWindow applies the dedupe rules of compat.md to a single creation.
@@ -91,17 +87,15 @@ const (
 
 // Batch handles POST /v1/image/batch: every variation is validated before
 // anything is created, then all are created and charged at once.
-func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	body, err := field.DecodeJSON(w, r, MaxBatchBody)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	objects, err := batchObjects(body)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	var errs field.Errors
 	items := make([]rendition.Item, len(objects))
@@ -121,21 +115,18 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		case err != nil:
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 		items[i] = rendition.Item{Params: params.Params, StorageOnly: params.storageOnly} // no dedupe in batches
 		formats[i] = o.Present("format")
 	}
 	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	created, charge, err := h.Service.Create(r.Context(), p.Org, items)
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, PlanError(err))
-		return
+		return PlanError(err)
 	}
 	h.countRenders(created, refs)
 	out := struct {
@@ -145,6 +136,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) {
 		out.Images[i] = h.link(c.Image, formats[i])
 	}
 	respond.JSON(w, r, http.StatusOK, out)
+	return nil
 }
 
 // batchObjects returns each variation merged over default_options and the

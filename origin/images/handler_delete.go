@@ -12,23 +12,21 @@ import (
 )
 
 // Delete handles DELETE /v1/image/{id}: 202 once every copy is gone.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, _, ok := ParsePath(r.PathValue("id"))
 	if !ok || strings.Contains(r.PathValue("id"), ".") {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
+		return apierr.NotFound("Image not found")
 	}
 	deleted, err := h.Service.Delete(r.Context(), p.Org.ID, []string{id})
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	if deleted == 0 {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
+		return apierr.NotFound("Image not found")
 	}
 	respond.Empty(w, http.StatusAccepted)
+	return nil
 }
 
 // MaxDeleteBatch bounds the ids of one batch delete.
@@ -37,12 +35,11 @@ const MaxDeleteBatch = 1000
 // DeleteBatch handles DELETE /v1/image/batch {"ids": [...]}: 202 once every
 // copy of every image of the caller's organization is gone. Unknown ids and
 // other organizations' ids are skipped alike.
-func (h *Handler) DeleteBatch(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) DeleteBatch(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	body, err := field.DecodeJSON(w, r, 1<<20)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	var errs field.Errors
 	ids, ok := body.StringArray(&errs, "ids")
@@ -58,15 +55,14 @@ func (h *Handler) DeleteBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	for i := range ids {
 		ids[i] = strings.ToLower(ids[i])
 	}
 	if _, err := h.Service.Delete(r.Context(), p.Org.ID, ids); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.Empty(w, http.StatusAccepted)
+	return nil
 }

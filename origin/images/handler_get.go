@@ -35,22 +35,20 @@ func ParsePath(seg string) (string, imageparams.Format, bool) {
 
 // Get handles GET /v1/image/{id}[.ext]: public, the unguessable id is the
 // capability, valid while its organization is active.
-func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	id, format, ok := ParsePath(r.PathValue("id"))
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
+		return apierr.NotFound("Image not found")
 	}
-	h.serve(w, r, id, format)
+	return h.serve(w, r, id, format)
 }
 
 // serve answers with the image's file in the format.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, format imageparams.Format) {
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, format imageparams.Format) error {
 	f, err := h.open(r.Context(), id, format)
 	if err != nil {
 		w.Header().Set("Cache-Control", "no-store")
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	defer f.Close()
 	hd := w.Header()
@@ -73,6 +71,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 	// and HEAD; contentWriter gives its errors the standard body.
 	// f.Object, not f: the files store's *os.File itself, for sendfile.
 	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, ranges: ranges}, r, "", f.Image.CreatedAt.Truncate(time.Second), f.Object)
+	return nil
 }
 
 func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*rendition.File, error) {

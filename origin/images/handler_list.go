@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/auth"
-	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/respond"
 )
@@ -25,13 +24,12 @@ type ListEntry struct {
 }
 
 // List handles GET /v1/images.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	cursors := h.Cursors
 	p := auth.FromContext(r.Context())
 	q, err := field.Query(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	var errs field.Errors
 	count := defaultListCount
@@ -52,13 +50,11 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		after = pos
 	}
 	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	imgs, more, err := h.Service.List(p.Org.ID, after, count)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	out := struct {
 		Images        []ListEntry `json:"images"`
@@ -75,4 +71,5 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		out.NextPageToken = &tok
 	}
 	respond.JSON(w, r, http.StatusOK, out)
+	return nil
 }

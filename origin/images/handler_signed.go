@@ -65,72 +65,61 @@ func signedFormat(r *http.Request) (imageparams.Format, bool) {
 // the query string holds creation parameters and the token signs it. The
 // image id is derived from the organization and the parameters, so a URL
 // renders and is charged once, and is served from storage afterwards.
-func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) error {
 	format, ok := signedFormat(r)
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("Unknown format %q", r.PathValue("format")))
-		return
+		return apierr.NotFound("Unknown format %q", r.PathValue("format"))
 	}
 	signer, err := h.Keys.Signer(r.PathValue("api_id"))
 	if err != nil || !validToken(signer.Secret, r.URL.RawQuery, r.PathValue("token")) {
-		apierr.Write(w, r, invalidToken())
-		return
+		return invalidToken()
 	}
 	if !signer.Grant.Has(perm.ImagesCreate) {
-		apierr.Write(w, r, apierr.Forbidden("Missing permission: signed URLs need a key with %s", perm.ImagesCreate))
-		return
+		return apierr.Forbidden("Missing permission: signed URLs need a key with %s", perm.ImagesCreate)
 	}
 	query, err := field.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	parsed, err := h.parseParams(r.Context(), signer.Org, field.FromForm(query))
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	parsed.DedupeDurationS = nil // signed URLs are content-addressed already
 	id := rendition.ContentID(signer.Org.ID, &parsed.Params, "create-and-render")
 	if err := h.checkSignedDelivery(signer.Org, id, &parsed); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	params := parsed.Params
 	w.Header().Set(contract.HeaderTag, contract.KeyTag(r.PathValue("api_id"))) // disabling the key purges the edges
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []rendition.Item{{Params: params, ID: id}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, PlanError(err))
-		return
+		return PlanError(err)
 	}
-	h.serve(w, r, created[0].ID, format)
+	return h.serve(w, r, created[0].ID, format)
 }
 
 // TemplateURL handles GET /v1/image/{template_id}/{token}[/{format}]: each
 // query parameter is a template value (JSON, or a plain string when it is
 // not valid JSON), template_version picks a version, and any enabled key of
 // the template's organization with images:create may have signed it.
-func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 	format, ok := signedFormat(r)
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("Unknown format %q", r.PathValue("format")))
-		return
+		return apierr.NotFound("Unknown format %q", r.PathValue("format"))
 	}
 	id := r.PathValue("template_id")
 	if h.Templates == nil {
-		apierr.Write(w, r, invalidToken())
-		return
+		return invalidToken()
 	}
 	orgID, err := h.Templates.Owner(id)
 	if err != nil {
-		apierr.Write(w, r, invalidToken())
-		return
+		return invalidToken()
 	}
 	signers, err := h.Keys.Signers(orgID)
 	if err != nil {
-		apierr.Write(w, r, invalidToken())
-		return
+		return invalidToken()
 	}
 	var signer *Signer
 	for _, s := range signers {
@@ -140,13 +129,11 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if signer == nil {
-		apierr.Write(w, r, invalidToken())
-		return
+		return invalidToken()
 	}
 	query, err := field.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	version := 0
 	values := map[string]json.RawMessage{}
@@ -155,8 +142,7 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 		if k == "template_version" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
-				apierr.Write(w, r, apierr.Field("template_version", "must be a positive integer"))
-				return
+				return apierr.Field("template_version", "must be a positive integer")
 			}
 			version = n
 			continue
@@ -170,25 +156,22 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) {
 	rawValues, _ := json.Marshal(values)
 	parsed, ref, err := h.parseAnyParams(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	cid := rendition.ContentID(signer.Org.ID, &parsed.Params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
 	if err := h.checkSignedDelivery(signer.Org, cid, &parsed); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	params := parsed.Params
 	created, charge, err := h.Service.Create(r.Context(), signer.Org, []rendition.Item{{Params: params, ID: cid}})
 	writeCharge(w, charge)
 	if err != nil {
-		apierr.Write(w, r, PlanError(err))
-		return
+		return PlanError(err)
 	}
 	h.countRenders(created, []*templateRef{ref})
 	// Changing the template or disabling the key purges the edges.
 	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
-	h.serve(w, r, created[0].ID, format)
+	return h.serve(w, r, created[0].ID, format)
 }
 
 // checkSignedDelivery checks the delivery options of a signed URL's image

@@ -46,30 +46,25 @@ type StoreResult struct {
 // image's organization may store it; for any other the image does not
 // exist (404). An image whose destination keeps no service copy has its
 // files dropped again once written.
-func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Store(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, format, ok := ParsePath(r.PathValue("id"))
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
+		return apierr.NotFound("Image not found")
 	}
 	opts, err := storeQuery(r, format)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	img, err := h.Service.Get(id)
 	if errors.Is(err, rendition.ErrNotFound) || (err == nil && img.OrgID != p.Org.ID) {
-		apierr.Write(w, r, apierr.NotFound("Image not found"))
-		return
+		return apierr.NotFound("Image not found")
 	}
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	if img.Params.StorageDestinationID == "" {
-		apierr.Write(w, r, apierr.BadRequest("Image %s has no storage_destination_id: there is nothing to store it to", id))
-		return
+		return apierr.BadRequest("Image %s has no storage_destination_id: there is nothing to store it to", id)
 	}
 	res := h.store(r.Context(), img, rendition.Variant{Format: format, Transform: opts})
 	if img.StorageOnly {
@@ -81,6 +76,7 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) {
 		res.ReferenceID = logging.RequestID(r.Context())
 	}
 	respond.JSON(w, r, res.StatusCode, res)
+	return nil
 }
 
 // store writes the base object, then the variant when it is not the base.

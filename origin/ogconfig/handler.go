@@ -227,112 +227,101 @@ func storeError(err error) error {
 func pathID(r *http.Request) (string, error) { return resource.PathID(r, "OG configuration") }
 
 // Create handles POST /v1/og-configs.
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	req, err := h.parse(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	c, err := h.Store.Create(r.Context(), p.Org.ID, req)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
-	h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c)
 }
 
 // Get handles GET /v1/og-configs/{id}.
-func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	c, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
-	h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c)
 }
 
 // Update handles POST /v1/og-configs/{id}: a full replacement.
-func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	req, err := h.parse(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	c, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	if err := h.changed(r.Context(), c); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
-	h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c)
 }
 
 // Delete handles DELETE /v1/og-configs/{id}.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	c, err := h.Store.Delete(r.Context(), p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	if err := h.changed(r.Context(), c); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.Empty(w, http.StatusNoContent)
+	return nil
 }
 
 func scope(orgID string) string { return "og-configs/" + orgID }
 
 // List handles GET /v1/og-configs: newest first, disabled ones included.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	list, more, err := resource.ListPage(r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Config, bool, error) {
 		return h.Store.List(p.Org.ID, after, count)
 	})
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	usages := make(map[string]Usage, len(list))
 	for _, c := range list {
 		if usages[c.ID], err = h.Store.Usage(c, p.Org); err != nil {
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 	}
 	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope(p.Org.ID), list, more,
 		func(c *Config) View { return NewView(c, usages[c.ID]) },
 		func(x *Config) string { return x.ID }))
+	return nil
 }
 
 // answer sends one configuration with its limits.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) {
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) error {
 	u, err := h.Store.Usage(c, o)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(c, u))
+	return nil
 }

@@ -132,11 +132,11 @@ func start(t *testing.T) *site {
 // routes is the route table the origin registers.
 func routes(h *ogconfig.Handler) []api.Route {
 	return []api.Route{
-		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: h.Create},
-		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: h.List},
-		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Handler: h.Get},
-		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Handler: h.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Handler: h.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Serve: h.Create},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Serve: h.List},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Serve: h.Get},
+		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Serve: h.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Serve: h.Delete},
 	}
 }
 

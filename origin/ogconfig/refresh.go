@@ -141,44 +141,36 @@ func parseRefresh(w http.ResponseWriter, r *http.Request) (string, error) {
 // every page of the configuration is read again at its next request, its
 // current card served meanwhile, and the edges drop the configuration's
 // images (202).
-func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	path, err := parseRefresh(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	c, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	if c.Disabled {
-		apierr.Write(w, r, apierr.New(http.StatusConflict, "OG configuration %s is disabled: its pages are not served; enable it first", c.ID))
-		return
+		return apierr.New(http.StatusConflict, "OG configuration %s is disabled: its pages are not served; enable it first", c.ID)
 	}
 	if path == "" {
-		h.refreshAll(w, r, p.Org, c)
-		return
+		return h.refreshAll(w, r, p.Org, c)
 	}
 	if h.Refresher == nil {
-		apierr.Write(w, r, apierr.NotFound("OG pages cannot be refreshed here"))
-		return
+		return apierr.NotFound("OG pages cannot be refreshed here")
 	}
 	res, err := h.Refresher.Refresh(r.Context(), c, p.Org, path)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	if res.Changed && h.OnRefresh != nil {
 		if err := h.OnRefresh(r.Context(), c, res.Path); err != nil {
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 	}
 	v := RefreshView{Path: res.Path, URL: h.PublicURL + contract.OGPrefix + c.DomainID + res.Path, Identity: res.Identity,
@@ -187,21 +179,21 @@ func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
 		v.ImageID = &res.ImageID
 	}
 	respond.JSON(w, r, http.StatusOK, v)
+	return nil
 }
 
 // refreshAll marks every page of c for a recheck and has the edges drop
 // its images, so that the next request of each page reaches the origin.
-func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) {
+func (h *Handler) refreshAll(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) error {
 	c, err := h.Store.RequestRefresh(r.Context(), o.ID, c.ID)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	if h.OnRefresh != nil {
 		if err := h.OnRefresh(r.Context(), c, ""); err != nil {
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 	}
 	respond.JSON(w, r, http.StatusAccepted, RefreshAllView{Pages: "all", RefreshRequestedAt: c.RefreshRequestedAt.UTC().Format(TimeFormat)})
+	return nil
 }

@@ -103,106 +103,95 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, current *Proxy) 
 }
 
 // Create handles POST /v1/proxies.
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p, err := caller(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	req, err := h.parse(w, r, nil)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	px, err := h.Store.Create(r.Context(), p.Org.ID, req)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(px))
+	return nil
 }
 
 // Get handles GET /v1/proxies/{id}.
-func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	p, err := caller(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	px, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(px))
+	return nil
 }
 
 // Update handles POST /v1/proxies/{id}: a full replacement. The proxy is
 // read first (an unknown or foreign id is a 404 whatever the body), so that
 // authentication.retain_password is judged with the other fields.
-func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	p, err := caller(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	current, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	req, err := h.parse(w, r, current)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	px, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(px))
+	return nil
 }
 
 // Delete handles DELETE /v1/proxies/{id}.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	p, err := caller(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	if err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.Empty(w, http.StatusNoContent)
+	return nil
 }
 
 func scope(orgID string) string { return "proxies/" + orgID }
 
 // List handles GET /v1/proxies: newest first, disabled ones included.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	p, err := caller(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
-	resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Proxy, bool, error) {
+	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Proxy, bool, error) {
 		return h.Store.List(p.Org.ID, after, count)
 	}, NewView, func(x *Proxy) string { return x.ID })
 }

@@ -129,11 +129,11 @@ func start(t *testing.T) *site {
 // routes is the route table the origin registers.
 func routes(h *proxy.Handler) []api.Route {
 	return []api.Route{
-		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Handler: h.Create},
-		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Handler: h.List},
-		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Handler: h.Get},
-		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Handler: h.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Handler: h.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Serve: h.Create},
+		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Serve: h.List},
+		{Method: http.MethodGet, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Serve: h.Get},
+		{Method: http.MethodPost, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Serve: h.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/proxies/{id}", Permission: perm.ProxiesDelete, Group: ratelimit.ProxyWrite, Serve: h.Delete},
 	}
 }
 

@@ -45,13 +45,14 @@ func ListPage[T any](r *http.Request, c cursor.Codec, scope string, list func(af
 
 // ServeList answers a cursor list: one page (ListPage) in the envelope of
 // cursor.NewPage, each item shown as view, the next cursor at pos of the
-// last item. Errors are written as the standard error body.
+// last item. An error is returned for the router to answer (an
+// api.HandlerFunc's error).
 func ServeList[T, V any](w http.ResponseWriter, r *http.Request, c cursor.Codec, scope string,
-	list func(after string, count int) ([]T, bool, error), view func(T) V, pos func(T) string) {
+	list func(after string, count int) ([]T, bool, error), view func(T) V, pos func(T) string) error {
 	items, more, err := ListPage(r, c, scope, list)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, cursor.NewPage(c, scope, items, more, view, pos))
+	return nil
 }

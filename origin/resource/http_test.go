@@ -132,8 +132,10 @@ func TestServeList(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /things", func(w http.ResponseWriter, r *http.Request) {
-		resource.ServeList(w, r, codec, "things/"+r.URL.Query().Get("org"), list,
-			strings.ToUpper, func(s string) string { return s })
+		if err := resource.ServeList(w, r, codec, "things/"+r.URL.Query().Get("org"), list,
+			strings.ToUpper, func(s string) string { return s }); err != nil {
+			apierr.Write(w, r, err)
+		}
 	})
 	base := serve(t, mux)
 	type page struct {
@@ -190,9 +192,11 @@ func TestServeList(t *testing.T) {
 
 	// A store error is answered as such, not as a page.
 	mux.HandleFunc("GET /broken", func(w http.ResponseWriter, r *http.Request) {
-		resource.ServeList(w, r, codec, "s", func(string, int) ([]string, bool, error) {
+		if err := resource.ServeList(w, r, codec, "s", func(string, int) ([]string, bool, error) {
 			return nil, false, apierr.New(http.StatusServiceUnavailable, "store away")
-		}, strings.ToUpper, func(s string) string { return s })
+		}, strings.ToUpper, func(s string) string { return s }); err != nil {
+			apierr.Write(w, r, err)
+		}
 	})
 	apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/broken"}), http.StatusServiceUnavailable)
 }

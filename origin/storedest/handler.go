@@ -138,13 +138,12 @@ func orNull(s string) any {
 func CheckPlan(o *org.Org) error { return org.RequireDelivery(o, "Storage destinations") }
 
 // begin authorizes a request by plan and returns its principal.
-func begin(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+func begin(r *http.Request) (*auth.Principal, error) {
 	p := auth.FromContext(r.Context())
 	if err := CheckPlan(p.Org); err != nil {
-		apierr.Write(w, r, err)
-		return nil, false
+		return nil, err
 	}
-	return p, true
+	return p, nil
 }
 
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
@@ -172,37 +171,34 @@ const retainPath = "connection_info." + fRetain
 
 // Create handles POST /v1/storage-destinations. The connection is tested
 // first; an enabled destination whose test fails is not saved (400).
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
 	req, err := h.parse(w, r)
 	if err == nil && req.RetainSecret {
 		err = apierr.Field(retainPath, "is for updates: a new destination has no stored secret access key to keep; send secret_access_key")
 	}
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	conn := req.Connection
 	if conn.Provider == storage.AWSS3 {
 		if conn.ExternalID, err = h.Store.ExternalID(r.Context(), p.Org.ID); err != nil {
-			apierr.Write(w, r, err)
-			return
+			return err
 		}
 	}
 	res, err := h.test(r.Context(), p.Org.ID, "", conn, !req.Disabled)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	d, err := h.Store.Create(r.Context(), p.Org.ID, input(req, conn, res))
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(d))
+	return nil
 }
 
 func input(req Request, conn storage.Connection, res *TestResult) Input {
@@ -213,20 +209,18 @@ func input(req Request, conn storage.Connection, res *TestResult) Input {
 // The connection is tested again when a connection setting changes (the
 // secret access key included) or the destination is enabled again; an
 // enabled destination whose test fails stays as it was (400).
-func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	req, err := h.parse(w, r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	d, err := h.Store.Update(r.Context(), p.Org.ID, id, func(cur *Destination) (Input, error) {
 		was, err := h.Store.Connection(cur)
@@ -275,10 +269,10 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		return in, nil
 	})
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(d))
+	return nil
 }
 
 // test runs the connection test of conn. A failure is a result to record,
@@ -355,41 +349,39 @@ func (h *Handler) describe(err error, secret string) string {
 }
 
 // Get handles GET /v1/storage-destinations/{id}.
-func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	d, err := h.Store.Get(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.JSON(w, r, http.StatusOK, NewView(d))
+	return nil
 }
 
 // Delete handles DELETE /v1/storage-destinations/{id}. Objects written to
 // the bucket stay there.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
 	id, err := pathID(r)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	if _, err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
-		apierr.Write(w, r, storeError(err))
-		return
+		return storeError(err)
 	}
 	respond.Empty(w, http.StatusNoContent)
+	return nil
 }
 
 // ExternalIDView is the answer of GET /v1/storage-destinations/aws-external-id.
@@ -400,29 +392,29 @@ type ExternalIDView struct {
 // ExternalID handles GET /v1/storage-destinations/aws-external-id: the
 // organization's external id, which the trust policy of an aws_s3
 // destination's role must require (sts:ExternalId).
-func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
 	ext, err := h.Store.ExternalID(r.Context(), p.Org.ID)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, ExternalIDView{ExternalID: ext})
+	return nil
 }
 
 func scope(orgID string) string { return "storage-destinations/" + orgID }
 
 // List handles GET /v1/storage-destinations: newest first, disabled ones
 // included.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	p, ok := begin(w, r)
-	if !ok {
-		return
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
+	p, err := begin(r)
+	if err != nil {
+		return err
 	}
-	resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Destination, bool, error) {
+	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Destination, bool, error) {
 		return h.Store.List(p.Org.ID, after, count)
 	}, NewView, func(x *Destination) string { return x.ID })
 }

@@ -162,12 +162,12 @@ func start(t *testing.T) *site {
 func routes(h *storedest.Handler) []api.Route {
 	delivery := func(p *auth.Principal) error { return storedest.CheckPlan(p.Org) }
 	return []api.Route{
-		{Method: http.MethodPost, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: delivery, Handler: h.Create},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Handler: h.List},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/aws-external-id", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Handler: h.ExternalID},
-		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Handler: h.Get},
-		{Method: http.MethodPost, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: delivery, Handler: h.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsDelete, Group: ratelimit.StorageDestinationWrite, Check: delivery, Handler: h.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: delivery, Serve: h.Create},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Serve: h.List},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/aws-external-id", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Serve: h.ExternalID},
+		{Method: http.MethodGet, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsRead, Group: ratelimit.StorageDestinationRead, Check: delivery, Serve: h.Get},
+		{Method: http.MethodPost, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsCreateUpdate, Group: ratelimit.StorageDestinationWrite, Check: delivery, Serve: h.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/storage-destinations/{id}", Permission: perm.StorageDestinationsDelete, Group: ratelimit.StorageDestinationWrite, Check: delivery, Serve: h.Delete},
 	}
 }
 

@@ -204,17 +204,15 @@ func templateError(path string, err error) error {
 }
 
 // Create handles POST /v1/template.
-func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	o, err := field.DecodeAny(w, r, maxBody)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	v, err := h.parseVersion(r.Context(), o)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	plan := p.Org.PlanInfo()
 	t, saved, err := h.Store.Create(r.Context(), p.Org.ID, plan.Templates, v)
@@ -228,36 +226,34 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		err = e
 	}
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusCreated, Saved{TemplateID: t.ID, TemplateVersion: saved.Version})
+	return nil
 }
 
 // Update handles POST /v1/template/{id}: a new version, or the unrendered
 // latest version replaced.
-func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
 	o, err := field.DecodeAny(w, r, maxBody)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	v, err := h.parseVersion(r.Context(), o)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	saved, err := h.Store.Update(r.Context(), p.Org.ID, id, v)
 	if err == nil {
 		err = h.changed(r.Context(), id)
 	}
 	if err != nil {
-		apierr.Write(w, r, notFound(id, err))
-		return
+		return notFound(id, err)
 	}
 	respond.JSON(w, r, http.StatusOK, Saved{TemplateID: id, TemplateVersion: saved.Version})
+	return nil
 }
 
 func notFound(id string, err error) error {
@@ -334,7 +330,7 @@ func view(v *Version) View {
 }
 
 // List handles GET /v1/template.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	q := r.URL.Query()
 	var errs field.Errors
@@ -356,32 +352,31 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		after = pos
 	}
 	if err := errs.Err(); err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	versions, more, err := h.Store.List(p.Org.ID, after, count)
 	if err != nil {
-		apierr.Write(w, r, err)
-		return
+		return err
 	}
 	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, scope, versions, more, view,
 		func(v *Version) string { return v.TemplateID }))
+	return nil
 }
 
 // Versions handles GET /v1/template/{id}.
-func (h *Handler) Versions(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Versions(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
 	versions, err := h.Store.Versions(p.Org.ID, id)
 	if err != nil {
-		apierr.Write(w, r, notFound(id, err))
-		return
+		return notFound(id, err)
 	}
 	respond.JSON(w, r, http.StatusOK, cursor.NewPage(h.Cursors, "", versions, false, view, nil))
+	return nil
 }
 
 // Delete handles DELETE /v1/template/{id}.
-func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
 	err := h.Store.Delete(r.Context(), p.Org.ID, id)
@@ -389,10 +384,10 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		err = h.changed(r.Context(), id)
 	}
 	if err != nil {
-		apierr.Write(w, r, notFound(id, err))
-		return
+		return notFound(id, err)
 	}
 	respond.Empty(w, http.StatusNoContent)
+	return nil
 }
 
 // Expand turns an image request that names a template into a plain HTML

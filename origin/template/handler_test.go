@@ -70,11 +70,11 @@ func start(t *testing.T) *site {
 			return nil
 		}}
 	srv := httptest.NewServer(api.New(api.Config{Authenticator: orgs{}, Limiter: ratelimit.NewMemory(nil)}, []api.Route{
-		{Method: http.MethodPost, Pattern: "/v1/template", Permission: perm.TemplatesCreateUpdate, Handler: s.h.Create},
-		{Method: http.MethodGet, Pattern: "/v1/template", Permission: perm.TemplatesRead, Handler: s.h.List},
-		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Handler: s.h.Versions},
-		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Handler: s.h.Update},
-		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Handler: s.h.Delete},
+		{Method: http.MethodPost, Pattern: "/v1/template", Permission: perm.TemplatesCreateUpdate, Serve: s.h.Create},
+		{Method: http.MethodGet, Pattern: "/v1/template", Permission: perm.TemplatesRead, Serve: s.h.List},
+		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Serve: s.h.Versions},
+		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Serve: s.h.Update},
+		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Serve: s.h.Delete},
 	}))
 	t.Cleanup(srv.Close)
 	s.base = srv.URL
