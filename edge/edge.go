@@ -255,10 +255,10 @@ func (e *Edge) Start(ctx context.Context) error {
 		err := e.sub.WaitReady(wctx)
 		wcancel()
 		if err != nil {
-			slog.Warn("edge serving before catching up with the origin's purges", "error", err)
+			slog.WarnContext(ctx, "edge serving before catching up with the origin's purges", "error", err)
 		}
 	} else if e.cfg.Standalone {
-		slog.Warn("edge has no edge token: it cannot hear purges, so it caches nothing and relays every request")
+		slog.WarnContext(ctx, "edge has no edge token: it cannot hear purges, so it caches nothing and relays every request")
 	}
 	inner := e.cfg.Listener
 	if inner == nil {

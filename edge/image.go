@@ -327,7 +327,7 @@ func (e *Edge) answerFailure(ctx *fasthttp.RequestCtx, err error) {
 		forward.WriteError(ctx, apierr.BadRequest("%v", err))
 		return
 	}
-	slog.Warn("edge fill failed", "error", err)
+	slog.WarnContext(ctx, "edge fill failed", "error", err)
 	forward.WriteError(ctx, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
 }
 

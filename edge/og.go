@@ -308,7 +308,7 @@ func (e *Edge) answerOGFailure(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, context.Canceled) && e.base.Err() != nil:
 		forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The edge is shutting down").WithHeader("Retry-After", "1"))
 	case errors.Is(err, context.DeadlineExceeded):
-		slog.Warn("edge OG fill timed out", "error", err)
+		slog.WarnContext(ctx, "edge OG fill timed out", "error", err)
 		forward.WriteError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
 	case errors.Is(err, errTooBig):
 		forward.WriteError(ctx, apierr.New(http.StatusBadGateway, "The origin's OG image is larger than %d MiB", ogMaxBody>>20))

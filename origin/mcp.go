@@ -134,9 +134,9 @@ func (o *Origin) sweepOAuth(ctx context.Context, wg *sync.WaitGroup) {
 				return
 			case <-t.C:
 				if n, err := o.oauth.Sweep(o.cfg.Now()); err != nil {
-					slog.Warn("sweep expired OAuth records", "error", err)
+					slog.WarnContext(ctx, "sweep expired OAuth records", "error", err)
 				} else if n > 0 {
-					slog.Debug("expired OAuth records removed", "records", n)
+					slog.DebugContext(ctx, "expired OAuth records removed", "records", n)
 				}
 			}
 		}

@@ -44,7 +44,7 @@ func migrateStore(store kv.Store) error {
 		return err
 	}
 	for _, v := range applied {
-		slog.Info("store migrated", "version", v, "name", migrations[v-1].Name)
+		slog.InfoContext(ctx, "store migrated", "version", v, "name", migrations[v-1].Name)
 	}
 	return nil
 }

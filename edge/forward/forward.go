@@ -173,7 +173,7 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 			resp.Body.Close()
 		}
 		rc.SetConnectionClose()
-		slog.Info("request body unreadable", "request_id", requestID, "error", bodyErr.Cause)
+		slog.InfoContext(rc, "request body unreadable", "request_id", requestID, "error", bodyErr.Cause)
 		WriteError(rc, bodyErr)
 		return
 	}
@@ -185,10 +185,10 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 		case ctx.Err() != nil:
 			WriteError(rc, apierr.New(http.StatusServiceUnavailable, "The edge is shutting down").WithHeader("Retry-After", "1"))
 		case errors.Is(err, context.DeadlineExceeded) && origins.Classify(err) != origins.ConnectFailed:
-			slog.Warn("origin request failed", "request_id", requestID, "error", err)
+			slog.WarnContext(rc, "origin request failed", "request_id", requestID, "error", err)
 			WriteError(rc, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
 		default:
-			slog.Warn("origin request failed", "request_id", requestID, "error", err)
+			slog.WarnContext(rc, "origin request failed", "request_id", requestID, "error", err)
 			WriteError(rc, apierr.New(http.StatusBadGateway, "The origin is unavailable"))
 		}
 		return

@@ -140,7 +140,7 @@ func (s *Subscriber) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		next := s.pool.Next(cur)
 		if cur != nil && next != cur {
-			slog.Info("edge follows the purge log of another origin", "from", cur.String(), "to", next.String(), "since", s.last.Load())
+			slog.InfoContext(ctx, "edge follows the purge log of another origin", "from", cur.String(), "to", next.String(), "since", s.last.Load())
 		}
 		cur = next
 		caughtUp, err := s.follow(ctx, cur)
@@ -150,7 +150,7 @@ func (s *Subscriber) Run(ctx context.Context) {
 		if caughtUp {
 			backoff = minBackoff
 		}
-		slog.Warn("edge lost the origin's purge stream; reconnecting", "origin", cur.String(), "error", err, "retry_in", backoff)
+		slog.WarnContext(ctx, "edge lost the origin's purge stream; reconnecting", "origin", cur.String(), "error", err, "retry_in", backoff)
 		select {
 		case <-s.after(backoff):
 		case <-ctx.Done():

@@ -260,7 +260,7 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	}
 	errs = append(errs, h.awaitRemote(ctx, ev.Seq, remote)...)
 	if len(errs) > 0 {
-		slog.Warn("edges did not confirm a purge; they replay it when they reconnect", "seq", ev.Seq, "error", errors.Join(errs...))
+		slog.WarnContext(ctx, "edges did not confirm a purge; they replay it when they reconnect", "seq", ev.Seq, "error", errors.Join(errs...))
 	}
 	return nil
 }
@@ -429,7 +429,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Ready means caught up with every event acknowledged to a publisher;
 	// the queue then skips what the replay sent.
 	if last, err := lastSeq(h.store); err != nil {
-		slog.Warn("could not read the edge event log's head; replaying what this origin delivered", "error", err)
+		slog.WarnContext(r.Context(), "could not read the edge event log's head; replaying what this origin delivered", "error", err)
 	} else if last > head {
 		head = last
 	}

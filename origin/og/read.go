@@ -194,7 +194,7 @@ func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, no
 			return nil, cause
 		}
 	}
-	s.log.Warn(msg, "config_id", cfg.ID, "path", prev.Path, "error", cause)
+	s.log.WarnContext(ctx, msg, "config_id", cfg.ID, "path", prev.Path, "error", cause)
 	next := prev.clone()
 	next.FreshUntil = now.Add(failedRecheckWait)
 	next.Generation = max(next.Generation, cfg.RefreshGeneration)

@@ -63,7 +63,7 @@ func (s *Service) resolve(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 			values[k] = v
 		}
 		for _, ig := range head.Ignored {
-			s.log.Info("OG page metadata ignored", "config_id", cfg.ID, "url", pageURL, "key", ig.Key, "reason", ig.Reason)
+			s.log.InfoContext(ctx, "OG page metadata ignored", "config_id", cfg.ID, "url", pageURL, "key", ig.Key, "reason", ig.Reason)
 		}
 	}
 	// OG images are the platform's pixels: 1200×630 at scale 1 unless the

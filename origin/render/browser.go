@@ -168,7 +168,7 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	// the profile, and close would not know them.
 	b.outside = outsideGroup(profile, pid)
 	e.metrics.browserStarts.Inc()
-	slog.Info("browser started", "pid", b.pid, "user", e.account.name, "sandbox", !e.cfg.NoSandbox,
+	slog.InfoContext(ctx, "browser started", "pid", b.pid, "user", e.account.name, "sandbox", !e.cfg.NoSandbox,
 		"duration_ms", time.Since(start).Milliseconds())
 	return b, nil
 }

@@ -206,7 +206,7 @@ func New(cfg Config) (*Engine, error) {
 // launches the browser and opens a warm tab per slot.
 func (e *Engine) Start(ctx context.Context) error {
 	if left := endProcesses(e.profiles, 0, nil); len(left) > 0 {
-		slog.Warn("processes of an earlier run still there", "dir", e.profiles, "left", left)
+		slog.WarnContext(ctx, "processes of an earlier run still there", "dir", e.profiles, "left", left)
 	}
 	if err := prepareProfileRoot(e.profiles, e.account); err != nil {
 		return err
@@ -868,7 +868,7 @@ func (e *Engine) refill(b *browser) {
 			}
 		}()
 		if err := e.warm(ctx, b, need); err != nil {
-			slog.Warn("opening a tab in place of a closed one", "error", err)
+			slog.WarnContext(ctx, "opening a tab in place of a closed one", "error", err)
 		}
 		e.mu.Lock()
 		b.refilling = false

@@ -153,7 +153,7 @@ func (s *Service) prerender(id string) {
 			return
 		}
 		if _, err := s.master(ctx, id); err != nil && !errors.Is(err, render.ErrQueueFull) && ctx.Err() == nil {
-			slog.Debug("background render failed", "image", id, "error", err)
+			slog.DebugContext(ctx, "background render failed", "image", id, "error", err)
 		}
 	}()
 }

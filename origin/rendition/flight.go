@@ -116,7 +116,7 @@ func (s *Service) fly(key string, fn func(context.Context, *flight) (*Image, err
 		cancel()
 		if err != nil && f.file != nil {
 			// Someone was answered from these bytes: say they are not kept.
-			slog.Warn("a file answered from memory could not be stored; the next request makes it again", "flight", key, "error", err)
+			slog.WarnContext(wctx, "a file answered from memory could not be stored; the next request makes it again", "flight", key, "error", err)
 		}
 		s.flightsMu.Lock()
 		delete(s.flights, key)

@@ -161,7 +161,7 @@ func (s *Service) leased(ctx context.Context, id string, format imageparams.Form
 		img, err = work(ctx, img, h)
 		h.release()
 		if errors.Is(err, errLeaseLost) {
-			slog.Warn("render lease lost (taken over or the image deleted); looking again", "image", id, "format", format)
+			slog.WarnContext(ctx, "render lease lost (taken over or the image deleted); looking again", "image", id, "format", format)
 			continue
 		}
 		return img, err
@@ -232,11 +232,11 @@ func (h *held) renewing(ctx context.Context) {
 		}
 		err := h.confirm(ctx)
 		if errors.Is(err, errLeaseLost) {
-			slog.Warn("render lease lost while rendering", "image", h.id, "format", h.format)
+			slog.WarnContext(ctx, "render lease lost while rendering", "image", h.id, "format", h.format)
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			slog.Warn("render lease renewal failed", "image", h.id, "format", h.format, "error", err)
+			slog.WarnContext(ctx, "render lease renewal failed", "image", h.id, "format", h.format, "error", err)
 		}
 		if err == nil && h.s.renewed != nil {
 			h.s.renewed(h.id)

@@ -126,7 +126,7 @@ func (s *Service) storer() {
 				var res ObjectResult
 				res, err = s.StoreObject(ctx, img, Variant{Format: BaseFormat(img)})
 				if err != nil && ctx.Err() == nil {
-					slog.Warn("storage destination write failed", "image", id, "org", img.OrgID,
+					slog.WarnContext(ctx, "storage destination write failed", "image", id, "org", img.OrgID,
 						"destination", img.Params.StorageDestinationID, "bucket", res.Bucket, "key", res.Key,
 						"error", s.DescribeStoreError(err))
 				}

@@ -75,7 +75,7 @@ func Reseal(ctx context.Context, store kv.Store, box *Box, k Kind) (ResealCount,
 		if err != nil {
 			c.Records++
 			c.Failed++
-			slog.Warn("sealed value not sealed again: its record does not decode", "kind", k.Name, "record", string(it.Key()), "error", err)
+			slog.WarnContext(ctx, "sealed value not sealed again: its record does not decode", "kind", k.Name, "record", string(it.Key()), "error", err)
 			continue
 		}
 		if s.Value == nil {
@@ -86,7 +86,7 @@ func Reseal(ctx context.Context, store kv.Store, box *Box, k Kind) (ResealCount,
 		switch {
 		case err != nil:
 			c.Failed++
-			slog.Warn("sealed value not sealed again: no master key of this process opens it", "kind", k.Name, "id", s.ID, "error", err)
+			slog.WarnContext(ctx, "sealed value not sealed again: no master key of this process opens it", "kind", k.Name, "id", s.ID, "error", err)
 		case upgraded != nil:
 			todo = append(todo, s)
 		}
@@ -124,7 +124,7 @@ func Reseal(ctx context.Context, store kv.Store, box *Box, k Kind) (ResealCount,
 		}
 		if failed {
 			c.Failed++
-			slog.Warn("sealed value not sealed again: no master key of this process opens it", "kind", k.Name, "id", s.ID)
+			slog.WarnContext(ctx, "sealed value not sealed again: no master key of this process opens it", "kind", k.Name, "id", s.ID)
 		}
 	}
 	return c, nil
