@@ -500,20 +500,21 @@ type logLine map[string]any
 // waitLog waits until a log record satisfies match, for up to 30 s.
 func waitLog(t *testing.T, what string, match func(logLine) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := logs.Wait(ctx, func(text string) bool {
+		sc := bufio.NewScanner(strings.NewReader(text))
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
 			var l logLine
 			if json.Unmarshal(sc.Bytes(), &l) == nil && match(l) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log of %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no log of %s: %v", what, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -192,16 +193,44 @@ func WantMessage(t testing.TB, m map[string]any, fragments ...string) {
 	}
 }
 
-// Buffer is a bytes.Buffer safe for concurrent use.
+// Buffer is a bytes.Buffer safe for concurrent use, which a test can wait
+// on (Wait).
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until Wait asks
 }
 
 func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// Wait returns once match holds for the buffer's contents, checking them
+// again after each write, or ctx's error when ctx ends first.
+func (s *Buffer) Wait(ctx context.Context, match func(text string) bool) error {
+	for {
+		s.mu.Lock()
+		text := s.b.String()
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		if match(text) {
+			return nil
+		}
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *Buffer) String() string {
