@@ -258,29 +258,3 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
-
-// samePixels reports whether two encoded images have the same pixels.
-func samePixels(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	ia, _, err := image.Decode(bytes.NewReader(a))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ib, _, err := image.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ia.Bounds() != ib.Bounds() {
-		return false
-	}
-	for y := ia.Bounds().Min.Y; y < ia.Bounds().Max.Y; y++ {
-		for x := ia.Bounds().Min.X; x < ia.Bounds().Max.X; x++ {
-			r1, g1, b1, a1 := ia.At(x, y).RGBA()
-			r2, g2, b2, a2 := ib.At(x, y).RGBA()
-			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
-				return false
-			}
-		}
-	}
-	return true
-}

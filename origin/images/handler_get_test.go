@@ -65,7 +65,7 @@ func TestServe(t *testing.T) {
 		message string // of an error
 	}{
 		{name: "compacted master", path: path, status: 200, etag: etag,
-			body: func(b []byte) bool { return len(b) < len(master) && samePixels(t, b, master) }},
+			body: func(b []byte) bool { return len(b) < len(master) && apitest.SamePixels(t, b, master) }},
 		{name: "uppercase id, .PNG", path: "/v1/image/" + strings.ToUpper(img.ID) + ".PNG", status: 200, etag: etag},
 		{name: "if-none-match", path: path, header: map[string]string{"If-None-Match": etag}, status: 304, etag: etag,
 			body: func(b []byte) bool { return len(b) == 0 }},

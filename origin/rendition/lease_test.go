@@ -347,7 +347,7 @@ func TestOpenDuringCompactionElsewhere(t *testing.T) {
 				}
 				defer f.Close()
 				data, err := io.ReadAll(f)
-				if err != nil || int64(len(data)) != f.Rendition.Size || !samePixels(t, raw, data) {
+				if err != nil || int64(len(data)) != f.Rendition.Size || !apitest.SamePixels(t, raw, data) {
 					t.Fatalf("%s: %d bytes (%v), told %d", when, len(data), err, f.Rendition.Size)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	_ "golang.org/x/image/webp" // decodes the WebP rendition
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/imageparams"
 )
 
@@ -127,7 +128,7 @@ func TestCompactKeepsETag(t *testing.T) {
 	if after.rend.ETag != before.rend.ETag || after.rend.Size >= before.rend.Size {
 		t.Fatalf("master %+v after compaction, %+v before", after.rend, before.rend)
 	}
-	if !samePixels(t, raw, after.data) {
+	if !apitest.SamePixels(t, raw, after.data) {
 		t.Fatal("compaction changed the pixels")
 	}
 	if err := e.svc.Compact(img.ID); err != nil {
@@ -141,31 +142,6 @@ func TestCompactKeepsETag(t *testing.T) {
 	if err := e.svc.Compact(pending.ID); err != nil || len(e.get(pending.ID).Renditions) != 0 {
 		t.Fatalf("compacting an image without a master: %v", err)
 	}
-}
-
-func samePixels(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	ia, _, err := image.Decode(bytes.NewReader(a))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ib, _, err := image.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ia.Bounds() != ib.Bounds() {
-		return false
-	}
-	for y := ia.Bounds().Min.Y; y < ia.Bounds().Max.Y; y++ {
-		for x := ia.Bounds().Min.X; x < ia.Bounds().Max.X; x++ {
-			r1, g1, b1, a1 := ia.At(x, y).RGBA()
-			r2, g2, b2, a2 := ib.At(x, y).RGBA()
-			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // TestRenderRequest: an image's parameters reach the render as the engine

@@ -297,6 +297,33 @@ func DecodeImage(t testing.TB, r *Response) image.Image {
 	return img
 }
 
+// SamePixels decodes two encoded images (PNG, JPEG or WebP) and reports
+// whether they have the same size and the same pixels.
+func SamePixels(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	ia, _, err := image.Decode(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, _, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.Bounds() != ib.Bounds() {
+		return false
+	}
+	for y := ia.Bounds().Min.Y; y < ia.Bounds().Max.Y; y++ {
+		for x := ia.Bounds().Min.X; x < ia.Bounds().Max.X; x++ {
+			r1, g1, b1, a1 := ia.At(x, y).RGBA()
+			r2, g2, b2, a2 := ib.At(x, y).RGBA()
+			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Pixel returns the colour at x,y as 8-bit non-premultiplied RGBA.
 func Pixel(img image.Image, x, y int) color.NRGBA {
 	return color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
