@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/contract"
@@ -36,11 +37,7 @@ func ParseTokens(s string) ([]string, error) {
 		case strings.ContainsFunc(tok, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 			return nil, fmt.Errorf("edge token %d holds a control character", n)
 		}
-		dup := false
-		for _, t := range tokens {
-			dup = dup || t == tok
-		}
-		if !dup {
+		if !slices.Contains(tokens, tok) {
 			tokens = append(tokens, tok)
 		}
 	}
