@@ -53,27 +53,48 @@ func Checks() []Check {
 // quantileRatioAtMost checks the quantile q of a result's latency is at
 // most factor times the baseline's.
 func quantileRatioAtMost(name, baseline string, q, factor float64) Check {
-	pname := fmt.Sprintf("p%g", q*100)
+	pname := quantileName(q)
+	return quantileVersus(fmt.Sprintf("%s %s ≤ %g× %s's", name, pname, factor, baseline), name, baseline, q,
+		func(v, bv time.Duration) (string, bool) {
+			ratio := v.Seconds() / bv.Seconds()
+			return fmt.Sprintf("%.2f× (%s %s ÷ %s)", ratio, pname, load.FormatLatency(v), load.FormatLatency(bv)), ratio <= factor
+		})
+}
+
+// versusCheck is the check named title of a result against a baseline,
+// which applies when both ran: judge returns what it measured of the two
+// and whether that passes.
+func versusCheck(title, name, baseline string, judge func(r, b *load.Result) (measured string, pass bool)) Check {
 	return Check{
-		Name: fmt.Sprintf("%s %s ≤ %g× %s's", name, pname, factor, baseline),
+		Name: title,
 		Eval: func(find func(string) *load.Result) (string, bool, bool) {
 			r, b := find(name), find(baseline)
 			if r == nil || b == nil {
 				return "", false, false
 			}
-			if r.Latency.Count() == 0 || b.Latency.Count() == 0 {
-				return "no successful requests to compare", false, true
-			}
-			v, bv := r.Latency.Quantile(q), b.Latency.Quantile(q)
-			ratio := v.Seconds() / bv.Seconds()
-			return fmt.Sprintf("%.2f× (%s %s ÷ %s)", ratio, pname, load.FormatLatency(v), load.FormatLatency(bv)), ratio <= factor, true
+			m, pass := judge(r, b)
+			return m, pass, true
 		},
 	}
 }
 
+// quantileVersus is a versusCheck of the quantile q of the result's
+// latency, v, and the baseline's, bv; it fails when either has none.
+func quantileVersus(title, name, baseline string, q float64, judge func(v, bv time.Duration) (measured string, pass bool)) Check {
+	return versusCheck(title, name, baseline, func(r, b *load.Result) (string, bool) {
+		if r.Latency.Count() == 0 || b.Latency.Count() == 0 {
+			return "no successful requests to compare", false
+		}
+		return judge(r.Latency.Quantile(q), b.Latency.Quantile(q))
+	})
+}
+
+// quantileName names quantile q in checks: p50, p99.
+func quantileName(q float64) string { return fmt.Sprintf("p%g", q*100) }
+
 // latencyBelow checks the quantile q of a result's latency is below limit.
 func latencyBelow(name string, q float64, limit time.Duration) Check {
-	pname := fmt.Sprintf("p%g", q*100)
+	pname := quantileName(q)
 	return Check{
 		Name: fmt.Sprintf("%s %s < %s", name, pname, load.FormatLatency(limit)),
 		Eval: func(find func(string) *load.Result) (string, bool, bool) {

@@ -616,46 +616,30 @@ func clusterChecks() []Check {
 // latencyDeltaAtMost checks the quantile q of a result's latency exceeds
 // the baseline's by at most slack.
 func latencyDeltaAtMost(name, baseline string, q float64, slack time.Duration) Check {
-	pname := fmt.Sprintf("p%g", q*100)
-	return Check{
-		Name: fmt.Sprintf("%s %s ≤ %s's + %s", name, pname, baseline, load.FormatLatency(slack)),
-		Eval: func(find func(string) *load.Result) (string, bool, bool) {
-			r, b := find(name), find(baseline)
-			if r == nil || b == nil {
-				return "", false, false
-			}
-			if r.Latency.Count() == 0 || b.Latency.Count() == 0 {
-				return "no successful requests to compare", false, true
-			}
-			v, bv := r.Latency.Quantile(q), b.Latency.Quantile(q)
-			return fmt.Sprintf("%s (%s %s − %s)", deltaLatency(v-bv), pname, load.FormatLatency(v), load.FormatLatency(bv)), v-bv <= slack, true
-		},
-	}
+	pname := quantileName(q)
+	return quantileVersus(fmt.Sprintf("%s %s ≤ %s's + %s", name, pname, baseline, load.FormatLatency(slack)), name, baseline, q,
+		func(v, bv time.Duration) (string, bool) {
+			return fmt.Sprintf("%s (%s %s − %s)", deltaLatency(v-bv), pname, load.FormatLatency(v), load.FormatLatency(bv)), v-bv <= slack
+		})
 }
 
 // rateWithinNoise checks a result's rate is at least the baseline's less
 // the noise: the largest spread of either's rates per round (the
 // difference between its fastest and slowest round over its rate).
 func rateWithinNoise(name, baseline string) Check {
-	return Check{
-		Name: fmt.Sprintf("%s throughput within the noise of %s's", name, baseline),
-		Eval: func(find func(string) *load.Result) (string, bool, bool) {
-			r, b := find(name), find(baseline)
-			if r == nil || b == nil {
-				return "", false, false
-			}
+	return versusCheck(fmt.Sprintf("%s throughput within the noise of %s's", name, baseline), name, baseline,
+		func(r, b *load.Result) (string, bool) {
 			if b.Rate() == 0 {
-				return fmt.Sprintf("%s had no successful requests", b.Name), false, true
+				return fmt.Sprintf("%s had no successful requests", b.Name), false
 			}
 			ratio := r.Rate() / b.Rate()
 			m := fmt.Sprintf("%.2f× (%s %ss/s ÷ %s %ss/s)", ratio, load.FormatRate(r.Rate()), r.Unit, load.FormatRate(b.Rate()), b.Unit)
 			if len(r.Rounds) < 2 || len(b.Rounds) < 2 {
-				return m + "; one round: no noise measured", ratio >= 1, true
+				return m + "; one round: no noise measured", ratio >= 1
 			}
 			noise := max(roundSpread(r), roundSpread(b))
-			return fmt.Sprintf("%s; rounds spread by up to %.0f %%", m, 100*noise), ratio >= 1-noise, true
-		},
-	}
+			return fmt.Sprintf("%s; rounds spread by up to %.0f %%", m, 100*noise), ratio >= 1-noise
+		})
 }
 
 // roundSpread is the difference between r's fastest and slowest round

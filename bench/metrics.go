@@ -33,13 +33,7 @@ func (c edgeCounters) sub(o edgeCounters) edgeCounters {
 
 // String describes the counts as the report's notes do.
 func (c edgeCounters) String() string {
-	total := c.L1 + c.L2 + c.Misses
-	pct := func(v float64) string {
-		if total == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%%", 100*v/total)
-	}
+	pct := shareOf(c.L1 + c.L2 + c.Misses)
 	s := fmt.Sprintf("edge cache: L1 hits %.0f (%s), L2 hits %.0f (%s), misses %.0f (%s)",
 		c.L1, pct(c.L1), c.L2, pct(c.L2), c.Misses, pct(c.Misses))
 	if c.Transforms > 0 {
@@ -47,6 +41,17 @@ func (c edgeCounters) String() string {
 			load.FormatLatency(time.Duration(c.TransformSeconds/c.Transforms*float64(time.Second))))
 	}
 	return s
+}
+
+// shareOf returns a formatter of a count's share of total, a percentage
+// with one decimal, or "–" when total is 0.
+func shareOf(total float64) func(v float64) string {
+	return func(v float64) string {
+		if total == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f%%", 100*v/total)
+	}
 }
 
 // scrapeEdge reads the cache counters from the edge's /metrics.

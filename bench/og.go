@@ -11,14 +11,11 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/pictorhq/pictor/bench/baseline"
 	"github.com/pictorhq/pictor/bench/card"
 	"github.com/pictorhq/pictor/bench/load"
 	"github.com/pictorhq/pictor/bench/pictor"
@@ -52,31 +49,31 @@ const (
 var ogServeFlags = []string{"--allow-private-urls", "--og-render-budget", strconv.Itoa(ogRenderBudget)}
 
 func ogHotScenario() Scenario {
-	return Scenario{
-		Name: "og-hot",
-		About: fmt.Sprintf("one hot automatic OG image (GET /v1/og/<domain_id>/p/hot, User-Agent %s: a %d×%d PNG the edge fitted from the "+
-			"origin's 1200×630 render of a page on a loopback site the harness serves) in the edge's cache, after a warm-up request "+
-			"that rendered and cached it, versus Debian's nginx serving the same bytes from a file (as hot-image); "+
-			"--edge-clients keep-alive connections, interleaved in --rounds rounds; serve runs with %s",
-			ogUserAgent, ogWidth, ogHeight, strings.Join(ogServeFlags, " ")),
-		NeedsPictor: true,
-		ServeFlags:  ogServeFlags,
-		Run:         runOGHot,
-	}
+	return ogScenario("og-hot", fmt.Sprintf("one hot automatic OG image (GET /v1/og/<domain_id>/p/hot, User-Agent %s: a %d×%d PNG the edge "+
+		"fitted from the origin's 1200×630 render of a page on a loopback site the harness serves) in the edge's cache, after a warm-up "+
+		"request that rendered and cached it, versus Debian's nginx serving the same bytes from a file (as hot-image); "+
+		"--edge-clients keep-alive connections, interleaved in --rounds rounds",
+		ogUserAgent, ogWidth, ogHeight), runOGHot)
 }
 
 func ogFirstScenario() Scenario {
+	return ogScenario("og-first", fmt.Sprintf("the first request of a new page's automatic OG image (GET /v1/og/<domain_id>/p/1, /p/2, …, "+
+		"every path new, User-Agent %s) on a loopback site the harness serves (a 1200×630 card page with <title> and og:title): latency "+
+		"from sending the GET to the first byte of the PNG, 1 client, sequential, after --warmup such requests; the configuration is "+
+		"created once beforehand. The note splits the mean into the origin's page read and render (from its /metrics: "+
+		"pictor_ogpage_fetch_duration_seconds, pictor_render_duration_seconds) and the rest, the service's overhead",
+		ogUserAgent), runOGFirst)
+}
+
+// ogScenario is an OG scenario on a server run with ogServeFlags, which
+// about ends by naming.
+func ogScenario(name, about string, run func(context.Context, *Env) ([]*load.Result, error)) Scenario {
 	return Scenario{
-		Name: "og-first",
-		About: fmt.Sprintf("the first request of a new page's automatic OG image (GET /v1/og/<domain_id>/p/1, /p/2, …, every path new, "+
-			"User-Agent %s) on a loopback site the harness serves (a 1200×630 card page with <title> and og:title): latency from "+
-			"sending the GET to the first byte of the PNG, 1 client, sequential, after --warmup such requests; the configuration is "+
-			"created once beforehand. The note splits the mean into the origin's page read and render (from its /metrics: "+
-			"pictor_ogpage_fetch_duration_seconds, pictor_render_duration_seconds) and the rest, the service's overhead; serve runs with %s",
-			ogUserAgent, strings.Join(ogServeFlags, " ")),
+		Name:        name,
+		About:       about + "; serve runs with " + strings.Join(ogServeFlags, " "),
 		NeedsPictor: true,
 		ServeFlags:  ogServeFlags,
-		Run:         runOGFirst,
+		Run:         run,
 	}
 }
 
@@ -85,25 +82,33 @@ func ogFirstScenario() Scenario {
 // og:title naming the path.
 type ogSite struct {
 	// URL is its base URL, the configuration's base_url.
-	URL   string
-	nonce string
-	srv   *http.Server
-	done  chan error
+	URL string
+	// domain is the configuration's domain_id.
+	domain string
+	nonce  string
+	srv    *http.Server
+	done   chan error
 	// reads counts the origin's reads of a page's head; loads the other
 	// GETs, the render's own.
 	reads, loads atomic.Int64
 }
 
-// startOGSite serves the site on a free loopback port; nonce makes its
-// pages differ from those of other runs.
-func startOGSite(nonce string) (*ogSite, error) {
+// startOGSite serves the site on a free loopback port, under a fresh
+// nonce that makes its pages differ from those of other runs, and creates
+// its configuration on p.
+func startOGSite(ctx context.Context, p *pictor.Server) (*ogSite, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("start the OG site: %w", err)
 	}
-	s := &ogSite{URL: "http://" + ln.Addr().String(), nonce: nonce, done: make(chan error, 1)}
+	s := &ogSite{URL: "http://" + ln.Addr().String(), nonce: rand.Text()[:8], done: make(chan error, 1)}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.srv.Serve(ln) }()
+	c, err := p.CreateOGConfig(ctx, s.URL)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("create the OG configuration: %w", err), s.Close())
+	}
+	s.domain = c.DomainID
 	return s, nil
 }
 
@@ -163,32 +168,6 @@ func checkOGImage(target string, body []byte, contentType string) error {
 	return nil
 }
 
-// staticServer is the baseline of og-hot: a server of static files.
-type staticServer struct {
-	addr string
-	// cpu returns the CPU time it used so far.
-	cpu func() time.Duration
-	// about names it in the notes (its version).
-	about string
-	stop  func() error
-}
-
-// startStatic starts a staticServer serving the files of root.
-type startStatic func(ctx context.Context, env *Env, root string) (*staticServer, error)
-
-// startNginxStatic is og-hot's baseline: nginx as hot-image runs it.
-func startNginxStatic(ctx context.Context, env *Env, root string) (*staticServer, error) {
-	bin, err := baseline.EnsureTool(ctx, env.Progress, "nginx", "nginx-light", "nginx")
-	if err != nil {
-		return nil, err
-	}
-	n, err := baseline.StartNginx(ctx, env.Progress, bin, root, env.WorkDir)
-	if err != nil {
-		return nil, err
-	}
-	return &staticServer{addr: n.Addr, cpu: n.CPU, about: baseline.Version(ctx, bin, "-v"), stop: n.Stop}, nil
-}
-
 func runOGHot(ctx context.Context, env *Env) ([]*load.Result, error) {
 	return ogHot(ctx, env, startNginxStatic, ogHotWarmup)
 }
@@ -196,22 +175,12 @@ func runOGHot(ctx context.Context, env *Env) ([]*load.Result, error) {
 // ogHot runs og-hot against the static server start starts, after warmup
 // unmeasured requests to each.
 func ogHot(ctx context.Context, env *Env, start startStatic, warmup int) (results []*load.Result, err error) {
-	cfg := env.Config
-	edgeAddr, err := hostPort(env.Pictor.URL)
-	if err != nil {
-		return nil, err
-	}
-	nonce := rand.Text()[:8]
-	site, err := startOGSite(nonce)
+	site, err := startOGSite(ctx, env.Pictor)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, site.Close()) }()
-	c, err := env.Pictor.CreateOGConfig(ctx, site.URL)
-	if err != nil {
-		return nil, fmt.Errorf("create the OG configuration: %w", err)
-	}
-	target := ogTarget(c.DomainID, "/p/hot")
+	target := ogTarget(site.domain, "/p/hot")
 	// The warm-up request renders the page and fills the edge's cache;
 	// the second must be the same bytes, from the cache.
 	body, ct, err := env.Pictor.FetchAs(ctx, target, ogUserAgent)
@@ -229,42 +198,22 @@ func ogHot(ctx context.Context, env *Env, start startStatic, warmup int) (result
 		return nil, fmt.Errorf("GET %s: a second request answered other bytes (%d, first %d)", target, len(again), len(body))
 	}
 
-	root := filepath.Join(env.WorkDir, "www")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(root, "og.png"), body, 0o644); err != nil {
-		return nil, err
-	}
-	static, err := start(ctx, env, root)
+	hot, err := startHotPair(ctx, env, start, target, "og.png", body, ct)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, static.stop()) }()
-
-	var pictorSet, staticSet fileSet
-	pictorSet.contentType, staticSet.contentType = []byte(ct), []byte(ct)
-	pictorSet.add(target, body)
-	staticSet.add("/og.png", body)
-	if err := checkAll(static.addr, &staticSet); err != nil {
-		return nil, fmt.Errorf("nginx: %w", err)
-	}
-	hot := func(int) int { return 0 }
-	pictorRun := newGetRun(edgeAddr, cfg.EdgeClients, &pictorSet, hot)
-	defer pictorRun.close()
-	staticRun := newGetRun(static.addr, cfg.EdgeClients, &staticSet, hot)
-	defer staticRun.close()
+	defer func() { err = errors.Join(err, hot.close()) }()
 	// The crawler's User-Agent on both sides: the edge answers by its
 	// platform, and the requests are the same size.
-	pictorRun.setUserAgent(ogUserAgent)
-	staticRun.setUserAgent(ogUserAgent)
-	results, counted, err := versusNginxCounting(ctx, env, "og-hot", warmup, pictorRun, staticRun, static.cpu, scrapeOG)
+	hot.pictor.setUserAgent(ogUserAgent)
+	hot.baseline.setUserAgent(ogUserAgent)
+	results, counted, err := versusNginxCounting(ctx, env, "og-hot", warmup, hot.pictor, hot.baseline, hot.static.cpu, scrapeOG)
 	if err != nil {
 		return results, err
 	}
 	results[0].Note = joinNote(fmt.Sprintf("%d-byte %d×%d PNG, User-Agent %s; %v; connections opened %d; %s",
-		len(body), ogWidth, ogHeight, ogUserAgent, counted, pictorRun.dials.Load(), siteNote(site.reads.Load(), site.loads.Load())), results[0].Note)
-	results[1].Note = joinNote(fmt.Sprintf("%s; connections opened %d", static.about, staticRun.dials.Load()), results[1].Note)
+		len(body), ogWidth, ogHeight, ogUserAgent, counted, hot.pictor.dials.Load(), siteNote(site.reads.Load(), site.loads.Load())), results[0].Note)
+	results[1].Note = joinNote(hot.baselineNote(), results[1].Note)
 	if counted.Misses > 0 || counted.Stale > 0 {
 		return results, fmt.Errorf("og-hot: the hot image was not served fresh from the edge's cache throughout (%v)", counted)
 	}
@@ -273,21 +222,16 @@ func ogHot(ctx context.Context, env *Env, start startStatic, warmup int) (result
 
 func runOGFirst(ctx context.Context, env *Env) (results []*load.Result, err error) {
 	cfg := env.Config
-	nonce := rand.Text()[:8]
-	site, err := startOGSite(nonce)
+	site, err := startOGSite(ctx, env.Pictor)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, site.Close()) }()
-	c, err := env.Pictor.CreateOGConfig(ctx, site.URL)
-	if err != nil {
-		return nil, fmt.Errorf("create the OG configuration: %w", err)
-	}
 	// first requests the image of a page never asked for: /<dir>/1, /<dir>/2, ...
 	first := func(dir string) load.Op {
 		var seq atomic.Int64
 		return func(ctx context.Context, _ int) (time.Duration, error) {
-			target := ogTarget(c.DomainID, fmt.Sprintf("/%s/%d", dir, seq.Add(1)))
+			target := ogTarget(site.domain, fmt.Sprintf("/%s/%d", dir, seq.Add(1)))
 			lat, body, ct, err := env.Pictor.FetchTimed(ctx, target, ogUserAgent)
 			if err != nil {
 				return 0, err
@@ -345,13 +289,7 @@ func (c ogCounters) sub(o ogCounters) ogCounters {
 
 // String describes the counts as the report's notes do.
 func (c ogCounters) String() string {
-	total := c.Fresh + c.Stale + c.Misses
-	pct := func(v float64) string {
-		if total == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%%", 100*v/total)
-	}
+	pct := shareOf(c.Fresh + c.Stale + c.Misses)
 	return fmt.Sprintf("edge OG cache: fresh hits %.0f (%s), stale hits %.0f (%s), misses %.0f (%s)",
 		c.Fresh, pct(c.Fresh), c.Stale, pct(c.Stale), c.Misses, pct(c.Misses))
 }

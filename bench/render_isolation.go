@@ -511,20 +511,14 @@ func pageLabel(page string) string {
 // peakMemoryRatioAtMost checks the peak memory of a result's server, less
 // its edge memory cache, is at most factor times the baseline's.
 func peakMemoryRatioAtMost(name, baseline string, factor float64) Check {
-	return Check{
-		Name: fmt.Sprintf("%s peak memory (PSS less the edge's memory cache) ≤ %g× %s's", name, factor, baseline),
-		Eval: func(find func(string) *load.Result) (string, bool, bool) {
-			r, b := find(name), find(baseline)
-			if r == nil || b == nil {
-				return "", false, false
-			}
+	return versusCheck(fmt.Sprintf("%s peak memory (PSS less the edge's memory cache) ≤ %g× %s's", name, factor, baseline), name, baseline,
+		func(r, b *load.Result) (string, bool) {
 			rp, bp := peakOf(r.Memory), peakOf(b.Memory)
 			if rp.LessCache <= 0 || bp.LessCache <= 0 {
-				return "no memory sample to compare", false, true
+				return "no memory sample to compare", false
 			}
 			ratio := float64(rp.LessCache) / float64(bp.LessCache)
 			return fmt.Sprintf("%.2f× (%s ÷ %s; whole tree %s ÷ %s, %.2f×)", ratio, formatMiB(rp.LessCache), formatMiB(bp.LessCache),
-				formatMiB(rp.PSS), formatMiB(bp.PSS), float64(rp.PSS)/float64(bp.PSS)), ratio <= factor, true
-		},
-	}
+				formatMiB(rp.PSS), formatMiB(bp.PSS), float64(rp.PSS)/float64(bp.PSS)), ratio <= factor
+		})
 }

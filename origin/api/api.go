@@ -19,6 +19,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/logging"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/ratelimit"
+	"github.com/pictorhq/pictor/origin/sharedmetric"
 )
 
 // Route is one line of the route table.
@@ -90,27 +91,30 @@ type Router struct {
 }
 
 // New builds the router. It panics on a route that is neither public nor
-// guarded by a permission, or whose permission is unknown: the table is code.
+// guarded by a permission, or whose permission is unknown, and on HTTP
+// metrics that conflict with collectors already registered: the table and
+// the metrics are code.
 func New(cfg Config, routes []Route) *Router {
+	f := sharedmetric.With(cfg.Registerer)
 	rt := &Router{
 		cfg: cfg,
 		mux: http.NewServeMux(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_origin_http_requests_total",
 			Help: "HTTP requests answered by the origin, by route and status code.",
 		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_origin_http_request_duration_seconds",
 			Help:    "Time to answer an origin HTTP request, by route.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 		}, []string{"route"}),
-		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+		limited: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_origin_rate_limited_total",
 			Help: "Management requests rejected by the rate limiter, by group.",
 		}, []string{"group"}),
 	}
-	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(rt.requests, rt.duration, rt.limited)
+	if err := f.Err(); err != nil {
+		panic(err)
 	}
 	for _, r := range routes {
 		if !r.Public && !perm.Valid(r.Permission) {

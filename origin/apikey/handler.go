@@ -29,12 +29,11 @@ type View struct {
 	Enabled     bool              `json:"enabled"`
 	Permissions []perm.Permission `json:"permissions"`
 	AllFuture   bool              `json:"all_future_permissions"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
+	resource.Stamps
 }
 
 // TimeFormat is how API responses write timestamps: UTC, milliseconds.
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+const TimeFormat = resource.TimeFormat
 
 // NewView returns the public form of k; secret is "" except on create.
 // An all-future key lists every permission it holds today.
@@ -48,8 +47,7 @@ func NewView(k *Key, secret string) View {
 		Enabled:     !k.Disabled,
 		Permissions: k.Grant().Effective(),
 		AllFuture:   k.AllFuture,
-		CreatedAt:   k.CreatedAt.UTC().Format(TimeFormat),
-		UpdatedAt:   k.UpdatedAt.UTC().Format(TimeFormat),
+		Stamps:      resource.NewStamps(k.CreatedAt, k.UpdatedAt),
 	}
 }
 
@@ -64,10 +62,17 @@ type Handler struct {
 }
 
 func (h *Handler) disabled(ctx context.Context, k *Key) error {
-	if (!k.Disabled && k.Grant().Has(perm.ImagesCreate)) || h.OnDisable == nil {
+	if !k.Disabled && k.Grant().Has(perm.ImagesCreate) {
 		return nil
 	}
-	return h.OnDisable(ctx, k.APIID)
+	return resource.Notify(ctx, h.OnDisable, k.APIID)
+}
+
+// routes are the keys' routes in the resource kit; only a creation's
+// answer holds the secret.
+var routes = resource.Routes[Key, View]{
+	Name: "API key", Errors: notFound,
+	View: func(k *Key) View { return NewView(k, "") },
 }
 
 // authority returns an error unless the caller's grant covers g.
@@ -96,7 +101,10 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error)
 
 // Create handles POST /v1/api-keys.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
+	p, err := routes.Caller(r)
+	if err != nil {
+		return err
+	}
 	req, err := h.parse(w, r)
 	if err != nil {
 		return err
@@ -114,71 +122,46 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) { return resource.PathID(r, "API key") }
-
 // Get handles GET /v1/api-keys/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	k, err := h.Store.Get(p.Org.ID, id)
-	if err != nil {
-		return notFound(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
-	return nil
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Key, error) {
+		return h.Store.Get(p.Org.ID, id)
+	})
 }
 
 func notFound(err error) error { return resource.NotFound(err, ErrNotFound, "API key not found") }
 
 // Update handles POST /v1/api-keys/{id}.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	req, err := h.parse(w, r)
-	if err != nil {
-		return err
-	}
-	k, err := h.Store.Update(r.Context(), p.Org.ID, id, req, func(existing *Key) error {
-		if err := authority(p.Grant, existing.Grant(), "the key holds"); err != nil {
-			return err
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Key, error) {
+		req, err := h.parse(w, r)
+		if err != nil {
+			return nil, err
 		}
-		return authority(p.Grant, req.Grant, "the request grants")
+		k, err := h.Store.Update(r.Context(), p.Org.ID, id, req, func(existing *Key) error {
+			if err := authority(p.Grant, existing.Grant(), "the key holds"); err != nil {
+				return err
+			}
+			return authority(p.Grant, req.Grant, "the request grants")
+		})
+		if err != nil {
+			return nil, err
+		}
+		return k, h.disabled(r.Context(), k)
 	})
-	if err == nil {
-		err = h.disabled(r.Context(), k)
-	}
-	if err != nil {
-		return notFound(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(k, ""))
-	return nil
 }
 
 // Delete handles DELETE /v1/api-keys/{id}: the key is disabled, not removed.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	k, err := h.Store.Disable(r.Context(), p.Org.ID, id, func(existing *Key) error {
-		return authority(p.Grant, existing.Grant(), "the key holds")
+	return routes.Remove(w, r, func(p *auth.Principal, id string) error {
+		k, err := h.Store.Disable(r.Context(), p.Org.ID, id, func(existing *Key) error {
+			return authority(p.Grant, existing.Grant(), "the key holds")
+		})
+		if err != nil {
+			return err
+		}
+		return h.disabled(r.Context(), k)
 	})
-	if err == nil {
-		err = h.disabled(r.Context(), k)
-	}
-	if err != nil {
-		return notFound(err)
-	}
-	respond.Empty(w, http.StatusNoContent)
-	return nil
 }
 
 // ListQuery is a validated list query.
@@ -223,7 +206,10 @@ func scope(orgID string) string { return "api-keys/" + orgID }
 
 // List handles GET /v1/api-keys.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
+	p, err := routes.Caller(r)
+	if err != nil {
+		return err
+	}
 	lq, err := h.ParseListQuery(p.Org.ID, r.URL.Query())
 	if err != nil {
 		return err

@@ -25,25 +25,26 @@ type metrics struct {
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	f := sharedmetric.With(r)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_blob_s3_requests_total",
 			Help: "S3 requests of the blob store, retries included, by operation (GetObject, PutObject, ListObjectsV2, DeleteObject) and result (ok, not_found, changed, corrupt, unavailable, canceled, error).",
 		}, []string{"operation", "result"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_blob_s3_request_duration_seconds",
 			Help:    "Time of an S3 request of the blob store, every attempt included, by operation: until the answer's headers for the GETs of an open object, the whole body for the others.",
 			Buckets: prometheus.ExponentialBuckets(0.002, 2.5, 12),
 		}, []string{"operation"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		attempts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_blob_s3_request_attempts_total",
 			Help: "HTTP attempts of the blob store's S3 requests, by operation and status class (2xx, 3xx, 4xx, 5xx, error).",
 		}, []string{"operation", "status"}),
-		streams: prometheus.NewCounterVec(prometheus.CounterOpts{
+		streams: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_blob_s3_stream_failures_total",
 			Help: "Reads of an open S3 object that failed after its GET was answered, by result (unavailable, canceled, error).",
 		}, []string{"result"}),
-		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+		corrupt: f.NewCounter(prometheus.CounterOpts{
 			Name: "pictor_blob_checksum_failures_total",
 			Help: "Blobs whose content did not match the SHA-256 recorded when they were written, or had none recorded.",
 		}),
@@ -56,26 +57,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			m.requests.WithLabelValues(op, res)
 		}
 	}
-	if r == nil {
-		return m, nil
-	}
-	var err error
-	if m.requests, err = sharedmetric.Register(r, m.requests); err != nil {
-		return nil, err
-	}
-	if m.duration, err = sharedmetric.Register(r, m.duration); err != nil {
-		return nil, err
-	}
-	if m.attempts, err = sharedmetric.Register(r, m.attempts); err != nil {
-		return nil, err
-	}
-	if m.streams, err = sharedmetric.Register(r, m.streams); err != nil {
-		return nil, err
-	}
-	if m.corrupt, err = sharedmetric.Register(r, m.corrupt); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, f.Err()
 }
 
 // observe counts a request of operation that started at start.

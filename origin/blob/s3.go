@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -30,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pictorhq/pictor/origin/awslog"
+	"github.com/pictorhq/pictor/origin/egress"
 )
 
 // s3Store keeps an image's files as objects <prefix>/<shard>/<id>/<name>
@@ -414,8 +413,8 @@ func unavailable(err error) bool {
 		opErr   *net.OpError
 		timeout interface{ Timeout() bool }
 	)
-	if certificate(err) {
-		return false // a configuration problem, not an outage
+	if tf := egress.TLSFaultOf(err); tf != egress.NoTLSFault && tf != egress.HandshakeRefused {
+		return false // the certificate: a configuration problem, not an outage
 	}
 	switch status := httpStatus(err); {
 	case status >= 500, status == http.StatusTooManyRequests:
@@ -432,19 +431,6 @@ func unavailable(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, os.ErrDeadlineExceeded)
-}
-
-// certificate reports a TLS failure of the endpoint's certificate.
-func certificate(err error) bool {
-	var (
-		unknownCA  x509.UnknownAuthorityError
-		hostname   x509.HostnameError
-		invalidCrt x509.CertificateInvalidError
-		verify     *tls.CertificateVerificationError
-		record     tls.RecordHeaderError
-	)
-	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalidCrt) ||
-		errors.As(err, &verify) || errors.As(err, &record)
 }
 
 func apiCode(err error) string {

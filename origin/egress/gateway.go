@@ -137,54 +137,33 @@ type metrics struct {
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	f := sharedmetric.With(r)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_egress_requests_total",
 			Help: "Requests of renders through the egress proxy, by kind (http, connect, internal) and outcome.",
 		}, []string{"kind", "outcome"}),
-		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{
+		proxied: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_egress_upstream_proxy_requests_total",
 			Help: "Requests relayed through an organization's upstream proxy, by kind (http, connect) and result (ok, blocked, unreachable, auth, failed).",
 		}, []string{"kind", "result"}),
-		dials: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		dials: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_egress_dial_duration_seconds",
 			Help:    "Time to connect to a checked upstream address, by result (ok, error).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 		}, []string{"result"}),
-		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+		sessions: f.NewGauge(prometheus.GaugeOpts{
 			Name: "pictor_egress_sessions_open",
 			Help: "Egress sessions open, one per render in progress.",
 		}),
-		tunnels: prometheus.NewGauge(prometheus.GaugeOpts{
+		tunnels: f.NewGauge(prometheus.GaugeOpts{
 			Name: "pictor_egress_tunnels_open",
 			Help: "CONNECT tunnels open.",
 		}),
-		refusedPeers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		refusedPeers: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_egress_refused_peers_total",
 			Help: "Connections to an egress session closed unserved because they did not come from its client, by reason (user: a socket of another user; process: of the right user but another process; lookup: the kernel could not say whose).",
 		}, []string{"reason"}),
 	}
-	if r == nil {
-		return m, nil
-	}
-	var err error
-	if m.requests, err = sharedmetric.Register(r, m.requests); err != nil {
-		return nil, err
-	}
-	if m.proxied, err = sharedmetric.Register(r, m.proxied); err != nil {
-		return nil, err
-	}
-	if m.dials, err = sharedmetric.Register(r, m.dials); err != nil {
-		return nil, err
-	}
-	if m.sessions, err = sharedmetric.Register(r, m.sessions); err != nil {
-		return nil, err
-	}
-	if m.tunnels, err = sharedmetric.Register(r, m.tunnels); err != nil {
-		return nil, err
-	}
-	if m.refusedPeers, err = sharedmetric.Register(r, m.refusedPeers); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, f.Err()
 }

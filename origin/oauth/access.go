@@ -158,23 +158,42 @@ func (s *Server) Verify(ctx context.Context, token string) (*auth.Principal, err
 	}, nil
 }
 
+// keyRefusal is one way auth refuses an API key.
+type keyRefusal struct {
+	err     error
+	revoked string // why a grant on the key is revoked
+	signIn  string // what the consent page's sign-in step says
+}
+
+var keyRefusals = []keyRefusal{
+	{auth.ErrInvalid, "API key deleted", "Wrong API ID or API key."},
+	{auth.ErrDisabled, "API key disabled", "This API key is disabled."},
+	{auth.ErrSuspended, "organization suspended", "Your organization is suspended."},
+}
+
+// keyRefusalOf returns the refusal err is, nil for another error.
+func keyRefusalOf(err error) *keyRefusal {
+	for i := range keyRefusals {
+		if errors.Is(err, keyRefusals[i].err) {
+			return &keyRefusals[i]
+		}
+	}
+	return nil
+}
+
 // keyPrincipal returns the current principal of the grant's key. When the key
 // is gone, disabled, or its organization suspended, it revokes the grant and
 // returns an invalid token error.
 func (s *Server) keyPrincipal(ctx context.Context, g *grant) (*auth.Principal, error) {
 	pr, err := s.cfg.Keys.Principal(ctx, g.KeyID)
 	var why string
-	switch {
+	switch refused := keyRefusalOf(err); {
 	case err == nil && (pr.Org == nil || pr.Org.ID != g.OrgID):
 		why = "API key moved to another organization"
 	case err == nil:
 		return pr, nil
-	case errors.Is(err, auth.ErrInvalid):
-		why = "API key deleted"
-	case errors.Is(err, auth.ErrDisabled):
-		why = "API key disabled"
-	case errors.Is(err, auth.ErrSuspended):
-		why = "organization suspended"
+	case refused != nil:
+		why = refused.revoked
 	default:
 		return nil, fmt.Errorf("load API key %s: %w", g.KeyID, err)
 	}

@@ -95,13 +95,8 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Invalid request", "The authorization request repeats "+n+".")
 		return
 	}
-	c, err := s.client(q.Get("client_id"))
-	if err != nil {
-		s.internalErrorPage(w, r, err)
-		return
-	}
+	c := s.pageClient(w, r, q.Get("client_id"), "This application is not registered with Pictor (client_id unknown). Go back to it and connect again.")
 	if c == nil {
-		s.errorPage(w, r, http.StatusBadRequest, "Unknown application", "This application is not registered with Pictor (client_id unknown). Go back to it and connect again.")
 		return
 	}
 	redirectURI := q.Get("redirect_uri")
@@ -225,33 +220,33 @@ func clientName(c *client) string {
 	return "An unnamed application"
 }
 
-func (s *Server) signInPage(c *client, p *pending, apiID, message string) *pageData {
+// stepPage is the page of a step of client c's pending request p: its
+// form carries p sealed and its CSRF token.
+func (s *Server) stepPage(step, title string, c *client, p *pending, message string) *pageData {
 	return &pageData{
-		Kind:         stepSignIn,
-		Title:        "Connect " + clientName(c) + " to Pictor",
+		Kind:         step,
+		Title:        title,
 		Error:        message,
 		ClientName:   clientName(c),
 		RedirectHost: redirectHost(p.RedirectURI),
 		Request:      s.seal(p),
 		CSRF:         p.CSRF,
-		APIID:        apiID,
 	}
+}
+
+func (s *Server) signInPage(c *client, p *pending, apiID, message string) *pageData {
+	d := s.stepPage(stepSignIn, "Connect "+clientName(c)+" to Pictor", c, p, message)
+	d.APIID = apiID
+	return d
 }
 
 func (s *Server) consentPage(c *client, p *pending, offered []perm.Permission, message string) *pageData {
 	if len(offered) == 0 && message == "" {
 		message = "This API key holds none of the permissions the application asks for. Deny, then connect again with another key."
 	}
-	return &pageData{
-		Kind:         stepConsent,
-		Title:        "Allow " + clientName(c) + " to use Pictor?",
-		Error:        message,
-		ClientName:   clientName(c),
-		RedirectHost: redirectHost(p.RedirectURI),
-		Request:      s.seal(p),
-		CSRF:         p.CSRF,
-		Permissions:  permItems(offered),
-	}
+	d := s.stepPage(stepConsent, "Allow "+clientName(c)+" to use Pictor?", c, p, message)
+	d.Permissions = permItems(offered)
+	return d
 }
 
 // redirect sends the browser back to the client with params added to the
@@ -310,13 +305,8 @@ func (s *Server) Consent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "This page has expired", "Go back to your application and connect again.")
 		return
 	}
-	c, err := s.client(p.ClientID)
-	if err != nil {
-		s.internalErrorPage(w, r, err)
-		return
-	}
+	c := s.pageClient(w, r, p.ClientID, "This application is no longer registered with Pictor.")
 	if c == nil {
-		s.errorPage(w, r, http.StatusBadRequest, "Unknown application", "This application is no longer registered with Pictor.")
 		return
 	}
 	pageHeaders(w, p.RedirectURI)
@@ -358,19 +348,13 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, c *client, p *pe
 		pr, err = s.cfg.Keys.Authenticate(ctx, apiID, apiKey)
 	}
 	if err != nil {
-		var message string
-		switch {
-		case errors.Is(err, auth.ErrInvalid):
-			message = "Wrong API ID or API key."
-		case errors.Is(err, auth.ErrDisabled):
-			message = "This API key is disabled."
-		case errors.Is(err, auth.ErrSuspended):
-			message = "Your organization is suspended."
-		default:
+		refused := keyRefusalOf(err)
+		if refused == nil {
 			attempt.CancelAt(now)
 			s.internalErrorPage(w, r, fmt.Errorf("sign in: %w", err))
 			return
 		}
+		message := refused.signIn
 		s.log.InfoContext(ctx, "oauth sign-in failed", "client_id", c.ID, "reason", message)
 		p.Expires = now.Add(pendingTTL).Unix()
 		s.render(w, r, http.StatusOK, s.signInPage(c, p, apiID, message))
@@ -426,10 +410,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *client, p *pe
 		ClientID:    c.ID,
 		RedirectURI: p.RedirectURI,
 		Challenge:   p.Challenge,
-		Resource:    p.Resource,
-		KeyID:       pr.KeyID,
-		OrgID:       pr.Org.ID,
-		Scopes:      approved,
+		approval:    approval{OrgID: pr.Org.ID, KeyID: pr.KeyID, Resource: p.Resource, Scopes: approved},
 		Expires:     now.Add(s.cfg.CodeTTL).UTC(),
 	}
 	if err := s.saveCode(hashSecret(code), rec); err != nil {

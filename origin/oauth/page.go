@@ -111,3 +111,18 @@ func (s *Server) internalErrorPage(w http.ResponseWriter, r *http.Request, err e
 	s.log.ErrorContext(r.Context(), "oauth authorize failed", "error", err)
 	s.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "Pictor could not complete this request. Try again in a moment.")
 }
+
+// pageClient returns the registered client id of a consent page's request,
+// or answers with an error page (unknown its message for an unregistered
+// client) and returns nil.
+func (s *Server) pageClient(w http.ResponseWriter, r *http.Request, id, unknown string) *client {
+	c, err := s.client(id)
+	if err != nil {
+		s.internalErrorPage(w, r, err)
+		return nil
+	}
+	if c == nil {
+		s.errorPage(w, r, http.StatusBadRequest, "Unknown application", unknown)
+	}
+	return c
+}

@@ -77,31 +77,35 @@ func (c *client) allows(grantType string) bool {
 // and naming its grant, until it expires, so that a second redemption can
 // revoke that grant.
 type authCode struct {
-	ClientID    string            `json:"client_id"`
-	RedirectURI string            `json:"redirect_uri"`
-	Challenge   string            `json:"code_challenge"`
-	Resource    string            `json:"resource"`
-	KeyID       string            `json:"key_id"`
-	OrgID       string            `json:"org_id"`
-	Scopes      []perm.Permission `json:"scopes"`
-	Expires     time.Time         `json:"expires"`
-	Used        bool              `json:"used,omitempty"`
-	GrantID     string            `json:"grant_id,omitempty"`
+	ClientID    string `json:"client_id"`
+	RedirectURI string `json:"redirect_uri"`
+	Challenge   string `json:"code_challenge"`
+	approval
+	Expires time.Time `json:"expires"`
+	Used    bool      `json:"used,omitempty"`
+	GrantID string    `json:"grant_id,omitempty"`
+}
+
+// approval is what a key's owner approved on the consent page: a code
+// carries it, and the grant the code is redeemed for keeps it. Its fields
+// are stored as the code's and the grant's own.
+type approval struct {
+	OrgID    string            `json:"org_id"`
+	KeyID    string            `json:"key_id"`
+	Resource string            `json:"resource"`
+	Scopes   []perm.Permission `json:"scopes"`
 }
 
 // grant is one approved connection: what a key's owner let a client do.
 type grant struct {
-	ID        string            `json:"id"`
-	OrgID     string            `json:"org_id"`
-	KeyID     string            `json:"key_id"`
-	ClientID  string            `json:"client_id"`
-	Resource  string            `json:"resource"`
-	Scopes    []perm.Permission `json:"scopes"`
-	Created   time.Time         `json:"created"`
-	Expires   time.Time         `json:"expires"` // no token of the grant outlives it
-	Revoked   bool              `json:"revoked,omitempty"`
-	RevokedAt time.Time         `json:"revoked_at,omitzero"`
-	Reason    string            `json:"reason,omitempty"`
+	ID       string `json:"id"`
+	ClientID string `json:"client_id"`
+	approval
+	Created   time.Time `json:"created"`
+	Expires   time.Time `json:"expires"` // no token of the grant outlives it
+	Revoked   bool      `json:"revoked,omitempty"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	Reason    string    `json:"reason,omitempty"`
 }
 
 // refreshToken is one refresh token of a grant. A rotated one is kept,
@@ -458,7 +462,7 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 		}
 		err = errors.Join(txn.Delete([]byte(record)), txn.Delete(entry))
 		if strings.HasPrefix(record, prefixGrant) {
-			for _, k := range grantIndexKeys(&grant{ID: rec.ID, KeyID: rec.KeyID, OrgID: rec.OrgID}) {
+			for _, k := range grantIndexKeys(&grant{ID: rec.ID, approval: approval{KeyID: rec.KeyID, OrgID: rec.OrgID}}) {
 				err = errors.Join(err, txn.Delete(k))
 			}
 		}

@@ -65,6 +65,24 @@ func readEndpointForm(w http.ResponseWriter, r *http.Request) (url.Values, *endp
 	return form, nil
 }
 
+// endpointRequest reads a token or revocation request and authenticates
+// its client; on failure it answers the request and returns a nil client.
+func (s *Server) endpointRequest(w http.ResponseWriter, r *http.Request) (url.Values, *client) {
+	cors(w)
+	noStore(w)
+	form, e := readEndpointForm(w, r)
+	if e != nil {
+		s.endpointFail(w, r, e)
+		return nil, nil
+	}
+	c, e := s.authenticateClient(r, form)
+	if e != nil {
+		s.endpointFail(w, r, e)
+		return nil, nil
+	}
+	return form, c
+}
+
 // authenticateClient identifies the client of a token or revocation request:
 // a public client by its client_id, a confidential one by its secret in HTTP
 // Basic (RFC 6749 §2.3.1) or in the form (client_secret_post).
@@ -137,19 +155,12 @@ type tokenResponse struct {
 // Token issues tokens (POST /oauth/token) for an authorization code or a
 // refresh token.
 func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
-	cors(w)
-	noStore(w)
-	form, e := readEndpointForm(w, r)
-	if e != nil {
-		s.endpointFail(w, r, e)
-		return
-	}
-	c, e := s.authenticateClient(r, form)
-	if e != nil {
-		s.endpointFail(w, r, e)
+	form, c := s.endpointRequest(w, r)
+	if c == nil {
 		return
 	}
 	var resp *tokenResponse
+	var e *endpointError
 	switch gt := form.Get("grant_type"); gt {
 	case "":
 		e = tokenFail("invalid_request", "grant_type is required")
@@ -193,30 +204,20 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	case !validPKCE(verifier):
 		return nil, tokenFail("invalid_request", "code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~]")
 	}
-	hash := hashSecret(code)
-	key := prefixCode + hash
-
 	// What the code says is checked first, outside the code's lock (the
 	// API key's look-up is another store's read); the transaction then
 	// spends it unless someone did meanwhile.
 	var rec authCode
-	found, err := getJSON(s.cfg.Store, key, &rec)
-	if err != nil {
-		s.log.ErrorContext(ctx, "oauth code lookup failed", "error", err)
-		return nil, errServer
-	}
-	if !found {
-		return nil, tokenFail("invalid_grant", "the code is invalid, expired or already used")
+	hash, key, e := s.lookupSecret(ctx, &codeSecret, code, &rec)
+	if e != nil {
+		return nil, e
 	}
 	now := s.now()
 	if rec.Used {
-		return nil, s.codeReused(ctx, c, rec.GrantID)
+		return nil, s.reused(ctx, &codeSecret, c, rec.GrantID)
 	}
 	if !now.Before(rec.Expires) {
-		if err := s.deleteRecord(key, rec.Expires); err != nil {
-			s.log.ErrorContext(ctx, "oauth code deletion failed", "error", err)
-		}
-		return nil, tokenFail("invalid_grant", "the code expired")
+		return nil, s.expired(ctx, &codeSecret, key, rec.Expires)
 	}
 	switch {
 	case rec.ClientID != c.ID:
@@ -230,22 +231,11 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	}
 	g := &grant{
 		ID:       uuid.Must(uuid.NewV7()).String(),
-		OrgID:    rec.OrgID,
-		KeyID:    rec.KeyID,
 		ClientID: c.ID,
-		Resource: rec.Resource,
-		Scopes:   rec.Scopes,
+		approval: rec.approval,
 		Created:  now.UTC(),
 	}
-	if _, err := s.keyPrincipal(ctx, g); err != nil {
-		if errors.Is(err, ErrInvalidToken) {
-			return nil, tokenFail("invalid_grant", "the approving API key can no longer be used")
-		}
-		s.log.ErrorContext(ctx, "oauth key lookup failed", "error", err)
-		return nil, errServer
-	}
-
-	if e := s.clientUsed(ctx, c, now); e != nil {
+	if e := s.grantUsable(ctx, c, g, now, "the approving API key can no longer be used"); e != nil {
 		return nil, e
 	}
 	g.Expires = now.Add(s.cfg.AccessTTL).UTC()
@@ -257,7 +247,7 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 		g.Expires = later(g.Expires, rt.Expires)
 	}
 	var spent authCode // the code as the transaction found it
-	err = s.cfg.Store.Update(ctx, codeLock(hash), func(txn kv.Txn) error {
+	err := s.cfg.Store.Update(ctx, codeLock(hash), func(txn kv.Txn) error {
 		found, err := getJSON(txn, key, &spent)
 		if err != nil {
 			return err
@@ -278,28 +268,45 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 		}
 		return err
 	})
-	switch {
-	case errors.Is(err, errSpent) && spent.Used:
-		return nil, s.codeReused(ctx, c, spent.GrantID)
-	case errors.Is(err, errSpent):
-		return nil, tokenFail("invalid_grant", "the code is invalid, expired or already used")
-	case err != nil:
-		s.log.ErrorContext(ctx, "oauth grant creation failed", "error", err)
-		return nil, errServer
+	if e := s.spendFailed(ctx, &codeSecret, c, err, spent.Used, spent.GrantID); e != nil {
+		return nil, e
 	}
-	access, err := s.issueAccess(g, g.Scopes, now)
+	resp, e := s.tokens(ctx, g, g.Scopes, refresh, now)
+	if e == nil {
+		s.log.InfoContext(ctx, "oauth grant created", "grant_id", g.ID, "client_id", c.ID, "key_id", g.KeyID, "org_id", g.OrgID, "scope", joinScopes(g.Scopes))
+	}
+	return resp, e
+}
+
+// tokens answers a redemption that extended grant g: an access token
+// carrying scopes, and the refresh token when there is one.
+func (s *Server) tokens(ctx context.Context, g *grant, scopes []perm.Permission, refresh string, now time.Time) (*tokenResponse, *endpointError) {
+	access, err := s.issueAccess(g, scopes, now)
 	if err != nil {
 		s.log.ErrorContext(ctx, "oauth access token failed", "error", err)
 		return nil, errServer
 	}
-	s.log.InfoContext(ctx, "oauth grant created", "grant_id", g.ID, "client_id", c.ID, "key_id", g.KeyID, "org_id", g.OrgID, "scope", joinScopes(g.Scopes))
 	return &tokenResponse{
 		AccessToken:  access,
 		TokenType:    "Bearer",
 		ExpiresIn:    int64(s.cfg.AccessTTL / time.Second),
 		RefreshToken: refresh,
-		Scope:        joinScopes(g.Scopes),
+		Scope:        joinScopes(scopes),
 	}, nil
+}
+
+// grantUsable checks, before a redemption gives tokens of grant g, that
+// its API key may still be used (else refused is the answer's description)
+// and writes down the use of client c.
+func (s *Server) grantUsable(ctx context.Context, c *client, g *grant, now time.Time, refused string) *endpointError {
+	if _, err := s.keyPrincipal(ctx, g); err != nil {
+		if errors.Is(err, ErrInvalidToken) {
+			return tokenFail("invalid_grant", "%s", refused)
+		}
+		s.log.ErrorContext(ctx, "oauth key lookup failed", "error", err)
+		return errServer
+	}
+	return s.clientUsed(ctx, c, now)
 }
 
 // clientUsed writes down the use of c before it gets tokens (useClient),
@@ -320,26 +327,97 @@ func (s *Server) clientUsed(ctx context.Context, c *client, now time.Time) *endp
 // first read and its transaction.
 var errSpent = errors.New("spent meanwhile")
 
-// codeReused answers a code redeemed a second time: RFC 6749 §4.1.2, a
-// code used twice revokes what it gave.
-func (s *Server) codeReused(ctx context.Context, c *client, grantID string) *endpointError {
-	s.log.WarnContext(ctx, "oauth authorization code reused", "client_id", c.ID, "grant_id", grantID)
-	if err := s.revokeGrant(ctx, grantID, "authorization code reused"); err != nil {
-		s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", grantID, "error", err)
-		return errServer
-	}
-	return tokenFail("invalid_grant", "the code was already used")
+// secretKind is what tells an authorization code from a refresh token
+// where both are redeemed alike: each is stored under its hash and spent
+// once, kept marked used until it expires, and a second use revokes the
+// grant it gave or belongs to (RFC 6749 §4.1.2, §10.4).
+type secretKind struct {
+	prefix string
+	// Log messages.
+	lookupFailed, deleteFailed, reusedWarning, spendFailed string
+	// Descriptions of invalid_grant answers.
+	invalid, expired, reused string
+	// revokeReason is why a reuse revokes the grant.
+	revokeReason string
 }
 
-// refreshReused answers a spent refresh token used again: the grant is
+var (
+	codeSecret = secretKind{
+		prefix:        prefixCode,
+		lookupFailed:  "oauth code lookup failed",
+		deleteFailed:  "oauth code deletion failed",
+		reusedWarning: "oauth authorization code reused",
+		spendFailed:   "oauth grant creation failed",
+		invalid:       "the code is invalid, expired or already used",
+		expired:       "the code expired",
+		reused:        "the code was already used",
+		revokeReason:  "authorization code reused",
+	}
+	refreshSecret = secretKind{
+		prefix:        prefixRefresh,
+		lookupFailed:  "oauth refresh token lookup failed",
+		deleteFailed:  "oauth refresh token deletion failed",
+		reusedWarning: "oauth refresh token reused",
+		spendFailed:   "oauth refresh failed",
+		invalid:       "the refresh token is invalid or expired",
+		expired:       "the refresh token expired",
+		reused:        "the refresh token was already used; the connection is revoked",
+		revokeReason:  "refresh token reused",
+	}
+)
+
+// lookupSecret reads the record of a code or refresh token into rec and
+// returns its hash and key; an unknown one is answered invalid_grant.
+func (s *Server) lookupSecret(ctx context.Context, k *secretKind, secret string, rec any) (hash, key string, e *endpointError) {
+	hash = hashSecret(secret)
+	key = k.prefix + hash
+	found, err := getJSON(s.cfg.Store, key, rec)
+	if err != nil {
+		s.log.ErrorContext(ctx, k.lookupFailed, "error", err)
+		return "", "", errServer
+	}
+	if !found {
+		return "", "", tokenFail("invalid_grant", "%s", k.invalid)
+	}
+	return hash, key, nil
+}
+
+// expired answers an expired code or refresh token, removing its record
+// (key, expiring at expires) without waiting for Sweep.
+func (s *Server) expired(ctx context.Context, k *secretKind, key string, expires time.Time) *endpointError {
+	if err := s.deleteRecord(key, expires); err != nil {
+		s.log.ErrorContext(ctx, k.deleteFailed, "error", err)
+	}
+	return tokenFail("invalid_grant", "%s", k.expired)
+}
+
+// reused answers a spent code or refresh token used again: its grant is
 // revoked.
-func (s *Server) refreshReused(ctx context.Context, c *client, grantID string) *endpointError {
-	s.log.WarnContext(ctx, "oauth refresh token reused", "client_id", c.ID, "grant_id", grantID)
-	if err := s.revokeGrant(ctx, grantID, "refresh token reused"); err != nil {
+func (s *Server) reused(ctx context.Context, k *secretKind, c *client, grantID string) *endpointError {
+	s.log.WarnContext(ctx, k.reusedWarning, "client_id", c.ID, "grant_id", grantID)
+	if err := s.revokeGrant(ctx, grantID, k.revokeReason); err != nil {
 		s.log.ErrorContext(ctx, "oauth grant revocation failed", "grant_id", grantID, "error", err)
 		return errServer
 	}
-	return tokenFail("invalid_grant", "the refresh token was already used; the connection is revoked")
+	return tokenFail("invalid_grant", "%s", k.reused)
+}
+
+// spendFailed answers the transaction spending a code or refresh token
+// that failed with err (nil: it did not); used and grantID are the
+// record as the transaction found it.
+func (s *Server) spendFailed(ctx context.Context, k *secretKind, c *client, err error, used bool, grantID string) *endpointError {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errSpent) && used:
+		return s.reused(ctx, k, c, grantID)
+	case errors.Is(err, errSpent):
+		return tokenFail("invalid_grant", "%s", k.invalid)
+	case errors.Is(err, errRevoked):
+		return tokenFail("invalid_grant", "the connection was revoked")
+	}
+	s.log.ErrorContext(ctx, k.spendFailed, "error", err)
+	return errServer
 }
 
 // refresh rotates a refresh token: the token is spent, a new one and an
@@ -356,33 +434,23 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 			return nil, tokenFail("invalid_scope", "%s", err)
 		}
 	}
-	hash := hashSecret(token)
-	key := prefixRefresh + hash
-
 	// As for codes: checks first, then one transaction under the grant's
 	// lock spends the token and extends the grant unless someone spent it
 	// or revoked the grant meanwhile.
 	var rec refreshToken
-	found, err := getJSON(s.cfg.Store, key, &rec)
-	if err != nil {
-		s.log.ErrorContext(ctx, "oauth refresh token lookup failed", "error", err)
-		return nil, errServer
-	}
-	if !found {
-		return nil, tokenFail("invalid_grant", "the refresh token is invalid or expired")
+	_, key, e := s.lookupSecret(ctx, &refreshSecret, token, &rec)
+	if e != nil {
+		return nil, e
 	}
 	if rec.ClientID != c.ID {
 		return nil, tokenFail("invalid_grant", "the refresh token was issued to another client")
 	}
 	now := s.now()
 	if rec.Used {
-		return nil, s.refreshReused(ctx, c, rec.GrantID)
+		return nil, s.reused(ctx, &refreshSecret, c, rec.GrantID)
 	}
 	if !now.Before(rec.Expires) {
-		if err := s.deleteRecord(key, rec.Expires); err != nil {
-			s.log.ErrorContext(ctx, "oauth refresh token deletion failed", "error", err)
-		}
-		return nil, tokenFail("invalid_grant", "the refresh token expired")
+		return nil, s.expired(ctx, &refreshSecret, key, rec.Expires)
 	}
 	scopes := rec.Scopes
 	if len(narrow) > 0 {
@@ -395,7 +463,7 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	}
 
 	var g grant
-	found, err = getJSON(s.cfg.Store, grantKey(rec.GrantID), &g)
+	found, err := getJSON(s.cfg.Store, grantKey(rec.GrantID), &g)
 	if err != nil {
 		s.log.ErrorContext(ctx, "oauth grant lookup failed", "error", err)
 		return nil, errServer
@@ -403,15 +471,7 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	if !found || g.Revoked {
 		return nil, tokenFail("invalid_grant", "the connection was revoked")
 	}
-	if _, err := s.keyPrincipal(ctx, &g); err != nil {
-		if errors.Is(err, ErrInvalidToken) {
-			return nil, tokenFail("invalid_grant", "the connection was revoked: its API key can no longer be used")
-		}
-		s.log.ErrorContext(ctx, "oauth key lookup failed", "error", err)
-		return nil, errServer
-	}
-
-	if e := s.clientUsed(ctx, c, now); e != nil {
+	if e := s.grantUsable(ctx, c, &g, now, "the connection was revoked: its API key can no longer be used"); e != nil {
 		return nil, e
 	}
 	next := newSecret()
@@ -444,29 +504,10 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 			saveRecord(txn, prefixRefresh+hashSecret(next), nextRec, nextRec.Expires),
 			saveRecord(txn, grantKey(g.ID), &g, g.Expires))
 	})
-	switch {
-	case errors.Is(err, errSpent) && spent.Used:
-		return nil, s.refreshReused(ctx, c, spent.GrantID)
-	case errors.Is(err, errSpent):
-		return nil, tokenFail("invalid_grant", "the refresh token is invalid or expired")
-	case errors.Is(err, errRevoked):
-		return nil, tokenFail("invalid_grant", "the connection was revoked")
-	case err != nil:
-		s.log.ErrorContext(ctx, "oauth refresh failed", "error", err)
-		return nil, errServer
+	if e := s.spendFailed(ctx, &refreshSecret, c, err, spent.Used, spent.GrantID); e != nil {
+		return nil, e
 	}
-	access, err := s.issueAccess(&g, scopes, now)
-	if err != nil {
-		s.log.ErrorContext(ctx, "oauth access token failed", "error", err)
-		return nil, errServer
-	}
-	return &tokenResponse{
-		AccessToken:  access,
-		TokenType:    "Bearer",
-		ExpiresIn:    int64(s.cfg.AccessTTL / time.Second),
-		RefreshToken: next,
-		Scope:        joinScopes(scopes),
-	}, nil
+	return s.tokens(ctx, &g, scopes, next, now)
 }
 
 var errRevoked = errors.New("grant revoked")
@@ -475,16 +516,8 @@ var errRevoked = errors.New("grant revoked")
 // token's, or an access token's. Tokens it does not know, or that belong to
 // another client, are answered 200 all the same.
 func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
-	cors(w)
-	noStore(w)
-	form, e := readEndpointForm(w, r)
-	if e != nil {
-		s.endpointFail(w, r, e)
-		return
-	}
-	c, e := s.authenticateClient(r, form)
-	if e != nil {
-		s.endpointFail(w, r, e)
+	form, c := s.endpointRequest(w, r)
+	if c == nil {
 		return
 	}
 	token := form.Get("token")

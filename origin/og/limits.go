@@ -154,19 +154,13 @@ type metrics struct {
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
-	m := &metrics{refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+	f := sharedmetric.With(r)
+	m := &metrics{refused: f.NewCounterVec(prometheus.CounterOpts{
 		Name: "pictor_og_refused_total",
 		Help: "OG image requests refused, by reason: day_cap, period_cap and org_share (caps on new images), client (a client address's uncached requests), credits (the organization has none left), budget (the configuration's renders of the minute).",
 	}, []string{"reason"})}
 	for _, r := range reasons {
 		m.refused.WithLabelValues(r)
 	}
-	if r == nil {
-		return m, nil
-	}
-	var err error
-	if m.refused, err = sharedmetric.Register(r, m.refused); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, f.Err()
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/ogconfig"
@@ -58,14 +60,7 @@ func (s *Service) read(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pa
 func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path, v string) (*page, *handoff, error) {
 	key := readKey(cfg.ID, path)
 	h := &handoff{variant: v}
-	ch := s.reads.DoChan(key, func() (any, error) {
-		defer s.flying.hold(key)()
-		if !s.begin() {
-			return nil, apierr.From(apierr.ErrShuttingDown)
-		}
-		defer s.wg.Done()
-		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
-		defer cancel()
+	ch := s.reads.DoChan(key, s.detached(key, func(rctx context.Context) (any, error) {
 		prev, err := loadPage(s.cfg.Store, cfg.ID, path)
 		if err != nil {
 			return nil, err
@@ -74,7 +69,30 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 			return prev, nil // read while this request waited for its turn
 		}
 		return s.check(rctx, cfg, o, path, prev, []string{v}, true, h)
-	})
+	}))
+	return awaitPage(ctx, ch, h)
+}
+
+// detached is the work of a shared read or render under key: counted as
+// under way (flying) and as the service's background work, refused once
+// the service is closing, and bounded by readTimeout on the service's
+// context rather than the request's, which one waiter may leave.
+func (s *Service) detached(key string, work func(ctx context.Context) (any, error)) func() (any, error) {
+	return func() (any, error) {
+		defer s.flying.hold(key)()
+		if !s.begin() {
+			return nil, apierr.From(apierr.ErrShuttingDown)
+		}
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
+		defer cancel()
+		return work(ctx)
+	}
+}
+
+// awaitPage waits for a shared read or render of a page until ctx is
+// done; h is the waiter's handoff, left unless the page comes.
+func awaitPage(ctx context.Context, ch <-chan singleflight.Result, h *handoff) (*page, *handoff, error) {
 	select {
 	case res := <-ch:
 		pg, _ := res.Val.(*page) // nil from a recheck that found nothing to do
@@ -208,18 +226,12 @@ func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, no
 // in any process) are kept either way. A zero since always writes (a
 // refresh: the page as it is now).
 func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page, error) {
-	var out *page
-	err := s.cfg.Store.Update(ctx, pageLock(next), func(txn kv.Txn) error {
-		cur, err := loadPage(txn, next.ConfigID, next.Path)
-		if err != nil {
-			return err
-		}
+	return s.updatePage(ctx, next, func(cur *page) (*page, bool) {
 		switch {
 		case cur == nil:
 		case supersedes(cur, next, since):
-			out = cur
 			if !cur.sameInputs(next) {
-				return nil
+				return cur, false
 			}
 			added := false
 			for v, id := range next.Images {
@@ -227,10 +239,7 @@ func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page
 					cur.Images[v], added = id, true
 				}
 			}
-			if !added {
-				return nil
-			}
-			return savePage(txn, cur)
+			return cur, added
 		case cur.sameInputs(next):
 			for v, id := range cur.Images {
 				if next.Images[v] == "" {
@@ -238,8 +247,25 @@ func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page
 				}
 			}
 		}
-		out = next
-		return savePage(txn, next)
+		return next, true
+	})
+}
+
+// updatePage is a read-modify-write of pg's page record under the page's
+// lock: change gets the stored record (nil when there is none) and returns
+// the record to answer with and whether to save it.
+func (s *Service) updatePage(ctx context.Context, pg *page, change func(cur *page) (out *page, save bool)) (*page, error) {
+	var out *page
+	err := s.cfg.Store.Update(ctx, pageLock(pg), func(txn kv.Txn) error {
+		cur, err := loadPage(txn, pg.ConfigID, pg.Path)
+		if err != nil {
+			return err
+		}
+		var save bool
+		if out, save = change(cur); !save {
+			return nil
+		}
+		return savePage(txn, out)
 	})
 	if err != nil {
 		return nil, err
@@ -253,51 +279,24 @@ func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page
 func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.Org, pg *page, v string) (*page, *handoff, error) {
 	key := variantKey(cfg.ID, pg.Path, v)
 	h := &handoff{variant: v}
-	ch := s.variants.DoChan(key, func() (any, error) {
-		defer s.flying.hold(key)()
-		if !s.begin() {
-			return nil, apierr.From(apierr.ErrShuttingDown)
-		}
-		defer s.wg.Done()
-		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
-		defer cancel()
+	ch := s.variants.DoChan(key, s.detached(key, func(rctx context.Context) (any, error) {
 		id, f, _, err := s.render(rctx, cfg, o, pg, v)
 		if err != nil {
 			return nil, err
 		}
 		h.give(v, id, f)
-		var out *page
-		err = s.cfg.Store.Update(rctx, pageLock(pg), func(txn kv.Txn) error {
-			cur, err := loadPage(txn, pg.ConfigID, pg.Path)
-			if err != nil {
-				return err
-			}
+		return s.updatePage(rctx, pg, func(cur *page) (*page, bool) {
 			if cur == nil || !bytes.Equal(cur.Request, pg.Request) || cur.Extra != pg.Extra {
 				// Read again meanwhile: serve what was made for this request.
-				out = pg.clone()
+				out := pg.clone()
 				out.Images[v] = id
-				return nil
+				return out, false
 			}
 			cur.Images[v] = id
-			out = cur
-			return savePage(txn, cur)
+			return cur, true
 		})
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
-	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			h.leave()
-			return nil, nil, res.Err
-		}
-		return res.Val.(*page), h, nil
-	case <-ctx.Done():
-		h.leave()
-		return nil, nil, ctx.Err()
-	}
+	}))
+	return awaitPage(ctx, ch, h)
 }
 
 // render makes a variant's image and waits until it is rendered: a new

@@ -31,21 +31,17 @@ func (s *Service) Refresh(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 	for range 3 {
 		var out ogconfig.Refreshed
 		ran := false
-		ch := s.reads.DoChan(key, func() (any, error) {
-			ran = true
-			defer s.flying.hold(key)()
-			if !s.begin() {
-				return nil, apierr.From(apierr.ErrShuttingDown)
-			}
-			defer s.wg.Done()
-			rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
-			defer cancel()
+		read := s.detached(key, func(rctx context.Context) (any, error) {
 			pg, res, err := s.refresh(rctx, cfg, o, path)
 			out = res
 			if err != nil {
 				return nil, err
 			}
 			return pg, nil
+		})
+		ch := s.reads.DoChan(key, func() (any, error) {
+			ran = true
+			return read()
 		})
 		select {
 		case res := <-ch:

@@ -23,7 +23,7 @@ const maxBody = imageparams.MaxCSSBytes + 1<<20
 
 // TimeFormat is how answers write timestamps: UTC, milliseconds (as every
 // management resource).
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+const TimeFormat = resource.TimeFormat
 
 // Templates checks that an organization holds a template.
 type Templates interface {
@@ -71,13 +71,6 @@ type Handler struct {
 	PublicURL string
 }
 
-func (h *Handler) changed(ctx context.Context, c *Config) error {
-	if h.OnChange == nil {
-		return nil
-	}
-	return h.OnChange(ctx, c)
-}
-
 // MappingView is a template_values_mapping entry in answers.
 type MappingView struct {
 	TemplateKey string `json:"template_key"`
@@ -106,8 +99,7 @@ type View struct {
 	MaxNewImagesPerDay      *int64                     `json:"max_new_images_per_day"`
 	MaxNewImagesPerPeriod   *int64                     `json:"max_new_images_per_period"`
 	Limits                  LimitsView                 `json:"limits"`
-	CreatedAt               string                     `json:"created_at"`
-	UpdatedAt               string                     `json:"updated_at"`
+	resource.Stamps
 }
 
 // LimitsView is the read-only "limits" of an answer: the caps in force on
@@ -150,8 +142,7 @@ func NewView(c *Config, u Usage) View {
 		MaxNewImagesPerDay:      c.MaxNewImagesPerDay,
 		MaxNewImagesPerPeriod:   c.MaxNewImagesPerPeriod,
 		Limits:                  NewLimitsView(u),
-		CreatedAt:               c.CreatedAt.UTC().Format(TimeFormat),
-		UpdatedAt:               c.UpdatedAt.UTC().Format(TimeFormat),
+		Stamps:                  resource.NewStamps(c.CreatedAt, c.UpdatedAt),
 	}
 	if v.DefaultOptions == nil {
 		v.DefaultOptions = map[string]json.RawMessage{}
@@ -176,10 +167,13 @@ func NewView(c *Config, u Usage) View {
 	return v
 }
 
-// parse reads and validates a create or update request, the template it
-// names included.
-func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
-	p := auth.FromContext(r.Context())
+// routes are the configurations' routes in the resource kit; an answer
+// holds the configuration's limits (answer).
+var routes = resource.Routes[Config, View]{Name: "OG configuration", Errors: storeError}
+
+// parse reads and validates a create or update request by p, the template
+// it names included.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request, p *auth.Principal) (Request, error) {
 	o, err := field.DecodeAny(w, r, maxBody)
 	if err != nil {
 		return Request{}, err
@@ -223,81 +217,66 @@ func storeError(err error) error {
 	return resource.NotFound(err, ErrNotFound, "OG configuration not found")
 }
 
-// pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) { return resource.PathID(r, "OG configuration") }
-
 // Create handles POST /v1/og-configs.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	req, err := h.parse(w, r)
+	p, err := routes.Caller(r)
+	if err != nil {
+		return err
+	}
+	req, err := h.parse(w, r, p)
 	if err != nil {
 		return err
 	}
 	c, err := h.Store.Create(r.Context(), p.Org.ID, req)
-	if err != nil {
-		return storeError(err)
-	}
-	return h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c, err)
 }
 
 // Get handles GET /v1/og-configs/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
+	p, id, err := routes.Target(r)
 	if err != nil {
 		return err
 	}
 	c, err := h.Store.Get(p.Org.ID, id)
-	if err != nil {
-		return storeError(err)
-	}
-	return h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c, err)
 }
 
 // Update handles POST /v1/og-configs/{id}: a full replacement.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
+	p, id, err := routes.Target(r)
 	if err != nil {
 		return err
 	}
-	req, err := h.parse(w, r)
+	req, err := h.parse(w, r, p)
 	if err != nil {
 		return err
 	}
 	c, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
-	if err != nil {
-		return storeError(err)
+	if err == nil {
+		err = resource.Notify(r.Context(), h.OnChange, c)
 	}
-	if err := h.changed(r.Context(), c); err != nil {
-		return err
-	}
-	return h.answer(w, r, p.Org, c)
+	return h.answer(w, r, p.Org, c, err)
 }
 
 // Delete handles DELETE /v1/og-configs/{id}.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	c, err := h.Store.Delete(r.Context(), p.Org.ID, id)
-	if err != nil {
-		return storeError(err)
-	}
-	if err := h.changed(r.Context(), c); err != nil {
-		return err
-	}
-	respond.Empty(w, http.StatusNoContent)
-	return nil
+	return routes.Remove(w, r, func(p *auth.Principal, id string) error {
+		c, err := h.Store.Delete(r.Context(), p.Org.ID, id)
+		if err != nil {
+			return err
+		}
+		return resource.Notify(r.Context(), h.OnChange, c)
+	})
 }
 
 func scope(orgID string) string { return "og-configs/" + orgID }
 
 // List handles GET /v1/og-configs: newest first, disabled ones included.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
+	p, err := routes.Caller(r)
+	if err != nil {
+		return err
+	}
 	list, more, err := resource.ListPage(r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Config, bool, error) {
 		return h.Store.List(p.Org.ID, after, count)
 	})
@@ -316,8 +295,12 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// answer sends one configuration with its limits.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config) error {
+// answer sends one configuration with its limits, or the store's error
+// err when it is not nil.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *Config, err error) error {
+	if err != nil {
+		return routes.Fail(err)
+	}
 	u, err := h.Store.Usage(c, o)
 	if err != nil {
 		return err

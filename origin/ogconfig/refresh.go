@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/field"
@@ -142,8 +141,7 @@ func parseRefresh(w http.ResponseWriter, r *http.Request) (string, error) {
 // current card served meanwhile, and the edges drop the configuration's
 // images (202).
 func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) error {
-	p := auth.FromContext(r.Context())
-	id, err := pathID(r)
+	p, id, err := routes.Target(r)
 	if err != nil {
 		return err
 	}

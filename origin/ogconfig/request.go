@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -278,18 +277,11 @@ func parseBaseURL(s string) (norm, problem string) {
 // name the egress refuses (names that need DNS are the egress's business at
 // render time), as image creation does for url.
 func checkHost(origin string, allowPrivate bool) string {
-	_, err := egress.CheckURL(context.Background(), literalsOnly{}, origin, allowPrivate)
+	_, err := egress.CheckURL(context.Background(), resource.NoLookup, origin, allowPrivate)
 	if errors.Is(err, egress.ErrBlockedAddress) {
 		return fmt.Sprintf("is not allowed: %v", err)
 	}
 	return ""
-}
-
-// literalsOnly resolves nothing: a check that must not wait on DNS.
-type literalsOnly struct{}
-
-func (literalsOnly) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
-	return nil, errors.New("not resolved when a configuration is saved")
 }
 
 // defaultOptions validates default_options as image creation parameters

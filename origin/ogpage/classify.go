@@ -2,17 +2,11 @@ package ogpage
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"net/url"
-	"os"
-	"strings"
-	"syscall"
 
 	"github.com/pictorhq/pictor/origin/egress"
 )
@@ -46,7 +40,7 @@ func (f *Fetcher) classify(parent, ctx context.Context, host string, err error) 
 	if errors.As(err, &fe) {
 		return fe // from checkRedirect
 	}
-	if isTLSFailure(err) {
+	if egress.TLSFaultOf(err) != egress.NoTLSFault {
 		return failf(ErrUnreachable, err, "the TLS handshake with %s failed", host)
 	}
 	var ne net.Error
@@ -57,21 +51,6 @@ func (f *Fetcher) classify(parent, ctx context.Context, host string, err error) 
 		return failf(ErrUnreachable, err, "%s closed the connection before its answer ended", host)
 	}
 	return failf(ErrUnreachable, err, "%s sent no valid answer", host)
-}
-
-// isTLSFailure reports a failed TLS handshake with the site: an invalid
-// certificate, an alert, or a peer that does not speak TLS.
-func isTLSFailure(err error) bool {
-	var (
-		verr *tls.CertificateVerificationError
-		rerr tls.RecordHeaderError
-		aerr tls.AlertError
-		uerr x509.UnknownAuthorityError
-		herr x509.HostnameError
-		cerr x509.CertificateInvalidError
-	)
-	return errors.As(err, &verr) || errors.As(err, &rerr) || errors.As(err, &aerr) ||
-		errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr)
 }
 
 // classifyAnswer says why the egress answered a request itself: its own
@@ -88,48 +67,17 @@ func classifyAnswer(a egress.Failure) error {
 	case err == nil:
 		return failf(ErrUnreachable, nil, "the request for %s was not relayed", host)
 	case errors.As(err, &ae):
-		name := hostname(host)
-		if !ae.Addr.IsValid() {
-			return failf(ErrBlocked, err, "%s is a %s", name, ae.Range)
-		}
-		if _, perr := netip.ParseAddr(strings.Trim(name, "[]")); perr == nil {
-			return failf(ErrBlocked, err, "%s is a %s address", name, ae.Range)
-		}
-		return failf(ErrBlocked, err, "%s resolves to a %s address", name, ae.Range)
+		return failf(ErrBlocked, err, "%s", ae.Describe(host))
 	case errors.Is(err, egress.ErrBlockedScheme):
 		return failf(ErrBlocked, err, "%s may not be fetched", host)
 	case errors.Is(err, egress.ErrInvalidHost):
 		return failf(ErrBlocked, err, "%s is not a valid host", host)
 	case errors.Is(err, egress.ErrClosed):
 		return failf(ErrUnreachable, err, "the egress session closed")
-	case errors.Is(err, egress.ErrResolve):
-		return failf(ErrUnreachable, err, "could not resolve host %s", hostname(host))
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return failf(ErrUnreachable, err, "connection refused by %s", host)
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return failf(ErrUnreachable, err, "connection reset by %s", host)
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return failf(ErrUnreachable, err, "no route to %s", host)
-	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
-		if errors.Is(err, egress.ErrDial) {
-			return failf(ErrTimeout, err, "timed out connecting to %s", host)
-		}
-		return failf(ErrTimeout, err, "%s did not answer in time", host)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return failf(ErrUnreachable, err, "%s closed the connection without answering", host)
-	case errors.Is(err, egress.ErrDial):
-		return failf(ErrUnreachable, err, "could not connect to %s", host)
 	}
-	return failf(ErrUnreachable, a.Err, "%s sent no valid answer", host)
-}
-
-// hostname is the host of a host:port.
-func hostname(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		if strings.IndexByte(h, ':') >= 0 {
-			return "[" + h + "]"
-		}
-		return h
+	fault, text := egress.DescribeNetwork(host, a.Err)
+	if fault == egress.FaultTimeout {
+		return failf(ErrTimeout, a.Err, "%s", text)
 	}
-	return hostport
+	return failf(ErrUnreachable, a.Err, "%s", text)
 }

@@ -97,26 +97,17 @@ type metrics struct {
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	f := sharedmetric.With(r)
 	m := &metrics{
-		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+		fetches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_ogpage_fetches_total",
 			Help: "Fetches of OG source pages, by outcome (ok, not_modified, blocked, unreachable, timeout, status, ...).",
 		}, []string{"outcome"}),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		duration: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pictor_ogpage_fetch_duration_seconds",
 			Help:    "Time to fetch an OG source page and read its head, whatever the outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
 	}
-	if r == nil {
-		return m, nil
-	}
-	var err error
-	if m.fetches, err = sharedmetric.Register(r, m.fetches); err != nil {
-		return nil, err
-	}
-	if m.duration, err = sharedmetric.Register(r, m.duration); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, f.Err()
 }

@@ -176,12 +176,8 @@ const (
 )
 
 func (s *spec) defineHeaders() {
-	groups := make([]string, 0, 8)
-	for _, g := range []ratelimit.Group{ratelimit.APIKeyRead, ratelimit.APIKeyWrite, ratelimit.ProxyRead, ratelimit.ProxyWrite,
-		ratelimit.StorageDestinationRead, ratelimit.StorageDestinationWrite, ratelimit.OGConfigRead, ratelimit.OGConfigWrite} {
-		groups = append(groups, string(g))
-	}
-	alt := strings.Join(groups, "|")
+	alt := strings.Join(stringsOf([]ratelimit.Group{ratelimit.APIKeyRead, ratelimit.APIKeyWrite, ratelimit.ProxyRead, ratelimit.ProxyWrite,
+		ratelimit.StorageDestinationRead, ratelimit.StorageDestinationWrite, ratelimit.OGConfigRead, ratelimit.OGConfigWrite}), "|")
 	window := int(ratelimit.Window.Seconds())
 	s.header(hdrRateLimitPolicy, headerOf(fmt.Sprintf("The operation group's policy: its name, q the quota (%d reads or %d writes per organization) and w the window in seconds (%d, sliding).",
 		ratelimit.ReadQuota, ratelimit.WriteQuota, window), false,
@@ -294,8 +290,8 @@ func templateVersion(description string) *openapi3.Schema {
 
 func (s *spec) defineImages() {
 	s.schema(schImage, withExamples(object("An image.",
-		req("url", withFormat("uri", str("The image's address: /v1/image/<id>, with .jpg, .webp or .pdf when format asked for one (change the extension for another format; none or .png is PNG). "+
-			"For a storage destination with hcti_storage_disabled it is a /v1/store/<id> address instead, which a PUT with the organization's credentials renders and writes to the bucket."))),
+		req("url", uri("The image's address: /v1/image/<id>, with .jpg, .webp or .pdf when format asked for one (change the extension for another format; none or .png is PNG). "+
+			"For a storage destination with hcti_storage_disabled it is a /v1/store/<id> address instead, which a PUT with the organization's credentials renders and writes to the bucket.")),
 		req("id", uuidString("The image id.")),
 	), map[string]any{"url": "https://api.example.com/v1/image/0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d", "id": "0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d"}))
 	s.schema(schImageBatch, object("The created images.",
@@ -349,7 +345,7 @@ func (s *spec) defineImages() {
 	s.schema(schImageList, object("One page of the organization's images, newest first.",
 		req("images", arrayOf("The images.", openapi3.NewSchemaRef("", object("An image.",
 			req("id", uuidString("The image id.")),
-			req("url", withFormat("uri", str("The image's address (the /v1/store/... address for a destination without Pictor storage)."))),
+			req("url", uri("The image's address (the /v1/store/... address for a destination without Pictor storage).")),
 			req("created_at", timestamp("When it was created")),
 		)))),
 		req("next_page_token", nullable(str("Pass as page_token for the next page; null on the last page."))),
@@ -359,7 +355,7 @@ func (s *spec) defineImages() {
 	bucket := func(what string) *openapi3.Schema {
 		m := typed(openapi3.TypeObject, "Credits used per "+what+", keyed by the bucket's start (RFC 3339, UTC). Buckets without usage may be left out.")
 		m.AdditionalProperties = openapi3.AdditionalProperties{Schema: openapi3.NewSchemaRef("", count(""))}
-		m.PropertyNames = openapi3.NewSchemaRef("", withFormat("date-time", str("")))
+		m.PropertyNames = openapi3.NewSchemaRef("", formatted("date-time", ""))
 		return m
 	}
 	s.schema(schUsage, withExamples(object("Image credits used by the organization.",
@@ -367,8 +363,8 @@ func (s *spec) defineImages() {
 			req("hour", bucket("hour")), req("day", bucket("day")), req("month", bucket("month")))),
 		req("per_billing_period", withItems(1, 0, array("Every billing period since the organization was created, oldest first; the last is the current one.", object("A billing period.",
 			req("total_images", count("Credits used in the period.")),
-			req("start", withFormat("date-time", str("Start of the period (RFC 3339, UTC)."))),
-			req("end", nullable(withFormat("date-time", str("End of the period (RFC 3339, UTC); null for the current one.")))),
+			req("start", formatted("date-time", "Start of the period (RFC 3339, UTC).")),
+			req("end", nullable(formatted("date-time", "End of the period (RFC 3339, UTC); null for the current one."))),
 		)))),
 	), map[string]any{
 		"data":               map[string]any{"hour": map[string]any{"2026-03-14T15:00:00Z": 3}, "day": map[string]any{"2026-03-14T00:00:00Z": 3}, "month": map[string]any{"2026-03-01T00:00:00Z": 3}},
@@ -468,10 +464,7 @@ func (s *spec) defineTemplates() {
 		req("created_at", timestamp("When the version was created")),
 		req("updated_at", timestamp("When the version last changed")),
 	))
-	s.schema(schTemplateList, object("Template versions (spec §2.5 list envelope).",
-		req("data", arrayOf("The versions.", s.ref(schTemplate))),
-		reqRef("pagination", s.ref(schPagination)),
-	))
+	s.listEnvelope(schTemplateList, "Template versions (spec §2.5 list envelope).", "The versions.", schTemplate)
 }
 
 // API keys.
@@ -484,16 +477,8 @@ const (
 	schPermission = "Permission"
 )
 
-func permissionNames() []string {
-	var names []string
-	for _, p := range perm.All() {
-		names = append(names, string(p))
-	}
-	return names
-}
-
 func (s *spec) defineKeys() {
-	p := s.schema(schPermission, enum("A permission name (spec §2.4).", permissionNames()...))
+	p := s.schema(schPermission, enum("A permission name (spec §2.4).", stringsOf(perm.All())...))
 	view := func(description string, secret bool) *openapi3.Schema {
 		members := []member{
 			req("id", uuidString("The key's id, used in /v1/api-keys/{id}.")),
@@ -532,10 +517,7 @@ func (s *spec) defineKeys() {
 		reqRef("permissions", openapi3.NewSchemaRef("", arrayOf("The complete list of permissions to grant, no broader than the caller's own; empty with all_future_permissions. Duplicates are merged.", p))),
 		opt("all_future_permissions", withDefault(false, boolean("true grants every current and future permission; send permissions as []. Only an all-future key may grant it."))),
 	)), map[string]any{"name": "CI", "permissions": []any{"images:create", "images:read"}}))
-	s.schema(schKeyList, object("One page of API keys, newest first (spec §2.5 list envelope). Secrets are never listed.",
-		req("data", arrayOf("The keys.", s.ref(schKey))),
-		reqRef("pagination", s.ref(schPagination)),
-	))
+	s.listEnvelope(schKeyList, "One page of API keys, newest first (spec §2.5 list envelope). Secrets are never listed.", "The keys.", schKey)
 }
 
 // Proxies.
@@ -551,7 +533,7 @@ func (s *spec) defineProxies() {
 	s.schema(schProxy, withExamples(object("A proxy (never its password).",
 		req("id", uuidString("The proxy id.")),
 		req("name", str("Name.")),
-		req("url", withFormat("uri", str("scheme://host, lower-case, without port."))),
+		req("url", uri("scheme://host, lower-case, without port.")),
 		req("port", integer(1, 65535, "Port.")),
 		req("bypass_hosts", array("Hosts reached directly.", str(""))),
 		req("username", nullable(str("Basic authentication user name; null when none."))),
@@ -564,7 +546,7 @@ func (s *spec) defineProxies() {
 	body := open(object("A proxy request (an update replaces the whole proxy: omitted fields take their defaults, and an update without authentication removes the credentials). "+
 		"JSON types are strict. Unknown fields are ignored.",
 		req("name", withLength(proxy.MinName, proxy.MaxName, str(fmt.Sprintf("Name, %d to %d characters after trimming, no control characters.", proxy.MinName, proxy.MaxName)))),
-		req("url", withFormat("uri", str("The proxy's http or https URL: scheme and host only (no path, query, fragment or credentials). A port in it counts as port. Loopback, private and metadata addresses are refused."))),
+		req("url", uri("The proxy's http or https URL: scheme and host only (no path, query, fragment or credentials). A port in it counts as port. Loopback, private and metadata addresses are refused.")),
 		opt("port", integer(1, 65535, fmt.Sprintf("Port, 1 to 65535; default %d for http, %d for https. When url names a port too, they must match.", proxy.DefaultHTTPPort, proxy.DefaultHTTPSPort))),
 		opt("disabled", withDefault(false, boolean("true disables the proxy: new images cannot use it (existing images are unaffected)."))),
 		opt("authentication", nullable(open(object("Basic authentication for the proxy; omit or null for none.",
@@ -578,10 +560,7 @@ func (s *spec) defineProxies() {
 		"authentication": map[string]any{"username": "pictor", "password": "s3cret"}, "bypass_hosts": []any{"*.internal.example.com"}}}
 	s.schema(schProxyRequest, body)
 	s.schema(schProxyForm, formSchema(body, "The same as a form: numbers and booleans as text, authentication JSON-encoded, bypass_hosts repeated (or one JSON-encoded array). An empty value counts as not sent."))
-	s.schema(schProxyList, object("One page of proxies, newest first, disabled ones included (spec §2.5 list envelope).",
-		req("data", arrayOf("The proxies.", s.ref(schProxy))),
-		reqRef("pagination", s.ref(schPagination)),
-	))
+	s.listEnvelope(schProxyList, "One page of proxies, newest first, disabled ones included (spec §2.5 list envelope).", "The proxies.", schProxy)
 }
 
 // Storage destinations.
@@ -593,14 +572,6 @@ const (
 	schExternalID  = "AWSExternalID"
 )
 
-func providerNames() []string {
-	var names []string
-	for _, p := range storedest.Providers {
-		names = append(names, string(p))
-	}
-	return names
-}
-
 func (s *spec) defineDestinations() {
 	region := "aws_s3, backblaze_b2, digitalocean_spaces, wasabi: the bucket's region (required; Wasabi and Spaces from their published lists); other_s3_compatible: the signing region (default " + storedest.DefaultRegion + ")."
 	s.schema(schDest, withExamples(object("A storage destination (never its secret).",
@@ -609,14 +580,14 @@ func (s *spec) defineDestinations() {
 		req("enabled", boolean("Whether new images can use it.")),
 		req("hcti_storage_disabled", boolean("true: Pictor keeps no copy of its images; they get /v1/store/... URLs.")),
 		req("connection_info", object("The provider and its settings, without secrets.",
-			req("provider", enum("The storage provider.", providerNames()...)),
+			req("provider", enum("The storage provider.", stringsOf(storedest.Providers)...)),
 			req("bucket", str("Bucket name.")),
 			req("key_prefix", nullable(str("Prefix of the object keys; null at the bucket's root."))),
 			opt("region", str(region)),
 			opt("role_arn", str("aws_s3: the IAM role Pictor assumes.")),
 			opt("cloudflare_account_id", str("cloudflare_r2: the account id.")),
 			opt("cloudflare_jurisdiction", nullable(enum("cloudflare_r2: eu or fedramp; null for the default jurisdiction.", "eu", "fedramp"))),
-			opt("endpoint", withFormat("uri", str("other_s3_compatible: the S3 endpoint."))),
+			opt("endpoint", uri("other_s3_compatible: the S3 endpoint.")),
 			opt("force_path_style", boolean("other_s3_compatible: whether the bucket is addressed in the path.")),
 			opt("access_key_id", str("Every provider but aws_s3: the access key id.")),
 		)),
@@ -630,14 +601,14 @@ func (s *spec) defineDestinations() {
 		"last_tested_at":  "2026-03-14T15:09:26.000Z", "last_test_succeeded": true, "last_test_error": nil,
 		"created_at": "2026-03-14T15:09:26.000Z", "updated_at": "2026-03-14T15:09:26.000Z"}))
 	conn := open(object("Where and how to write: the provider and its settings. A setting of another provider sent with a value is a 400 naming it; null means not sent.",
-		req("provider", enum("The storage provider.", providerNames()...)),
+		req("provider", enum("The storage provider.", stringsOf(storedest.Providers)...)),
 		req("bucket", withLength(storedest.MinBucket, storedest.MaxBucket, str("Bucket name (S3's general-purpose naming rules)."))),
 		opt("key_prefix", nullable(str(fmt.Sprintf("Prefix of the object keys (objects are <prefix>/<image id>.png): slashes at the ends dropped, runs collapsed, no . or .. segments, at most %d bytes; null or omitted for the bucket's root.", storedest.MaxKeyPrefix)))),
 		opt("region", nullable(withLength(0, storedest.MaxRegion, str(region)))),
 		opt("role_arn", nullable(withLength(0, storedest.MaxRoleARN, str("aws_s3 (required): ARN of the IAM role Pictor assumes, arn:aws:iam::<account>:role/<name>, in the partition of region; its trust policy names the external id of GET /v1/storage-destinations/aws-external-id.")))),
 		opt("cloudflare_account_id", nullable(withPattern("^[0-9A-Fa-f]{32}$", str("cloudflare_r2 (required): the account id, 32 hexadecimal digits.")))),
 		opt("cloudflare_jurisdiction", nullable(enum("cloudflare_r2: eu or fedramp; default or null for the default jurisdiction.", "default", "eu", "fedramp"))),
-		opt("endpoint", nullable(withLength(0, storedest.MaxEndpoint, withFormat("uri", str("other_s3_compatible (required): the absolute http(s) URL of the S3 API. Private, loopback and metadata addresses are refused."))))),
+		opt("endpoint", nullable(withLength(0, storedest.MaxEndpoint, uri("other_s3_compatible (required): the absolute http(s) URL of the S3 API. Private, loopback and metadata addresses are refused.")))),
 		opt("force_path_style", nullable(withDefault(true, boolean("other_s3_compatible: address the bucket in the path, not the host name (default true)).")))),
 		opt("access_key_id", nullable(withLength(0, storedest.MaxAccessKeyID, str("Every provider but aws_s3 (required): the access key id.")))),
 		opt("secret_access_key", nullable(withLength(0, storedest.MaxSecret, str("Every provider but aws_s3: the secret access key (required, except on an update with retain_secret_access_key). Never shown again.")))),
@@ -651,10 +622,7 @@ func (s *spec) defineDestinations() {
 		reqRef("connection_info", openapi3.NewSchemaRef("", conn)),
 	)), map[string]any{"name": "Marketing bucket", "connection_info": map[string]any{"provider": "cloudflare_r2", "bucket": "my-images",
 		"cloudflare_account_id": "0123456789abcdef0123456789abcdef", "access_key_id": "AKIAEXAMPLE", "secret_access_key": "s3cret"}}))
-	s.schema(schDestList, object("One page of storage destinations, newest first, disabled ones included (spec §2.5 list envelope).",
-		req("data", arrayOf("The destinations.", s.ref(schDest))),
-		reqRef("pagination", s.ref(schPagination)),
-	))
+	s.listEnvelope(schDestList, "One page of storage destinations, newest first, disabled ones included (spec §2.5 list envelope).", "The destinations.", schDest)
 	s.schema(schExternalID, withExamples(object("The organization's external id for aws_s3 roles.",
 		req("external_id", withPattern("^pictor-[a-z2-7]+$", str("Name it as sts:ExternalId in the role's trust policy. Fixed per organization."))),
 	), map[string]any{"external_id": "pictor-abcdefghijklmnopqrstuvwxyz"}))
@@ -720,7 +688,7 @@ func (s *spec) defineOGConfigs() {
 		req("config_type", enum("html_css: a screenshot of each page; templated: a template filled from each page's metadata.", types...)),
 		req("name", str("Name (empty when none).")),
 		req("description", str("Description (empty when none).")),
-		req("base_url", withFormat("uri", str("The site's exact origin, scheme://host[:port], lower-case."))),
+		req("base_url", uri("The site's exact origin, scheme://host[:port], lower-case.")),
 		req("enabled", boolean("Whether its images are served.")),
 		req("refresh_interval_s", integer(minRefresh, maxRefresh, "How long a page's metadata is reused, in seconds.")),
 		req("optimization_mode", enum("How images fit each platform.", modes...)),
@@ -747,7 +715,7 @@ func (s *spec) defineOGConfigs() {
 	body := open(object(fmt.Sprintf("An OG configuration request (an update replaces the whole configuration). Images are then served at /v1/og/<domain_id>/<page path> for every page of base_url. "+
 		"At most one enabled configuration per base_url in an organization (409 otherwise). JSON types are strict; enumerations are exact lower-case values. Unknown fields are ignored."),
 		req("config_type", enum("html_css: a screenshot of each page; templated: a template filled from each page's metadata.", types...)),
-		req("base_url", withFormat("uri", str("Exact origin of the site: http(s)://host[:port], ASCII host (xn-- form), at most a / after it. Loopback, private and metadata addresses are refused."))),
+		req("base_url", uri("Exact origin of the site: http(s)://host[:port], ASCII host (xn-- form), at most a / after it. Loopback, private and metadata addresses are refused.")),
 		opt("name", withLength(0, ogconfig.MaxName, str(fmt.Sprintf("Name, up to %d characters.", ogconfig.MaxName)))),
 		opt("description", withLength(0, ogconfig.MaxDescription, str(fmt.Sprintf("Description, up to %d characters.", ogconfig.MaxDescription)))),
 		opt("disabled", withDefault(false, boolean("true disables the configuration: its images are not served."))),
@@ -769,10 +737,26 @@ func (s *spec) defineOGConfigs() {
 	form := formSchema(body, "The same as a form: numbers and booleans as text, default_options and template_values_mapping JSON-encoded, headers repeated as Name:value. An empty value counts as not sent.")
 	form.Properties["headers"] = openapi3.NewSchemaRef("", formHeaders())
 	s.schema(schOGForm, form)
-	s.schema(schOGList, object("One page of OG configurations, newest first, disabled ones included (spec §2.5 list envelope).",
-		req("data", arrayOf("The configurations.", s.ref(schOG))),
+	s.listEnvelope(schOGList, "One page of OG configurations, newest first, disabled ones included (spec §2.5 list envelope).", "The configurations.", schOG)
+}
+
+// listEnvelope registers the schema of a page of a list (spec §2.5 list
+// envelope): its data are items of the schema of (data describes them),
+// its pagination where the next page starts.
+func (s *spec) listEnvelope(name, description, data, of string) {
+	s.schema(name, object(description,
+		req("data", arrayOf(data, s.ref(of))),
 		reqRef("pagination", s.ref(schPagination)),
 	))
+}
+
+// stringsOf is the values as strings.
+func stringsOf[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // sortedKeys returns a map's keys in order.

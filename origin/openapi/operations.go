@@ -1,6 +1,12 @@
 package openapi
 
-import "github.com/getkin/kin-openapi/openapi3"
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
 
 // Operation is the documentation of one route: its Doc in the route table
 // (api.Route). The exported values of this package are every operation of
@@ -150,6 +156,11 @@ func idParam(what string) *openapi3.Parameter {
 	return pathParam("id", "The "+what+" id. A malformed id is a 400 naming id.", withPattern(uuidPattern, str("")))
 }
 
+// templateIDParam is a template id in the path.
+func templateIDParam(name string) *openapi3.Parameter {
+	return pathParam(name, "The template id (t-...).", withPattern(templateIDPattern, str("")))
+}
+
 const extPattern = `(\.([Pp][Nn][Gg]|[Jj][Pp][Ee]?[Gg]|[Ww][Ee][Bb][Pp]|[Pp][Dd][Ff]))?`
 
 func imagePathParam(description string) *openapi3.Parameter {
@@ -210,6 +221,14 @@ func (s *spec) served(what string) map[int]*openapi3.Response {
 	}
 }
 
+// templateCreation are the answers of an image creation from a template.
+func (s *spec) templateCreation() map[int]*openapi3.Response {
+	m := s.creation()
+	m[400] = s.errorResponse("Invalid request; a template fault (runaway loop, memory, depth, output size, missing helper) names template_values.")
+	m[404] = s.notFound("No such template or version in the organization, or a proxy or storage destination named that is not the organization's.")
+	return m
+}
+
 // signed are the answers of a signed URL's GET.
 func (s *spec) signed() map[int]*openapi3.Response {
 	m := s.served("The image, created and charged on the URL's first GET and served afterwards.")
@@ -217,6 +236,30 @@ func (s *spec) signed() map[int]*openapi3.Response {
 	m[403] = s.errorResponse("The signing key lacks images:create (create-and-render), or proxy_id/storage_destination_id on a plan below 10,000 images a month.")
 	m[429] = s.planLimit("Plan limit exceeded: not enough image credits left for a new image.")
 	return m
+}
+
+// inFormat documents the route of a signed URL with a final /{format}:
+// of's operation, answering in that format. Its path parameters are of's
+// with {format} after the token, which is {token} as the route names it
+// (of may share a path that names it otherwise); its query parameters
+// are of's.
+func inFormat(id string, of *Operation) *Operation {
+	return describe(id, func(s *spec) operation {
+		op := of.describe(s)
+		op.path = ""
+		op.summary += ", in a format"
+		op.description = of.id + " with the format in the path."
+		// of's parameters are its path ones, the token last, then its
+		// query ones.
+		q := slices.IndexFunc(op.params, func(p *openapi3.ParameterRef) bool { return p.Value.In != openapi3.ParameterInPath })
+		if q < 0 {
+			q = len(op.params)
+		}
+		token := *op.params[q-1].Value
+		token.Name = "token"
+		op.params = slices.Concat(op.params[:q-1], params(&token, formatParam()), op.params[q:])
+		return op
+	})
 }
 
 // planNote describes the resources of the larger plans.
@@ -262,4 +305,115 @@ func (s *spec) ogResponses() map[int]*openapi3.Response {
 		502: s.errorResponse("The page could not be read or rendered, and it has no image yet; the message names the cause."),
 		503: s.retryLater("The configuration's render budget (60 new renders a minute on each origin) is spent, and the path has no image yet."),
 	}
+}
+
+// resource is a collection of the organization's resources served by the
+// standard routes: create, a list paged with the shared cursor, and get,
+// update and delete of one by the {id} of its path. Each builds the
+// operation from what the route says of its own (a crud) and the standard
+// parameters and answers of its kind.
+type resource struct {
+	tag string
+	// note ends the description of every operation (planNote), or is "".
+	note string
+	// name is the resource in the description of a UUID {id} (idParam),
+	// whose malformed values answer 400.
+	name string
+	// id is the {id} parameter instead when the ids are not UUIDs: no
+	// 400 then, an id of no resource is a 404 as any other.
+	id func() *openapi3.Parameter
+	// missing is the 404 of an {id} that is not the organization's.
+	missing string
+	// body describes the request body of create and update, of the
+	// schema request as JSON and, when form names one, also as forms.
+	body, request, form string
+	// one and page are the schemas of a resource and of a page of them.
+	one, page string
+}
+
+// crud is what one standard operation says of its own.
+type crud struct {
+	summary, description string
+	// ok describes the success answer, of the resource's schema (its
+	// page's for list) unless schema names another.
+	ok, schema string
+	// errors are further error answers by status, or ones replacing the
+	// standard.
+	errors map[int]string
+}
+
+// create is POST of a new resource.
+func (r resource) create(c crud) func(s *spec) operation {
+	return func(s *spec) operation {
+		return r.complete(s, c, operation{body: r.requestBody(s), responses: map[int]*openapi3.Response{
+			200: s.jsonResponse(c.ok, cmp.Or(c.schema, r.one)),
+			400: s.invalid(),
+		}})
+	}
+}
+
+// list is GET of a page of the resources.
+func (r resource) list(c crud) func(s *spec) operation {
+	return func(s *spec) operation {
+		return r.complete(s, c, operation{params: s.refs(parCount, parPageStart), responses: map[int]*openapi3.Response{
+			200: s.jsonResponse(c.ok, cmp.Or(c.schema, r.page)),
+			400: s.invalid(),
+		}})
+	}
+}
+
+// get is GET of one resource.
+func (r resource) get(c crud) func(s *spec) operation {
+	return func(s *spec) operation {
+		return r.complete(s, c, r.byID(s, operation{responses: map[int]*openapi3.Response{
+			200: s.jsonResponse(c.ok, cmp.Or(c.schema, r.one)),
+		}}))
+	}
+}
+
+// update is POST of a resource's new state.
+func (r resource) update(c crud) func(s *spec) operation {
+	return func(s *spec) operation {
+		return r.complete(s, c, r.byID(s, operation{body: r.requestBody(s), responses: map[int]*openapi3.Response{
+			200: s.jsonResponse(c.ok, cmp.Or(c.schema, r.one)),
+			400: s.invalid(),
+		}}))
+	}
+}
+
+// delete is DELETE of a resource.
+func (r resource) delete(c crud) func(s *spec) operation {
+	return func(s *spec) operation {
+		return r.complete(s, c, r.byID(s, operation{responses: map[int]*openapi3.Response{204: emptyResponse(c.ok)}}))
+	}
+}
+
+// requestBody is the body of create and update.
+func (r resource) requestBody(s *spec) *openapi3.RequestBody {
+	if r.form == "" {
+		return s.jsonBody(r.body, r.request)
+	}
+	return s.anyBody(r.body, r.request, r.form)
+}
+
+// byID adds the {id} parameter and its answers to op.
+func (r resource) byID(s *spec, op operation) operation {
+	if r.id != nil {
+		op.params = params(r.id())
+	} else {
+		op.params = params(idParam(r.name))
+		op.responses[400] = s.invalid()
+	}
+	op.responses[404] = s.notFound(r.missing)
+	return op
+}
+
+// complete completes op with what c says.
+func (r resource) complete(s *spec, c crud, op operation) operation {
+	op.tag, op.summary = r.tag, c.summary
+	op.description = strings.TrimSpace(c.description + " " + r.note)
+	for status, description := range c.errors {
+		op.responses[status] = s.errorResponse(description)
+	}
+	return op
 }

@@ -100,14 +100,7 @@ var RenderSignedImage = describe("renderSignedImage", func(s *spec) operation {
 })
 
 // RenderSignedImageAs documents GET /v1/image/create-and-render/{api_id}/{token}/{format}.
-var RenderSignedImageAs = describe("renderSignedImageAs", func(s *spec) operation {
-	return operation{
-		tag: tagSigned, summary: "Create and render from a signed URL, in a format",
-		description: "renderSignedImage with the format in the path.",
-		params:      append(params(pathParam("api_id", "The signing key's api_id.", str("")), tokenParam(), formatParam()), signedQuery(s)),
-		responses:   s.signed(), renders: true,
-	}
-})
+var RenderSignedImageAs = inFormat("renderSignedImageAs", RenderSignedImage)
 
 // StoreImage documents PUT /v1/store/{id}.
 var StoreImage = describe("storeImage", func(s *spec) operation {

@@ -1,71 +1,22 @@
 package openapi
 
-import "github.com/getkin/kin-openapi/openapi3"
-
 // The operations of proxies: each is a route's Doc in the origin's table.
 
+// proxies are the organization's proxies.
+var proxies = resource{tag: tagProxies, note: planNote, name: "proxy", missing: "No such proxy in the organization.",
+	body: "The proxy.", request: schProxyRequest, form: schProxyForm, one: schProxy, page: schProxyList}
+
 // CreateProxy documents POST /v1/proxies.
-var CreateProxy = describe("createProxy", func(s *spec) operation {
-	return operation{
-		tag: tagProxies, summary: "Create a proxy", description: planNote,
-		body: s.anyBody("The proxy.", schProxyRequest, schProxyForm),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("Created.", schProxy),
-			400: s.invalid(),
-		},
-	}
-})
+var CreateProxy = describe("createProxy", proxies.create(crud{summary: "Create a proxy", ok: "Created."}))
 
 // ListProxies documents GET /v1/proxies.
-var ListProxies = describe("listProxies", func(s *spec) operation {
-	return operation{
-		tag: tagProxies, summary: "List proxies", description: planNote,
-		params: s.refs(parCount, parPageStart),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("One page of proxies.", schProxyList),
-			400: s.invalid(),
-		},
-	}
-})
+var ListProxies = describe("listProxies", proxies.list(crud{summary: "List proxies", ok: "One page of proxies."}))
 
 // GetProxy documents GET /v1/proxies/{id}.
-var GetProxy = describe("getProxy", func(s *spec) operation {
-	return operation{
-		tag: tagProxies, summary: "Get a proxy", description: planNote,
-		params: params(idParam("proxy")),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("The proxy.", schProxy),
-			400: s.invalid(),
-			404: s.notFound("No such proxy in the organization."),
-		},
-	}
-})
+var GetProxy = describe("getProxy", proxies.get(crud{summary: "Get a proxy", ok: "The proxy."}))
 
 // UpdateProxy documents POST /v1/proxies/{id}.
-var UpdateProxy = describe("updateProxy", func(s *spec) operation {
-	return operation{
-		tag: tagProxies, summary: "Update a proxy",
-		description: "Replaces the proxy. " + planNote,
-		params:      params(idParam("proxy")),
-		body:        s.anyBody("The proxy.", schProxyRequest, schProxyForm),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("Updated.", schProxy),
-			400: s.invalid(),
-			404: s.notFound("No such proxy in the organization."),
-		},
-	}
-})
+var UpdateProxy = describe("updateProxy", proxies.update(crud{summary: "Update a proxy", description: "Replaces the proxy.", ok: "Updated."}))
 
 // DeleteProxy documents DELETE /v1/proxies/{id}.
-var DeleteProxy = describe("deleteProxy", func(s *spec) operation {
-	return operation{
-		tag: tagProxies, summary: "Delete a proxy",
-		description: "Images already made through it are unaffected. " + planNote,
-		params:      params(idParam("proxy")),
-		responses: map[int]*openapi3.Response{
-			204: emptyResponse("Deleted."),
-			400: s.invalid(),
-			404: s.notFound("No such proxy in the organization."),
-		},
-	}
-})
+var DeleteProxy = describe("deleteProxy", proxies.delete(crud{summary: "Delete a proxy", description: "Images already made through it are unaffected.", ok: "Deleted."}))

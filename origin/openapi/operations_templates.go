@@ -11,33 +11,23 @@ var RenderTemplate = describe("renderTemplate", func(s *spec) operation {
 		path: "/v1/image/{id}",
 		tag:  tagTemplates, summary: "Create an image from a template",
 		description: "Renders the template's latest version (or template_version) with template_values, its render defaults under the request's options. The result is an ordinary HTML image.",
-		params:      params(pathParam("id", "The template id (t-...).", withPattern(templateIDPattern, str("")))),
+		params:      params(templateIDParam("id")),
 		body:        s.anyBody("Template values and options.", schTemplateRender, schTemplateForm),
-		responses: map[int]*openapi3.Response{
-			200: s.created(),
-			400: s.errorResponse("Invalid request; a template fault (runaway loop, memory, depth, output size, missing helper) names template_values."),
-			403: s.creation()[403], 404: s.notFound("No such template or version in the organization, or a proxy or storage destination named that is not the organization's."), 429: s.creation()[429],
-		},
-		renders: true,
+		responses:   s.templateCreation(),
+		renders:     true,
 	}
 })
 
 // RenderTemplateVersion documents POST /v1/image/{template_id}/{template_version}.
 var RenderTemplateVersion = describe("renderTemplateVersion", func(s *spec) operation {
-	return operation{
-		path: "/v1/image/{template_id}/{version_or_token}",
-		tag:  tagTemplates, summary: "Create an image from a template version",
-		description: "renderTemplate with the version in the path.",
-		params: params(pathParam("template_id", "The template id (t-...).", withPattern(templateIDPattern, str(""))),
-			pathParam("version_or_token", "The template version, a positive integer (anything else is a 400 naming template_version).", withPattern("^[1-9][0-9]*$", str("")))),
-		body: s.anyBody("Template values and options (template_version in the body is ignored).", schTemplateRender, schTemplateForm),
-		responses: map[int]*openapi3.Response{
-			200: s.created(),
-			400: s.errorResponse("Invalid request; a template fault names template_values."),
-			403: s.creation()[403], 404: s.notFound("No such template or version in the organization, or a proxy or storage destination named that is not the organization's."), 429: s.creation()[429],
-		},
-		renders: true,
-	}
+	op := RenderTemplate.describe(s)
+	op.path, op.summary = "/v1/image/{template_id}/{version_or_token}", "Create an image from a template version"
+	op.description = "renderTemplate with the version in the path."
+	op.params = params(templateIDParam("template_id"),
+		pathParam("version_or_token", "The template version, a positive integer (anything else is a 400 naming template_version).", withPattern("^[1-9][0-9]*$", str(""))))
+	op.body = s.anyBody("Template values and options (template_version in the body is ignored).", schTemplateRender, schTemplateForm)
+	op.responses[400] = s.errorResponse("Invalid request; a template fault names template_values.")
+	return op
 })
 
 // RenderSignedTemplate documents GET /v1/image/{template_id}/{token}.
@@ -47,86 +37,54 @@ var RenderSignedTemplate = describe("renderSignedTemplate", func(s *spec) operat
 		tag:  tagSigned, summary: "Render a template from a signed URL",
 		description: "Each query parameter is a template value; template_version picks a version (the latest when absent). Any enabled key of the template's organization holding images:create may have signed it. " +
 			"Changing or deleting the template, or disabling the key, purges what the URL produced.",
-		params: append(params(pathParam("template_id", "The template id (t-...).", withPattern(templateIDPattern, str(""))),
+		params: append(params(templateIDParam("template_id"),
 			pathParam("version_or_token", tokenParam().Description, withPattern("^[0-9A-Fa-f]{64}$", str("")))), templateQuery()),
 		responses: s.signed(), renders: true,
 	}
 })
 
 // RenderSignedTemplateAs documents GET /v1/image/{template_id}/{token}/{format}.
-var RenderSignedTemplateAs = describe("renderSignedTemplateAs", func(s *spec) operation {
-	return operation{
-		tag: tagSigned, summary: "Render a template from a signed URL, in a format",
-		description: "renderSignedTemplate with the format in the path.",
-		params: append(params(pathParam("template_id", "The template id (t-...).", withPattern(templateIDPattern, str(""))),
-			tokenParam(), formatParam()), templateQuery()),
-		responses: s.signed(), renders: true,
-	}
-})
+var RenderSignedTemplateAs = inFormat("renderSignedTemplateAs", RenderSignedTemplate)
+
+// templates are the organization's templates.
+var templates = resource{tag: tagTemplates, id: func() *openapi3.Parameter { return templateIDParam("id") }, missing: "No such template in the organization.",
+	body: "The template.", request: schTemplateRequest, form: schTemplateFormReq, one: schTemplateSaved, page: schTemplateList}
+
+// badSyntax is the 400 of a template that does not compile.
+const badSyntax = "Invalid request; a syntax error names html or css with line and column."
 
 // CreateTemplate documents POST /v1/template.
 var CreateTemplate = describe("createTemplate", func(s *spec) operation {
 	return operation{
 		tag: tagTemplates, summary: "Create a template",
-		body: s.anyBody("The template.", schTemplateRequest, schTemplateFormReq),
+		body: templates.requestBody(s),
 		responses: map[int]*openapi3.Response{
 			201: s.jsonResponse("Created: the template id and its first version.", schTemplateSaved),
-			400: s.errorResponse("Invalid request; a syntax error names html or css with line and column."),
+			400: s.errorResponse(badSyntax),
 			429: s.planLimit("Plan limit exceeded: the plan's template allowance is used (the free plan holds 1)."),
 		},
 	}
 })
 
 // ListTemplates documents GET /v1/template.
-var ListTemplates = describe("listTemplates", func(s *spec) operation {
-	return operation{
-		tag: tagTemplates, summary: "List templates",
-		description: "The latest version of each template, newest first.",
-		params:      s.refs(parCount, parPageStart),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("One page of templates.", schTemplateList),
-			400: s.invalid(),
-		},
-	}
-})
+var ListTemplates = describe("listTemplates", templates.list(crud{
+	summary: "List templates", description: "The latest version of each template, newest first.", ok: "One page of templates.",
+}))
 
 // ListTemplateVersions documents GET /v1/template/{id}.
-var ListTemplateVersions = describe("listTemplateVersions", func(s *spec) operation {
-	return operation{
-		tag: tagTemplates, summary: "List a template's versions",
-		description: "Every version of the template, in one page (next_page_start is null).",
-		params:      params(pathParam("id", "The template id (t-...).", withPattern(templateIDPattern, str("")))),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("The versions.", schTemplateList),
-			404: s.notFound("No such template in the organization."),
-		},
-	}
-})
+var ListTemplateVersions = describe("listTemplateVersions", templates.get(crud{
+	summary: "List a template's versions", description: "Every version of the template, in one page (next_page_start is null).",
+	ok: "The versions.", schema: schTemplateList,
+}))
 
 // UpdateTemplate documents POST /v1/template/{id}.
-var UpdateTemplate = describe("updateTemplate", func(s *spec) operation {
-	return operation{
-		tag: tagTemplates, summary: "Update a template",
-		description: "Saves a new version; when the latest version has rendered nothing yet, replaces it instead. Edges drop what the template's signed URLs produced.",
-		params:      params(pathParam("id", "The template id (t-...).", withPattern(templateIDPattern, str("")))),
-		body:        s.anyBody("The template.", schTemplateRequest, schTemplateFormReq),
-		responses: map[int]*openapi3.Response{
-			200: s.jsonResponse("Saved: the version.", schTemplateSaved),
-			400: s.errorResponse("Invalid request; a syntax error names html or css with line and column."),
-			404: s.notFound("No such template in the organization."),
-		},
-	}
-})
+var UpdateTemplate = describe("updateTemplate", templates.update(crud{
+	summary:     "Update a template",
+	description: "Saves a new version; when the latest version has rendered nothing yet, replaces it instead. Edges drop what the template's signed URLs produced.",
+	ok:          "Saved: the version.", errors: map[int]string{400: badSyntax},
+}))
 
 // DeleteTemplate documents DELETE /v1/template/{id}.
-var DeleteTemplate = describe("deleteTemplate", func(s *spec) operation {
-	return operation{
-		tag: tagTemplates, summary: "Delete a template",
-		description: "Deletes the template and every version; images already made stay. Edges drop what its signed URLs produced.",
-		params:      params(pathParam("id", "The template id (t-...).", withPattern(templateIDPattern, str("")))),
-		responses: map[int]*openapi3.Response{
-			204: emptyResponse("Deleted."),
-			404: s.notFound("No such template in the organization."),
-		},
-	}
-})
+var DeleteTemplate = describe("deleteTemplate", templates.delete(crud{
+	summary: "Delete a template", description: "Deletes the template and every version; images already made stay. Edges drop what its signed URLs produced.", ok: "Deleted.",
+}))

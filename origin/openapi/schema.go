@@ -44,14 +44,18 @@ func enum(description string, values ...string) *openapi3.Schema {
 }
 
 func timestamp(description string) *openapi3.Schema {
-	return withFormat("date-time", str(description+" (RFC 3339, UTC, milliseconds)."))
+	return formatted("date-time", description+" (RFC 3339, UTC, milliseconds).")
 }
 
 func uuidString(description string) *openapi3.Schema {
-	return withFormat("uuid", str(description))
+	return formatted("uuid", description)
 }
 
-func withFormat(format string, s *openapi3.Schema) *openapi3.Schema {
+func uri(description string) *openapi3.Schema { return formatted("uri", description) }
+
+// formatted is a string of the format.
+func formatted(format, description string) *openapi3.Schema {
+	s := str(description)
 	s.Format = format
 	return s
 }
@@ -62,11 +66,16 @@ func withPattern(pattern string, s *openapi3.Schema) *openapi3.Schema {
 }
 
 func withLength(min, max uint64, s *openapi3.Schema) *openapi3.Schema {
-	s.MinLength = min
-	if max > 0 {
-		s.MaxLength = &max
-	}
+	s.MinLength, s.MaxLength = bounds(min, max)
 	return s
+}
+
+// bounds are a minimum and a maximum: no maximum when max is 0.
+func bounds(min, max uint64) (uint64, *uint64) {
+	if max == 0 {
+		return min, nil
+	}
+	return min, &max
 }
 
 func withDefault(v any, s *openapi3.Schema) *openapi3.Schema {
@@ -92,10 +101,7 @@ func arrayOf(description string, items *openapi3.SchemaRef) *openapi3.Schema {
 }
 
 func withItems(min, max uint64, s *openapi3.Schema) *openapi3.Schema {
-	s.MinItems = min
-	if max > 0 {
-		s.MaxItems = &max
-	}
+	s.MinItems, s.MaxItems = bounds(min, max)
 	return s
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/resource"
-	"github.com/pictorhq/pictor/origin/respond"
 )
 
 // maxBody bounds a request: a hundred of the longest bypass hosts, every
@@ -18,7 +17,7 @@ const maxBody = 256 << 10
 
 // TimeFormat is how answers write timestamps: UTC, milliseconds (as every
 // management resource).
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+const TimeFormat = resource.TimeFormat
 
 // Handler serves /v1/proxies. Every route answers 403 first when the
 // organization's plan has no delivery options (CheckPlan).
@@ -40,8 +39,7 @@ type View struct {
 	BypassHosts []string `json:"bypass_hosts"`
 	Username    *string  `json:"username"`
 	Enabled     bool     `json:"enabled"`
-	CreatedAt   string   `json:"created_at"`
-	UpdatedAt   string   `json:"updated_at"`
+	resource.Stamps
 }
 
 // NewView returns the public form of p: bypass_hosts never null, username
@@ -54,8 +52,7 @@ func NewView(p *Proxy) View {
 		Port:        p.Port,
 		BypassHosts: p.BypassHosts,
 		Enabled:     !p.Disabled,
-		CreatedAt:   p.CreatedAt.UTC().Format(TimeFormat),
-		UpdatedAt:   p.UpdatedAt.UTC().Format(TimeFormat),
+		Stamps:      resource.NewStamps(p.CreatedAt, p.UpdatedAt),
 	}
 	if v.BypassHosts == nil {
 		v.BypassHosts = []string{}
@@ -67,16 +64,12 @@ func NewView(p *Proxy) View {
 	return v
 }
 
-// caller returns the request's principal once its plan allows proxies.
-func caller(r *http.Request) (*auth.Principal, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil {
-		return nil, apierr.Internal(errors.New("proxy route served without authentication"))
-	}
-	if err := CheckPlan(p.Org); err != nil {
-		return nil, err
-	}
-	return p, nil
+// routes are the proxies' routes in the resource kit. Every route answers
+// 403 first when the organization's plan has no delivery options
+// (CheckPlan).
+var routes = resource.Routes[Proxy, View]{
+	Name: "proxy", Check: CheckPlan, Errors: storeError, View: NewView,
+	Scope: "proxies/", ID: func(x *Proxy) string { return x.ID },
 }
 
 // storeError maps the store's errors to answers.
@@ -90,9 +83,6 @@ func storeError(err error) error {
 	return resource.NotFound(err, ErrNotFound, "Proxy not found")
 }
 
-// pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) { return resource.PathID(r, "proxy") }
-
 // parse reads and validates a create (current nil) or update request.
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request, current *Proxy) (Request, error) {
 	o, err := field.DecodeAny(w, r, maxBody)
@@ -104,94 +94,47 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, current *Proxy) 
 
 // Create handles POST /v1/proxies.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
-	p, err := caller(r)
-	if err != nil {
-		return err
-	}
-	req, err := h.parse(w, r, nil)
-	if err != nil {
-		return err
-	}
-	px, err := h.Store.Create(r.Context(), p.Org.ID, req)
-	if err != nil {
-		return storeError(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(px))
-	return nil
+	return routes.Collection(w, r, func(p *auth.Principal) (*Proxy, error) {
+		req, err := h.parse(w, r, nil)
+		if err != nil {
+			return nil, err
+		}
+		return h.Store.Create(r.Context(), p.Org.ID, req)
+	})
 }
 
 // Get handles GET /v1/proxies/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
-	p, err := caller(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	px, err := h.Store.Get(p.Org.ID, id)
-	if err != nil {
-		return storeError(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(px))
-	return nil
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Proxy, error) {
+		return h.Store.Get(p.Org.ID, id)
+	})
 }
 
 // Update handles POST /v1/proxies/{id}: a full replacement. The proxy is
 // read first (an unknown or foreign id is a 404 whatever the body), so that
 // authentication.retain_password is judged with the other fields.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
-	p, err := caller(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	current, err := h.Store.Get(p.Org.ID, id)
-	if err != nil {
-		return storeError(err)
-	}
-	req, err := h.parse(w, r, current)
-	if err != nil {
-		return err
-	}
-	px, err := h.Store.Update(r.Context(), p.Org.ID, id, req)
-	if err != nil {
-		return storeError(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(px))
-	return nil
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Proxy, error) {
+		current, err := h.Store.Get(p.Org.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		req, err := h.parse(w, r, current)
+		if err != nil {
+			return nil, err
+		}
+		return h.Store.Update(r.Context(), p.Org.ID, id, req)
+	})
 }
 
 // Delete handles DELETE /v1/proxies/{id}.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
-	p, err := caller(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	if err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
-		return storeError(err)
-	}
-	respond.Empty(w, http.StatusNoContent)
-	return nil
+	return routes.Remove(w, r, func(p *auth.Principal, id string) error {
+		return h.Store.Delete(r.Context(), p.Org.ID, id)
+	})
 }
-
-func scope(orgID string) string { return "proxies/" + orgID }
 
 // List handles GET /v1/proxies: newest first, disabled ones included.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
-	p, err := caller(r)
-	if err != nil {
-		return err
-	}
-	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Proxy, bool, error) {
-		return h.Store.List(p.Org.ID, after, count)
-	}, NewView, func(x *Proxy) string { return x.ID })
+	return routes.List(w, r, h.Cursors, h.Store.List)
 }

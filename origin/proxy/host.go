@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/resource"
 )
 
 // Host and URL limits.
@@ -247,18 +247,11 @@ func parseBypassHost(s string) (string, string) {
 // (--allow-private-urls) lifts all but the metadata rule.
 func checkHost(norm string, allowPrivate bool) string {
 	_, host, _ := strings.Cut(norm, "://")
-	_, err := egress.Check(context.Background(), literalsOnly{}, host, allowPrivate)
+	_, err := egress.Check(context.Background(), resource.NoLookup, host, allowPrivate)
 	if errors.Is(err, egress.ErrBlockedAddress) {
 		return fmt.Sprintf("is not allowed: %v", err)
 	}
 	return ""
-}
-
-// literalsOnly resolves nothing: a check that must not wait on DNS.
-type literalsOnly struct{}
-
-func (literalsOnly) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
-	return nil, errors.New("not resolved when a proxy is saved")
 }
 
 func isASCII(s string) bool {

@@ -40,12 +40,14 @@ func TestReseal(t *testing.T) {
 	ctx := context.Background()
 	const n = 30
 	var ids []string
+	names := map[string]string{} // each proxy's last name: the pass may end before every one is renamed
 	for i := range n {
 		p, err := before.Create(ctx, fmt.Sprint("org-", i%3), request(fmt.Sprint("proxy ", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, p.ID)
+		names[p.ID] = p.Name
 	}
 	bare := request("no password")
 	bare.Username, bare.Password = "", ""
@@ -57,7 +59,6 @@ func TestReseal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	names := map[string]string{}
 	stop, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	var renameErr error

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/netip"
 	"net/url"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/pictorhq/pictor/origin/egress"
 )
@@ -54,7 +49,7 @@ func (e *loadError) classify() error {
 	case code == "ERR_PROXY_CONNECTION_FAILED":
 		return fmt.Errorf("%w: the egress proxy could not be reached", ErrBrowser)
 	case code == "ERR_NAME_NOT_RESOLVED":
-		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
+		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, egress.Hostname(host))
 	case code == "ERR_CONNECTION_REFUSED":
 		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
 	case code == "ERR_CONNECTION_RESET":
@@ -87,22 +82,13 @@ func classifyAnswer(a *egress.Failure) error {
 	case errors.As(err, &pe):
 		// First: a proxy's failure can also match the address, refusal
 		// and timeout cases below, which would blame the site.
-		return fmt.Errorf("%w: could not reach %s through proxy %s: %s", ErrUnreachable, hostname(host), pe.Proxy, pe.Reason)
+		return fmt.Errorf("%w: could not reach %s through proxy %s: %s", ErrUnreachable, egress.Hostname(host), pe.Proxy, pe.Reason)
 	case err == nil:
 		return fmt.Errorf("%w: the request for %s was not relayed", ErrUnreachable, host)
 	case errors.Is(err, egress.ErrClosed):
 		return fmt.Errorf("%w: the egress session closed", ErrBrowser)
 	case errors.As(err, &ae):
-		// The range only: the address a name resolves to is the
-		// deployment's network, not the caller's business.
-		name := hostname(host)
-		if !ae.Addr.IsValid() {
-			return fmt.Errorf("%w: %s is a %s", ErrBlockedURL, name, ae.Range)
-		}
-		if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
-			return fmt.Errorf("%w: %s is a %s address", ErrBlockedURL, name, ae.Range)
-		}
-		return fmt.Errorf("%w: %s resolves to a %s address", ErrBlockedURL, name, ae.Range)
+		return fmt.Errorf("%w: %s", ErrBlockedURL, ae.Describe(host))
 	case errors.Is(err, egress.ErrBlockedScheme):
 		if a.Connect {
 			return fmt.Errorf("%w: %s is not served over https", ErrBlockedURL, host)
@@ -114,35 +100,11 @@ func classifyAnswer(a *egress.Failure) error {
 		}
 		return fmt.Errorf("%w: %s is not a valid host", ErrBlockedURL, host)
 	case errors.Is(err, egress.ErrNotServed):
-		return fmt.Errorf("%w: %s serves no such document", ErrBlockedURL, hostname(host))
-	case errors.Is(err, egress.ErrResolve):
-		return fmt.Errorf("%w: could not resolve host %s", ErrUnreachable, hostname(host))
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("%w: connection refused by %s", ErrUnreachable, host)
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("%w: connection reset by %s", ErrUnreachable, host)
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return fmt.Errorf("%w: no route to %s", ErrUnreachable, host)
-	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
-		if errors.Is(err, egress.ErrDial) {
-			return fmt.Errorf("%w: timed out connecting to %s", ErrTimeout, host)
-		}
-		return fmt.Errorf("%w: %s did not answer in time", ErrTimeout, host)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: %s closed the connection without answering", ErrUnreachable, host)
-	case errors.Is(err, egress.ErrDial):
-		return fmt.Errorf("%w: could not connect to %s", ErrUnreachable, host)
+		return fmt.Errorf("%w: %s serves no such document", ErrBlockedURL, egress.Hostname(host))
 	}
-	return fmt.Errorf("%w: %s sent no valid answer", ErrUnreachable, host)
-}
-
-// hostname is the host of a host:port.
-func hostname(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		if strings.IndexByte(h, ':') >= 0 {
-			return "[" + h + "]"
-		}
-		return h
+	fault, text := egress.DescribeNetwork(host, a.Err)
+	if fault == egress.FaultTimeout {
+		return fmt.Errorf("%w: %s", ErrTimeout, text)
 	}
-	return hostport
+	return fmt.Errorf("%w: %s", ErrUnreachable, text)
 }

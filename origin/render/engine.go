@@ -95,6 +95,12 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
 	m := metrics{
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_render_total", Help: "Renders by outcome.",
@@ -107,30 +113,14 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Name: "pictor_render_queue_wait_seconds", Help: "Time a render waits for a tab.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 		}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pictor_render_queued", Help: "Renders waiting for a tab.",
-		}),
-		browserStarts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_browser_starts_total", Help: "Chromium launches.",
-		}),
-		browserDeaths: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_browser_deaths_total", Help: "Browsers that exited without being asked to.",
-		}),
-		tabsOpened: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_tabs_opened_total", Help: "Tabs (browser contexts) opened.",
-		}),
-		tabsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pictor_render_tabs_open", Help: "Tabs open now, busy or idle.",
-		}),
-		resetWaits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_reset_waits_total", Help: "Renders that found no clean tab and waited for the reset of one their organization used.",
-		}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_retries_total", Help: "Renders tried once more on a fresh tab after the browser or the tab failed under them.",
-		}),
-		stalls: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pictor_render_capture_stalls_total", Help: fmt.Sprintf("Captures given up after waiting %v for a frame that never came.", shotTimeout),
-		}),
+		queued:        gauge("pictor_render_queued", "Renders waiting for a tab."),
+		browserStarts: counter("pictor_render_browser_starts_total", "Chromium launches."),
+		browserDeaths: counter("pictor_render_browser_deaths_total", "Browsers that exited without being asked to."),
+		tabsOpened:    counter("pictor_render_tabs_opened_total", "Tabs (browser contexts) opened."),
+		tabsOpen:      gauge("pictor_render_tabs_open", "Tabs open now, busy or idle."),
+		resetWaits:    counter("pictor_render_reset_waits_total", "Renders that found no clean tab and waited for the reset of one their organization used."),
+		retries:       counter("pictor_render_retries_total", "Renders tried once more on a fresh tab after the browser or the tab failed under them."),
+		stalls:        counter("pictor_render_capture_stalls_total", fmt.Sprintf("Captures given up after waiting %v for a frame that never came.", shotTimeout)),
 		frameWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_render_frame_waits_total", Help: "Cross-site frames (site isolation) a capture waited for to draw, by what each did.",
 		}, []string{"outcome"}),

@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -244,7 +242,7 @@ func classify(ctx context.Context, err error, op opInfo) error {
 		if code, ok := apiCode(stsErr); ok {
 			return wrap(ErrRoleNotAssumable, "role %s cannot be assumed (%s from STS): its trust policy must allow the service's AWS account with the organization's external id", op.roleARN, code)
 		}
-		if network := describeNetwork(stsErr, op.stsHost, op.timeout); network != "" {
+		if _, network := describeNetwork(stsErr, op.stsHost, op.timeout); network != "" {
 			return wrap(ErrRoleNotAssumable, "role %s cannot be assumed: %s", op.roleARN, network)
 		}
 		return wrap(ErrRoleNotAssumable, "role %s cannot be assumed: STS failed", op.roleARN)
@@ -258,8 +256,8 @@ func classify(ctx context.Context, err error, op opInfo) error {
 		return wrap(ErrNotS3, "%s answered HTTP %d with %s, not an S3 API response: check that the endpoint is the S3 API", op.host, answer.status, mediaType(answer.contentType))
 	}
 
-	if network := describeNetwork(err, op.host, op.timeout); network != "" {
-		return wrap(networkKind(err), "%s", network)
+	if kind, network := describeNetwork(err, op.host, op.timeout); kind != nil {
+		return wrap(kind, "%s", network)
 	}
 
 	if code, ok := apiCode(err); ok {
@@ -304,76 +302,51 @@ func classify(ctx context.Context, err error, op opInfo) error {
 	return wrap(ErrRejected, "the write to %s failed", op.host)
 }
 
-// describeNetwork words a transport failure reaching host, "" if err is
-// not one.
-func describeNetwork(err error, host string, timeout time.Duration) string {
+// describeNetwork words a transport failure reaching host and gives its
+// Kind; "" and nil if err is not one.
+func describeNetwork(err error, host string, timeout time.Duration) (kind error, text string) {
 	var (
-		unknownCA  x509.UnknownAuthorityError
-		hostname   x509.HostnameError
-		invalidCrt x509.CertificateInvalidError
-		verify     *tls.CertificateVerificationError
-		record     tls.RecordHeaderError
-		alert      tls.AlertError
 		dns        *net.DNSError
 		opErr      *net.OpError
 		timeoutErr interface{ Timeout() bool }
 	)
-	switch {
+	switch tlsFault := egress.TLSFaultOf(err); {
 	case errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &timeoutErr) && timeoutErr.Timeout() && !errors.As(err, &dns):
-		return fmt.Sprintf("no answer from %s within %s", host, timeout)
-	case errors.As(err, &unknownCA):
-		return fmt.Sprintf("TLS with %s failed: its certificate is not signed by a trusted authority", host)
-	case errors.As(err, &hostname):
-		return fmt.Sprintf("TLS with %s failed: its certificate is not valid for that host name", host)
-	case errors.As(err, &invalidCrt):
-		return fmt.Sprintf("TLS with %s failed: its certificate is expired or otherwise invalid", host)
-	case errors.As(err, &verify):
-		return fmt.Sprintf("TLS with %s failed: its certificate could not be verified", host)
-	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &record):
-		return fmt.Sprintf("TLS with %s failed: it answered plain HTTP on an https endpoint", host)
-	case errors.As(err, &alert):
-		return fmt.Sprintf("TLS with %s failed: the server refused the handshake", host)
+		return ErrTimeout, fmt.Sprintf("no answer from %s within %s", host, timeout)
+	case tlsFault == egress.UnknownAuthority:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is not signed by a trusted authority", host)
+	case tlsFault == egress.WrongHost:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is not valid for that host name", host)
+	case tlsFault == egress.InvalidCertificate:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is expired or otherwise invalid", host)
+	case tlsFault == egress.Unverified:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate could not be verified", host)
+	case errors.Is(err, http.ErrSchemeMismatch), tlsFault == egress.NotTLS:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: it answered plain HTTP on an https endpoint", host)
+	case tlsFault == egress.HandshakeRefused:
+		return ErrTLS, fmt.Sprintf("TLS with %s failed: the server refused the handshake", host)
 	case errors.Is(err, egress.ErrBlockedAddress):
-		return fmt.Sprintf("%s resolves to a loopback, private or internal address, which storage destinations may not use", host)
+		return ErrBlockedEndpoint, fmt.Sprintf("%s resolves to a loopback, private or internal address, which storage destinations may not use", host)
 	case errors.As(err, &dns), errors.Is(err, egress.ErrResolve):
-		return fmt.Sprintf("cannot resolve host %s", host)
+		return ErrUnreachable, fmt.Sprintf("cannot resolve host %s", host)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Sprintf("connection to %s refused", host)
+		return ErrUnreachable, fmt.Sprintf("connection to %s refused", host)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return fmt.Sprintf("%s closed the connection", host)
+		return ErrUnreachable, fmt.Sprintf("%s closed the connection", host)
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return fmt.Sprintf("no route to %s", host)
+		return ErrUnreachable, fmt.Sprintf("no route to %s", host)
 	case errors.As(err, &opErr):
-		return fmt.Sprintf("cannot connect to %s", host)
+		return ErrUnreachable, fmt.Sprintf("cannot connect to %s", host)
 	}
-	return ""
+	return nil, ""
 }
 
-// networkKind is the Kind of an error describeNetwork words.
+// networkKind is the Kind of a transport failure (describeNetwork's), nil
+// for another error.
 func networkKind(err error) error {
-	var (
-		unknownCA  x509.UnknownAuthorityError
-		hostname   x509.HostnameError
-		invalidCrt x509.CertificateInvalidError
-		verify     *tls.CertificateVerificationError
-		record     tls.RecordHeaderError
-		alert      tls.AlertError
-		dns        *net.DNSError
-		timeoutErr interface{ Timeout() bool }
-	)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &timeoutErr) && timeoutErr.Timeout() && !errors.As(err, &dns):
-		return ErrTimeout
-	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalidCrt),
-		errors.As(err, &verify), errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &record),
-		errors.As(err, &alert):
-		return ErrTLS
-	case errors.Is(err, egress.ErrBlockedAddress):
-		return ErrBlockedEndpoint
-	}
-	return ErrUnreachable
+	kind, _ := describeNetwork(err, "", 0)
+	return kind
 }
 
 // apiCode is the S3 or STS error code in err's chain.

@@ -15,47 +15,29 @@ type metrics struct {
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
+	f := sharedmetric.With(r)
 	m := &metrics{
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		writes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_storage_writes_total",
 			Help: "Writes to storage destinations, by provider and result (ok or the failure's kind).",
 		}, []string{"provider", "result"}),
-		writeBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		writeBytes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_storage_write_bytes_total",
 			Help: "Bytes written to storage destinations by successful writes, by provider.",
 		}, []string{"provider"}),
-		writeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		writeTime: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_storage_write_duration_seconds",
 			Help:    "Time of a write to a storage destination, every attempt included, by provider.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12),
 		}, []string{"provider"}),
-		tests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		tests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_storage_connection_tests_total",
 			Help: "Connection tests of storage destinations, by provider and result (ok or the failure's kind).",
 		}, []string{"provider", "result"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		attempts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_storage_request_attempts_total",
 			Help: "HTTP attempts of S3 and STS requests (retries included), by provider, service, operation and status class (2xx, 4xx, 5xx, error).",
 		}, []string{"provider", "service", "operation", "status"}),
 	}
-	if r == nil {
-		return m, nil
-	}
-	var err error
-	if m.writes, err = sharedmetric.Register(r, m.writes); err != nil {
-		return nil, err
-	}
-	if m.writeBytes, err = sharedmetric.Register(r, m.writeBytes); err != nil {
-		return nil, err
-	}
-	if m.writeTime, err = sharedmetric.Register(r, m.writeTime); err != nil {
-		return nil, err
-	}
-	if m.tests, err = sharedmetric.Register(r, m.tests); err != nil {
-		return nil, err
-	}
-	if m.attempts, err = sharedmetric.Register(r, m.attempts); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, f.Err()
 }

@@ -25,7 +25,7 @@ const maxBody = 64 << 10
 
 // TimeFormat is how answers write timestamps: UTC, milliseconds (as every
 // management resource).
-const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+const TimeFormat = resource.TimeFormat
 
 // MaxTestError is the longest last_test_error, in characters.
 const MaxTestError = 1000
@@ -68,8 +68,7 @@ type View struct {
 	LastTestedAt        *string        `json:"last_tested_at"`
 	LastTestSucceeded   *bool          `json:"last_test_succeeded"`
 	LastTestError       *string        `json:"last_test_error"`
-	CreatedAt           string         `json:"created_at"`
-	UpdatedAt           string         `json:"updated_at"`
+	resource.Stamps
 }
 
 // NewView returns the public form of d.
@@ -80,8 +79,7 @@ func NewView(d *Destination) View {
 		Enabled:             !d.Disabled,
 		HctiStorageDisabled: d.HctiStorageDisabled,
 		ConnectionInfo:      connectionView(d.Connection),
-		CreatedAt:           d.CreatedAt.UTC().Format(TimeFormat),
-		UpdatedAt:           d.UpdatedAt.UTC().Format(TimeFormat),
+		Stamps:              resource.NewStamps(d.CreatedAt, d.UpdatedAt),
 	}
 	if !d.LastTestedAt.IsZero() {
 		at, ok := d.LastTestedAt.UTC().Format(TimeFormat), d.LastTestSucceeded
@@ -137,13 +135,12 @@ func orNull(s string) any {
 // that a refusal costs no allowance.
 func CheckPlan(o *org.Org) error { return org.RequireDelivery(o, "Storage destinations") }
 
-// begin authorizes a request by plan and returns its principal.
-func begin(r *http.Request) (*auth.Principal, error) {
-	p := auth.FromContext(r.Context())
-	if err := CheckPlan(p.Org); err != nil {
-		return nil, err
-	}
-	return p, nil
+// routes are the destinations' routes in the resource kit. Every route
+// answers 403 first unless the organization's plan includes delivery
+// options (CheckPlan).
+var routes = resource.Routes[Destination, View]{
+	Name: "storage destination", Check: CheckPlan, Errors: storeError, View: NewView,
+	Scope: "storage-destinations/", ID: func(x *Destination) string { return x.ID },
 }
 
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Request, error) {
@@ -164,45 +161,44 @@ func storeError(err error) error {
 	return resource.NotFound(err, ErrNotFound, "Storage destination not found")
 }
 
-// pathID validates the {id} path segment.
-func pathID(r *http.Request) (string, error) { return resource.PathID(r, "storage destination") }
-
 const retainPath = "connection_info." + fRetain
 
 // Create handles POST /v1/storage-destinations. The connection is tested
 // first; an enabled destination whose test fails is not saved (400).
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
-	if err != nil {
-		return err
-	}
-	req, err := h.parse(w, r)
-	if err == nil && req.RetainSecret {
-		err = apierr.Field(retainPath, "is for updates: a new destination has no stored secret access key to keep; send secret_access_key")
-	}
-	if err != nil {
-		return err
-	}
-	conn := req.Connection
-	if conn.Provider == storage.AWSS3 {
-		if conn.ExternalID, err = h.Store.ExternalID(r.Context(), p.Org.ID); err != nil {
-			return err
+	return routes.Collection(w, r, func(p *auth.Principal) (*Destination, error) {
+		req, err := h.parse(w, r)
+		if err == nil && req.RetainSecret {
+			err = apierr.Field(retainPath, "is for updates: a new destination has no stored secret access key to keep; send secret_access_key")
 		}
-	}
-	res, err := h.test(r.Context(), p.Org.ID, "", conn, !req.Disabled)
-	if err != nil {
-		return err
-	}
-	d, err := h.Store.Create(r.Context(), p.Org.ID, input(req, conn, res))
-	if err != nil {
-		return storeError(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(d))
-	return nil
+		if err != nil {
+			return nil, err
+		}
+		conn, err := h.connect(r.Context(), p.Org.ID, req.Connection)
+		if err != nil {
+			return nil, err
+		}
+		res, err := h.test(r.Context(), p.Org.ID, "", conn, !req.Disabled)
+		if err != nil {
+			return nil, err
+		}
+		return h.Store.Create(r.Context(), p.Org.ID, input(req, conn, res))
+	})
 }
 
 func input(req Request, conn storage.Connection, res *TestResult) Input {
 	return Input{Name: req.Name, Disabled: req.Disabled, HctiStorageDisabled: req.HctiStorageDisabled, Connection: conn, Test: res}
+}
+
+// connect returns conn as a test connects with it: for aws_s3, with the
+// organization's external id.
+func (h *Handler) connect(ctx context.Context, orgID string, conn storage.Connection) (storage.Connection, error) {
+	if conn.Provider != storage.AWSS3 {
+		return conn, nil
+	}
+	var err error
+	conn.ExternalID, err = h.Store.ExternalID(ctx, orgID)
+	return conn, err
 }
 
 // Update handles POST /v1/storage-destinations/{id}: a full replacement.
@@ -210,69 +206,63 @@ func input(req Request, conn storage.Connection, res *TestResult) Input {
 // secret access key included) or the destination is enabled again; an
 // enabled destination whose test fails stays as it was (400).
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	req, err := h.parse(w, r)
-	if err != nil {
-		return err
-	}
-	d, err := h.Store.Update(r.Context(), p.Org.ID, id, func(cur *Destination) (Input, error) {
-		was, err := h.Store.Connection(cur)
-		if errors.Is(err, ErrSecret) && !req.RetainSecret {
-			// A secret that no longer opens (another master key) is
-			// replaced by the one sent; the connection counts as changed.
-			slog.WarnContext(r.Context(), "storage destination secret cannot be opened; replacing it", "destination_id", cur.ID, "error", err)
-			was, err = cur.Connection, nil
-		}
-		if errors.Is(err, ErrSecret) {
-			e := apierr.Field(retainPath, "cannot keep the stored secret access key: it can no longer be opened; send secret_access_key")
-			e.Cause = err
-			return Input{}, e
-		}
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Destination, error) {
+		req, err := h.parse(w, r)
 		if err != nil {
+			return nil, err
+		}
+		return h.Store.Update(r.Context(), p.Org.ID, id, func(cur *Destination) (Input, error) {
+			return h.replace(r.Context(), p.Org.ID, cur, req)
+		})
+	})
+}
+
+// replace is what an update req stores over cur: the stored secret access
+// key kept if req retains it (and may), the connection tested if it
+// changed or the destination is enabled again.
+func (h *Handler) replace(ctx context.Context, orgID string, cur *Destination, req Request) (Input, error) {
+	was, err := h.Store.Connection(cur)
+	if errors.Is(err, ErrSecret) && !req.RetainSecret {
+		// A secret that no longer opens (another master key) is
+		// replaced by the one sent; the connection counts as changed.
+		slog.WarnContext(ctx, "storage destination secret cannot be opened; replacing it", "destination_id", cur.ID, "error", err)
+		was, err = cur.Connection, nil
+	}
+	if errors.Is(err, ErrSecret) {
+		e := apierr.Field(retainPath, "cannot keep the stored secret access key: it can no longer be opened; send secret_access_key")
+		e.Cause = err
+		return Input{}, e
+	}
+	if err != nil {
+		return Input{}, err
+	}
+	conn := req.Connection
+	if req.RetainSecret {
+		switch {
+		case !cur.HasSecret:
+			return Input{}, apierr.Field(retainPath, "has no stored secret access key to keep (the destination's provider is %s); send secret_access_key", cur.Connection.Provider)
+		case conn.Provider != cur.Connection.Provider:
+			return Input{}, apierr.Field(retainPath, "cannot keep a %s secret access key for provider %s; send secret_access_key", cur.Connection.Provider, conn.Provider)
+		case conn.AccessKeyID != cur.Connection.AccessKeyID:
+			return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another access_key_id; send secret_access_key")
+		case conn.Endpoint != cur.Connection.Endpoint:
+			// The key is only ever used where it was given: a request
+			// signed for a host of the caller's could be relayed to
+			// the real one.
+			return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another endpoint; send secret_access_key")
+		}
+		conn.SecretAccessKey = was.SecretAccessKey
+	}
+	if conn, err = h.connect(ctx, orgID, conn); err != nil {
+		return Input{}, err
+	}
+	in := input(req, conn, nil)
+	if conn != was || (cur.Disabled && !req.Disabled) {
+		if in.Test, err = h.test(ctx, orgID, cur.ID, conn, !req.Disabled); err != nil {
 			return Input{}, err
 		}
-		conn := req.Connection
-		if req.RetainSecret {
-			switch {
-			case !cur.HasSecret:
-				return Input{}, apierr.Field(retainPath, "has no stored secret access key to keep (the destination's provider is %s); send secret_access_key", cur.Connection.Provider)
-			case conn.Provider != cur.Connection.Provider:
-				return Input{}, apierr.Field(retainPath, "cannot keep a %s secret access key for provider %s; send secret_access_key", cur.Connection.Provider, conn.Provider)
-			case conn.AccessKeyID != cur.Connection.AccessKeyID:
-				return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another access_key_id; send secret_access_key")
-			case conn.Endpoint != cur.Connection.Endpoint:
-				// The key is only ever used where it was given: a request
-				// signed for a host of the caller's could be relayed to
-				// the real one.
-				return Input{}, apierr.Field(retainPath, "cannot keep the stored secret access key for another endpoint; send secret_access_key")
-			}
-			conn.SecretAccessKey = was.SecretAccessKey
-		}
-		if conn.Provider == storage.AWSS3 {
-			if conn.ExternalID, err = h.Store.ExternalID(r.Context(), p.Org.ID); err != nil {
-				return Input{}, err
-			}
-		}
-		in := input(req, conn, nil)
-		if conn != was || (cur.Disabled && !req.Disabled) {
-			if in.Test, err = h.test(r.Context(), p.Org.ID, cur.ID, conn, !req.Disabled); err != nil {
-				return Input{}, err
-			}
-		}
-		return in, nil
-	})
-	if err != nil {
-		return storeError(err)
 	}
-	respond.JSON(w, r, http.StatusOK, NewView(d))
-	return nil
+	return in, nil
 }
 
 // test runs the connection test of conn. A failure is a result to record,
@@ -350,38 +340,18 @@ func (h *Handler) describe(err error, secret string) string {
 
 // Get handles GET /v1/storage-destinations/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	d, err := h.Store.Get(p.Org.ID, id)
-	if err != nil {
-		return storeError(err)
-	}
-	respond.JSON(w, r, http.StatusOK, NewView(d))
-	return nil
+	return routes.One(w, r, func(p *auth.Principal, id string) (*Destination, error) {
+		return h.Store.Get(p.Org.ID, id)
+	})
 }
 
 // Delete handles DELETE /v1/storage-destinations/{id}. Objects written to
 // the bucket stay there.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
-	if err != nil {
+	return routes.Remove(w, r, func(p *auth.Principal, id string) error {
+		_, err := h.Store.Delete(r.Context(), p.Org.ID, id)
 		return err
-	}
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	if _, err := h.Store.Delete(r.Context(), p.Org.ID, id); err != nil {
-		return storeError(err)
-	}
-	respond.Empty(w, http.StatusNoContent)
-	return nil
+	})
 }
 
 // ExternalIDView is the answer of GET /v1/storage-destinations/aws-external-id.
@@ -393,7 +363,7 @@ type ExternalIDView struct {
 // organization's external id, which the trust policy of an aws_s3
 // destination's role must require (sts:ExternalId).
 func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
+	p, err := routes.Caller(r)
 	if err != nil {
 		return err
 	}
@@ -405,16 +375,8 @@ func (h *Handler) ExternalID(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func scope(orgID string) string { return "storage-destinations/" + orgID }
-
 // List handles GET /v1/storage-destinations: newest first, disabled ones
 // included.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
-	p, err := begin(r)
-	if err != nil {
-		return err
-	}
-	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Destination, bool, error) {
-		return h.Store.List(p.Org.ID, after, count)
-	}, NewView, func(x *Destination) string { return x.ID })
+	return routes.List(w, r, h.Cursors, h.Store.List)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/storage"
 )
 
@@ -555,7 +556,7 @@ func checkHostName(h string) string {
 // resolved here: the storage client must check what they resolve to when it
 // dials.
 func checkEndpointHost(endpoint string, allowPrivate bool) string {
-	_, err := egress.CheckURL(context.Background(), literalsOnly{}, endpoint, allowPrivate)
+	_, err := egress.CheckURL(context.Background(), resource.NoLookup, endpoint, allowPrivate)
 	switch {
 	case errors.Is(err, egress.ErrCloudMetadata):
 		return "must not be a cloud metadata address"
@@ -565,11 +566,4 @@ func checkEndpointHost(endpoint string, allowPrivate bool) string {
 		return "must have a valid host name (ASCII; xn-- form for international names) or IP address"
 	}
 	return ""
-}
-
-// literalsOnly resolves nothing: a check that must not wait on DNS.
-type literalsOnly struct{}
-
-func (literalsOnly) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
-	return nil, errors.New("not resolved when a destination is saved")
 }

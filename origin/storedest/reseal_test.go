@@ -57,7 +57,10 @@ func TestReseal(t *testing.T) {
 	// Renames, through a store of the old key alone: they keep the
 	// secret as stored, so the pass has every one to seal again.
 	renamer := NewStore(db, mustBox(oldKey), clock.Now)
-	names := map[string]string{}
+	names := map[string]string{} // each destination's last name: the pass may end before every one is renamed
+	for _, d := range made {
+		names[d.ID] = d.Name
+	}
 	stop, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	var renameErr error

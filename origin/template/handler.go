@@ -17,6 +17,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/field"
 	"github.com/pictorhq/pictor/origin/cursor"
 	"github.com/pictorhq/pictor/origin/imageparams"
+	"github.com/pictorhq/pictor/origin/resource"
 	"github.com/pictorhq/pictor/origin/respond"
 	"github.com/pictorhq/pictor/wasm"
 )
@@ -39,13 +40,6 @@ type Handler struct {
 	// OnChange runs after a template got a new version or was deleted:
 	// edges drop images of its signed URLs, which name no version.
 	OnChange func(ctx context.Context, id string) error
-}
-
-func (h *Handler) changed(ctx context.Context, id string) error {
-	if h.OnChange == nil {
-		return nil
-	}
-	return h.OnChange(ctx, id)
 }
 
 // Saved is the answer to a save.
@@ -203,14 +197,19 @@ func templateError(path string, err error) error {
 	return apierr.Field(path, "%v", err)
 }
 
+// parse reads and validates a save request.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request) (Version, error) {
+	o, err := field.DecodeAny(w, r, maxBody)
+	if err != nil {
+		return Version{}, err
+	}
+	return h.parseVersion(r.Context(), o)
+}
+
 // Create handles POST /v1/template.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
-	o, err := field.DecodeAny(w, r, maxBody)
-	if err != nil {
-		return err
-	}
-	v, err := h.parseVersion(r.Context(), o)
+	v, err := h.parse(w, r)
 	if err != nil {
 		return err
 	}
@@ -237,17 +236,13 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
-	o, err := field.DecodeAny(w, r, maxBody)
-	if err != nil {
-		return err
-	}
-	v, err := h.parseVersion(r.Context(), o)
+	v, err := h.parse(w, r)
 	if err != nil {
 		return err
 	}
 	saved, err := h.Store.Update(r.Context(), p.Org.ID, id, v)
 	if err == nil {
-		err = h.changed(r.Context(), id)
+		err = resource.Notify(r.Context(), h.OnChange, id)
 	}
 	if err != nil {
 		return notFound(id, err)
@@ -282,15 +277,12 @@ type View struct {
 	Timezone             *string  `json:"timezone"`
 	StorageDestinationID *string  `json:"storage_destination_id"`
 	RenderCount          int64    `json:"render_count"`
-	CreatedAt            string   `json:"created_at"`
-	UpdatedAt            string   `json:"updated_at"`
+	resource.Stamps
 }
-
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 func view(v *Version) View {
 	out := View{ID: v.TemplateID, Version: v.Version, Name: v.Name, Description: v.Description, HTML: v.HTML, CSS: v.CSS,
-		RenderCount: v.RenderCount, CreatedAt: v.CreatedAt.UTC().Format(timeFormat), UpdatedAt: v.UpdatedAt.UTC().Format(timeFormat)}
+		RenderCount: v.RenderCount, Stamps: resource.NewStamps(v.CreatedAt, v.UpdatedAt)}
 	var errs field.Errors
 	o := field.FromJSON(nil)
 	var m map[string]json.RawMessage
@@ -381,7 +373,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	err := h.Store.Delete(r.Context(), p.Org.ID, id)
 	if err == nil {
-		err = h.changed(r.Context(), id)
+		err = resource.Notify(r.Context(), h.OnChange, id)
 	}
 	if err != nil {
 		return notFound(id, err)
