@@ -124,7 +124,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k, err := h.Store.Get(p.Org.ID, id)
+	k, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -228,7 +228,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	keys, more, err := h.Store.List(p.Org.ID, lq.After, lq.Count, lq.Filter)
+	keys, more, err := h.Store.List(r.Context(), p.Org.ID, lq.After, lq.Count, lq.Filter)
 	if err != nil {
 		return err
 	}

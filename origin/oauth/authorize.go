@@ -95,7 +95,7 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Invalid request", "The authorization request repeats "+n+".")
 		return
 	}
-	c, err := s.client(q.Get("client_id"))
+	c, err := s.client(r.Context(), q.Get("client_id"))
 	if err != nil {
 		s.internalErrorPage(w, r, err)
 		return
@@ -310,7 +310,7 @@ func (s *Server) Consent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "This page has expired", "Go back to your application and connect again.")
 		return
 	}
-	c, err := s.client(p.ClientID)
+	c, err := s.client(r.Context(), p.ClientID)
 	if err != nil {
 		s.internalErrorPage(w, r, err)
 		return

@@ -66,7 +66,7 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 		defer s.wg.Done()
 		rctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 		defer cancel()
-		prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+		prev, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 		_, _, _ = s.reads.Do(readKey(cfg.ID, path), func() (any, error) {
 			ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 			defer cancel()
-			prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+			prev, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 			if err != nil || prev == nil || prev.Revision != cfg.Revision || !prev.due(cfg, s.cfg.Now()) {
 				return nil, err // gone, changed, or rechecked meanwhile
 			}
@@ -210,7 +210,7 @@ func (s *Service) keep(ctx context.Context, cfg *ogconfig.Config, prev *page, no
 func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page, error) {
 	var out *page
 	err := s.cfg.Store.Update(ctx, pageLock(next), func(txn kv.Txn) error {
-		cur, err := loadPage(txn, next.ConfigID, next.Path)
+		cur, err := loadPage(ctx, txn, next.ConfigID, next.Path)
 		if err != nil {
 			return err
 		}
@@ -268,7 +268,7 @@ func (s *Service) makeVariant(ctx context.Context, cfg *ogconfig.Config, o *org.
 		h.give(v, id, f)
 		var out *page
 		err = s.cfg.Store.Update(rctx, pageLock(pg), func(txn kv.Txn) error {
-			cur, err := loadPage(txn, pg.ConfigID, pg.Path)
+			cur, err := loadPage(rctx, txn, pg.ConfigID, pg.Path)
 			if err != nil {
 				return err
 			}
@@ -310,7 +310,7 @@ func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, 
 	if err != nil {
 		return "", nil, false, err
 	}
-	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, rendition.ErrNotFound) {
+	if _, err := s.cfg.Images.Get(ctx, it.ID); errors.Is(err, rendition.ErrNotFound) {
 		if created, err = s.create(ctx, cfg, o, it); err != nil {
 			return "", nil, false, err
 		}

@@ -130,7 +130,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	px, err := h.Store.Get(p.Org.ID, id)
+	px, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return storeError(err)
 	}
@@ -150,7 +150,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	current, err := h.Store.Get(p.Org.ID, id)
+	current, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return storeError(err)
 	}
@@ -192,6 +192,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Proxy, bool, error) {
-		return h.Store.List(p.Org.ID, after, count)
+		return h.Store.List(r.Context(), p.Org.ID, after, count)
 	}, NewView, func(x *Proxy) string { return x.ID })
 }

@@ -358,7 +358,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.Store.Get(p.Org.ID, id)
+	d, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return storeError(err)
 	}
@@ -415,6 +415,6 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return resource.ServeList(w, r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Destination, bool, error) {
-		return h.Store.List(p.Org.ID, after, count)
+		return h.Store.List(r.Context(), p.Org.ID, after, count)
 	}, NewView, func(x *Destination) string { return x.ID })
 }
