@@ -24,13 +24,13 @@ func TestListIndex(t *testing.T) {
 	}
 	s.Put([]byte("idx/ab/x"), nil) // a neighbouring index, outside the prefix
 	load := func(r kv.Reader, id string) (string, error) {
-		v, err := r.Get([]byte("rec/" + id))
+		v, err := r.Get(t.Context(), []byte("rec/"+id))
 		return string(v), err
 	}
 	var got []string
 	after := ""
 	for pages := 0; ; pages++ {
-		page, more, err := kv.ListIndex(s, []byte("idx/a/"), after, 2, load)
+		page, more, err := kv.ListIndex(t.Context(), s, []byte("idx/a/"), after, 2, load)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +47,11 @@ func TestListIndex(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages %q, want %q", got, want)
 	}
-	if _, _, err := kv.ListIndex(s, []byte("idx/b/"), "", 2, load); err != nil {
+	if _, _, err := kv.ListIndex(t.Context(), s, []byte("idx/b/"), "", 2, load); err != nil {
 		t.Fatal(err)
 	}
 	s.Put([]byte("idx/a/missing"), nil)
-	if _, _, err := kv.ListIndex(s, []byte("idx/a/"), "", 10, load); err == nil {
+	if _, _, err := kv.ListIndex(t.Context(), s, []byte("idx/a/"), "", 10, load); err == nil {
 		t.Fatal("a record that does not load is not reported")
 	}
 }

@@ -5,10 +5,13 @@ import "context"
 // Reader is the read side shared by a Store and its snapshots.
 type Reader interface {
 	// Get returns a copy of the value stored under key, or ErrNotFound.
-	Get(key []byte) ([]byte, error)
+	// ctx bounds the read; a canceled ctx fails it with ctx's error.
+	Get(ctx context.Context, key []byte) ([]byte, error)
 	// Iterate walks the keys that start with prefix in key order (reverse
-	// order when opts.Reverse is set). The iterator must be closed.
-	Iterate(prefix []byte, opts IterOptions) Iterator
+	// order when opts.Reverse is set). ctx bounds each read of the walk:
+	// once it is done, Next returns false and Err returns ctx's error.
+	// The iterator must be closed.
+	Iterate(ctx context.Context, prefix []byte, opts IterOptions) Iterator
 }
 
 // Writer is the write side shared by a Store and a Batch.

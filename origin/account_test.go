@@ -122,7 +122,7 @@ func (o *testOrigin) listIDs(t testing.TB, creds apitest.Creds) []string {
 
 func TestDeleteImages(t *testing.T) {
 	o := startOrigin(t)
-	_, otherCreds := o.newOrg(t, "pro")
+	_, otherCreds := o.newOrg(t.Context(), t, "pro")
 	id, u := o.create(t, o.Owner, map[string]any{"html": redBox})
 	for _, ext := range []string{"", ".jpg", ".webp", ".pdf"} {
 		apitest.WantStatus(t, o.get(t, u+ext), 200)
@@ -240,7 +240,7 @@ func TestListImages(t *testing.T) {
 		}
 	}
 
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	if ids := o.listIDs(t, other); len(ids) != 0 {
 		t.Fatalf("another organization sees %d images", len(ids))
 	}
@@ -255,7 +255,7 @@ func TestListImages(t *testing.T) {
 // left gets exactly 10 of 50 parallel creations.
 func TestCreditsExactUnderConcurrency(t *testing.T) {
 	o := startOrigin(t)
-	_, free := o.newOrg(t, "free")
+	_, free := o.newOrg(t.Context(), t, "free")
 	r := o.batch(t, free, map[string]any{"variations": slices.Repeat([]map[string]any{{"html": "x"}}, 25)})
 	apitest.WantStatus(t, r, 200)
 	r = o.batch(t, free, map[string]any{"variations": slices.Repeat([]map[string]any{{"html": "y"}}, 15)})
@@ -316,7 +316,7 @@ func TestCreditsExactUnderConcurrency(t *testing.T) {
 
 func TestUsageReport(t *testing.T) {
 	o := startOrigin(t)
-	orgID, pro := o.newOrg(t, "pro")
+	orgID, pro := o.newOrg(t.Context(), t, "pro")
 	_ = orgID
 	o.batch(t, pro, map[string]any{"variations": slices.Repeat([]map[string]any{{"html": "a"}}, 3)})
 	o.Clock.Advance(2 * time.Hour)
@@ -365,8 +365,8 @@ func TestUsageReport(t *testing.T) {
 
 func TestDedupe(t *testing.T) {
 	o := startOrigin(t)
-	_, free := o.newOrg(t, "free")
-	_, pro := o.newOrg(t, "pro")
+	_, free := o.newOrg(t.Context(), t, "free")
+	_, pro := o.newOrg(t.Context(), t, "pro")
 	create := func(c apitest.Creds, body map[string]any) (string, string) {
 		t.Helper()
 		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &c, JSON: body})
@@ -436,7 +436,7 @@ func sign(secret, query string) string {
 
 func TestSignedURLs(t *testing.T) {
 	o := startOrigin(t)
-	_, pro := o.newOrg(t, "pro")
+	_, pro := o.newOrg(t.Context(), t, "pro")
 	query := "html=" + url.QueryEscape(redBox) + "&device_scale=1"
 	signed := func(c apitest.Creds, q, format string) string {
 		p := "/v1/image/create-and-render/" + c.APIID + "/" + sign(c.APIKey, q)
@@ -506,17 +506,17 @@ func (o *testOrigin) usage(t *testing.T, c apitest.Creds) int {
 
 func TestSuspendedOrganizationImages(t *testing.T) {
 	o := startOrigin(t)
-	orgID, creds := o.newOrg(t, "pro")
+	orgID, creds := o.newOrg(t.Context(), t, "pro")
 	_, u := o.create(t, creds, map[string]any{"html": redBox})
 	apitest.WantStatus(t, o.get(t, u), 200)
 	c, _ := admin.Dial(o.DataDir)
-	if _, err := c.SetSuspended(orgID, true); err != nil {
+	if _, err := c.SetSuspended(t.Context(), orgID, true); err != nil {
 		t.Fatal(err)
 	}
 	apitest.WantError(t, o.get(t, u), 404)
 	apitest.WantError(t, o.get(t, u+".jpg"), 404)
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &creds, JSON: map[string]any{"html": "x"}}), 401)
-	if _, err := c.SetSuspended(orgID, false); err != nil {
+	if _, err := c.SetSuspended(t.Context(), orgID, false); err != nil {
 		t.Fatal(err)
 	}
 	apitest.WantStatus(t, o.get(t, u), 200)

@@ -205,7 +205,7 @@ func TestKeyGetAndUpdate(t *testing.T) {
 func TestKeyPathIDs(t *testing.T) {
 	o := startOrigin(t)
 	k := o.createKey(t, o.Owner, map[string]any{"permissions": []string{}})
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	foreign := o.createKey(t, other, map[string]any{"permissions": []string{}})
 
 	missing := o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys/01a20000-0000-7000-8000-000000000000", Creds: &o.Owner})
@@ -427,7 +427,7 @@ func TestKeyListPagination(t *testing.T) {
 	}()
 	tampered := []byte(tok)
 	tampered[2] ^= 0x01
-	_, other := o.newOrg(t, "free")
+	_, other := o.newOrg(t.Context(), t, "free")
 	bad := []struct{ name, path, field string }{
 		{"count zero", "/v1/api-keys?count=0", "count"},
 		{"count too big", "/v1/api-keys?count=101", "count"},
@@ -462,6 +462,6 @@ func TestKeyLimitPerOrganization(t *testing.T) {
 	m := apitest.WantError(t, r, http.StatusForbidden)
 	apitest.WantMessage(t, m, "100")
 	// Another organization is not affected.
-	_, other := o.newOrg(t, "free")
+	_, other := o.newOrg(t.Context(), t, "free")
 	apitest.WantStatus(t, apitest.Do(t, o.URL, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &other, JSON: map[string]any{"permissions": []string{}}}), 200)
 }

@@ -51,23 +51,23 @@ func TestAuthenticationFailures(t *testing.T) {
 
 func TestSuspendedOrganization(t *testing.T) {
 	o := startOrigin(t)
-	orgID, creds := o.newOrg(t, "basic")
+	orgID, creds := o.newOrg(t.Context(), t, "basic")
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &creds}), 200)
 	c, err := admin.Dial(o.DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := c.SetSuspended(orgID, true); err != nil || !st.Suspended {
+	if st, err := c.SetSuspended(t.Context(), orgID, true); err != nil || !st.Suspended {
 		t.Fatalf("suspend: %+v, %v", st, err)
 	}
 	apitest.WantMessage(t, apitest.WantError(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &creds}), 401), "suspended")
 	// Other organizations are unaffected.
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &o.Owner}), 200)
-	if _, err := c.SetSuspended(orgID, false); err != nil {
+	if _, err := c.SetSuspended(t.Context(), orgID, false); err != nil {
 		t.Fatal(err)
 	}
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &creds}), 200)
-	if _, err := c.SetSuspended("01a20000-0000-7000-8000-00000000dead", true); err == nil {
+	if _, err := c.SetSuspended(t.Context(), "01a20000-0000-7000-8000-00000000dead", true); err == nil {
 		t.Fatal("suspending an unknown organization succeeded")
 	}
 }
@@ -104,7 +104,7 @@ func TestSecretsEncryptedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	it := store.Iterate([]byte("key/"), kv.IterOptions{})
+	it := store.Iterate(t.Context(), []byte("key/"), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -127,7 +127,7 @@ func TestMasterKeyFromEnvironment(t *testing.T) {
 	}
 	cfg := origin.DefaultConfig()
 	cfg.DataDir, cfg.Addr, cfg.MasterKey = t.TempDir(), "127.0.0.1:0", "short"
-	if _, err := origin.New(cfg); err == nil ||
+	if _, err := origin.New(t.Context(), cfg); err == nil ||
 		!strings.Contains(err.Error(), "PICTOR_MASTER_KEY") {
 		t.Fatalf("bad master key: err = %v", err)
 	}
@@ -151,12 +151,12 @@ func TestAdminEndpointFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateOrg("evil", "scale"); err == nil {
+	if _, err := c.CreateOrg(t.Context(), "evil", "scale"); err == nil {
 		t.Fatal("admin endpoint accepted a forged token")
 	}
 	// Creating with an unknown plan is the operator's error, reported as such.
 	c, _ = admin.Dial(o.DataDir)
-	if _, err := c.CreateOrg("x", "platinum"); err == nil || !strings.Contains(err.Error(), "unknown plan") {
+	if _, err := c.CreateOrg(t.Context(), "x", "platinum"); err == nil || !strings.Contains(err.Error(), "unknown plan") {
 		t.Fatalf("unknown plan: err = %v", err)
 	}
 }

@@ -213,7 +213,7 @@ func addImages(ctx context.Context, aw *admin.ArchiveWriter, checkpoint string, 
 	}
 	defer snap.Close()
 	root := filepath.Join(src.dataDir, imagesDir)
-	it := snap.Iterate([]byte("img/"), kv.IterOptions{})
+	it := snap.Iterate(ctx, []byte("img/"), kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		if err := ctx.Err(); err != nil {

@@ -141,7 +141,7 @@ func TestBackupKeepsWhatTheCheckpointNames(t *testing.T) {
 	}
 	defer rstore.Close()
 	for id, want := range map[string]bool{gone: true, swapped: true, pending: true, late: false} {
-		if _, err := rstore.Get([]byte("img/" + id)); (err == nil) != want {
+		if _, err := rstore.Get(ctx, []byte("img/"+id)); (err == nil) != want {
 			t.Errorf("record of %s in the restored store: %v, want present %v", id, err, want)
 		}
 	}

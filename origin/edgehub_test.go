@@ -93,9 +93,9 @@ func TestPurgeChannel(t *testing.T) {
 	if !rec.has(&rec.tags, k.APIID) {
 		t.Fatal("disabling a key did not purge its signed URLs")
 	}
-	orgID, _ := o.newOrg(t, "pro")
+	orgID, _ := o.newOrg(t.Context(), t, "pro")
 	c, _ := admin.Dial(o.DataDir)
-	if _, err := c.SetSuspended(orgID, true); err != nil {
+	if _, err := c.SetSuspended(t.Context(), orgID, true); err != nil {
 		t.Fatal(err)
 	}
 	if !rec.has(&rec.orgs, orgID) {

@@ -63,7 +63,7 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	o, err := origin.New(cfg)
+	o, err := origin.New(t.Context(), cfg)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -107,13 +107,13 @@ func (o *testOrigin) do(t testing.TB, r apitest.Request) *apitest.Response {
 
 // newOrg creates another organization through the running server's admin
 // endpoint and returns its id and owner credentials.
-func (o *testOrigin) newOrg(t testing.TB, plan string) (string, apitest.Creds) {
+func (o *testOrigin) newOrg(ctx context.Context, t testing.TB, plan string) (string, apitest.Creds) {
 	t.Helper()
 	c, err := admin.Dial(o.DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, err := c.CreateOrg("org "+plan, plan)
+	created, err := c.CreateOrg(ctx, "org "+plan, plan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func TestImageCreateFromForms(t *testing.T) {
 
 func TestImageCreateValidation(t *testing.T) {
 	o := startOrigin(t)
-	_, free := o.newOrg(t, "free")
+	_, free := o.newOrg(t.Context(), t, "free")
 	tests := []struct {
 		name  string
 		creds apitest.Creds

@@ -292,7 +292,7 @@ func TestFailuresNeverReachTheEdgeCache(t *testing.T) {
 func TestRefundsAreExact(t *testing.T) {
 	w := newFailureWorld(t)
 	o := startOrigin(t, w.configure(false))
-	_, free := o.newOrg(t, "free") // 50 credits
+	_, free := o.newOrg(t.Context(), t, "free") // 50 credits
 	const failing, succeeding, getters = 12, 3, 3
 	bodies := make([]map[string]any, 0, failing+succeeding)
 	for i := range failing {

@@ -133,7 +133,7 @@ func (o *Origin) sweepOAuth(ctx context.Context, wg *sync.WaitGroup) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if n, err := o.oauth.Sweep(o.cfg.Now()); err != nil {
+				if n, err := o.oauth.Sweep(ctx, o.cfg.Now()); err != nil {
 					slog.WarnContext(ctx, "sweep expired OAuth records", "error", err)
 				} else if n > 0 {
 					slog.DebugContext(ctx, "expired OAuth records removed", "records", n)
@@ -152,7 +152,7 @@ func (o *Origin) revokeConnections(ctx context.Context, apiID string) error {
 	if o.oauth == nil {
 		return nil
 	}
-	k, err := o.keys.ByAPIID(apiID)
+	k, err := o.keys.ByAPIID(ctx, apiID)
 	if err != nil {
 		return err
 	}

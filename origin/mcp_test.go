@@ -468,7 +468,7 @@ func mcpImage(t *testing.T, c *mcp.ImageContent) image.Image {
 func TestMCPTools(t *testing.T) {
 	s3 := s3test.New(t)
 	o := startOrigin(t)
-	_, pro := o.newOrg(t, "pro")
+	_, pro := o.newOrg(t.Context(), t, "pro")
 	g := mcpConnect(t, o, pro, nil)
 	cs := mcpSession(t, o, g.Access)
 
@@ -741,8 +741,8 @@ func TestMCPTools(t *testing.T) {
 // TestMCPErrors: each class of failure, over MCP against the real origin.
 func TestMCPErrors(t *testing.T) {
 	o := startOrigin(t)
-	_, pro := o.newOrg(t, "pro")
-	_, free := o.newOrg(t, "free")
+	_, pro := o.newOrg(t.Context(), t, "pro")
+	_, free := o.newOrg(t.Context(), t, "free")
 	endpoint := o.URL + origin.MCPPath
 
 	// An invalid argument is refused by REST's validation: the tool error
@@ -1044,20 +1044,20 @@ func TestMCPErrors(t *testing.T) {
 		})
 
 		t.Run("organization suspended", func(t *testing.T) {
-			orgID, creds := o.newOrg(t, "pro")
+			orgID, creds := o.newOrg(t.Context(), t, "pro")
 			g := mcpConnect(t, o, creds, nil)
 			apitest.WantStatus(t, mcpPost(t, endpoint, g.Access, mcpToolsList), 200)
 			c, err := admin.Dial(o.DataDir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.SetSuspended(orgID, true); err != nil {
+			if _, err := c.SetSuspended(t.Context(), orgID, true); err != nil {
 				t.Fatal(err)
 			}
 			mcpWantUnauthorized(t, mcpPost(t, endpoint, g.Access, mcpToolsList), o.URL, "token revoked")
 			// The suspension ended the connection for good: resumed, the
 			// organization's key works over REST, the token does not.
-			if _, err := c.SetSuspended(orgID, false); err != nil {
+			if _, err := c.SetSuspended(t.Context(), orgID, false); err != nil {
 				t.Fatal(err)
 			}
 			apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &creds}), 200)

@@ -34,11 +34,11 @@ func TestOGPagesMigratedAtStart(t *testing.T) {
 	if err := migrateStore(db); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := migrate.Read(db)
+	rec, err := migrate.Read(t.Context(), db)
 	if err != nil || rec.Version != len(migrations) {
 		t.Fatalf("version %d, %v; want %d", rec.Version, err, len(migrations))
 	}
-	raw, err := db.Get(key)
+	raw, err := db.Get(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}

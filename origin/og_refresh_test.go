@@ -281,7 +281,7 @@ func TestOGRefreshRefusals(t *testing.T) {
 	apitest.WantError(t, o.ogRefresh(t, o.Owner, cfgID, `{"path": `), 400)
 	apitest.WantField(t, o.ogRefresh(t, o.Owner, "not-an-id", `{}`), "id")
 	apitest.WantError(t, o.ogRefresh(t, o.Owner, "0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d", `{"path": "/"}`), 404)
-	_, other := o.newOrg(t, "scale")
+	_, other := o.newOrg(t.Context(), t, "scale")
 	otherID := func() string {
 		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/og-configs", Creds: &other, JSON: map[string]any{"config_type": "html_css", "base_url": site.URL}})
 		apitest.WantStatus(t, r, 200)

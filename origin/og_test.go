@@ -376,7 +376,7 @@ func TestOGTemplated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetSuspended(o.OrgID, true); err != nil {
+	if _, err := c.SetSuspended(t.Context(), o.OrgID, true); err != nil {
 		t.Fatal(err)
 	}
 	apitest.WantError(t, o.ogGet(t, domain, "/mapped", ""), 404)

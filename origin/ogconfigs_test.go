@@ -58,7 +58,7 @@ func TestOGConfigs(t *testing.T) {
 	}
 
 	// Another organization sees nothing of it.
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/og-configs/" + created.ID, Creds: &other}), 404)
 	r = o.do(t, apitest.Request{Method: "GET", Path: "/v1/og-configs", Creds: &other})
 	apitest.WantStatus(t, r, 200)

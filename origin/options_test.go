@@ -238,7 +238,7 @@ func TestMetadataStoredWithImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	raw, err := store.Get([]byte("img/" + id))
+	raw, err := store.Get(t.Context(), []byte("img/"+id))
 	if err != nil {
 		t.Fatal(err)
 	}

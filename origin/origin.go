@@ -96,19 +96,19 @@ type Origin struct {
 
 // New opens the store and wires the API. The caller must Stop the result,
 // even when Start was never called.
-func New(cfg Config) (*Origin, error) {
+func New(ctx context.Context, cfg Config) (*Origin, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	o := &Origin{cfg: cfg, registry: prometheus.NewRegistry()}
-	if err := o.open(); err != nil {
+	if err := o.open(ctx); err != nil {
 		o.closeStore()
 		return nil, err
 	}
 	return o, nil
 }
 
-func (o *Origin) open() error {
+func (o *Origin) open(ctx context.Context) error {
 	store, err := OpenStore(o.cfg.DataDir, o.cfg.Store)
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (o *Origin) open() error {
 	if o.cfg.Purger != nil {
 		o.SetPurger(o.cfg.Purger)
 	}
-	if o.hub, err = edgehub.New(store, token, edgehub.Options{Shared: o.cfg.Store != "", Apply: apply}); err != nil {
+	if o.hub, err = edgehub.New(ctx, store, token, edgehub.Options{Shared: o.cfg.Store != "", Apply: apply}); err != nil {
 		return err
 	}
 	wc := o.cfg.WASM
@@ -186,7 +186,7 @@ func (o *Origin) open() error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images, err = rendition.NewService(rendition.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
+	o.images, err = rendition.NewService(ctx, rendition.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
 		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
 		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
 		OnStored:     o.cfg.StorageWritten,
@@ -221,7 +221,7 @@ func (o *Origin) open() error {
 		return err
 	}
 	body := o.cfg.bodyRate()
-	o.table = o.routes(box)
+	o.table = o.routes(ctx, box)
 	// One process on the embedded store counts in memory (no synced write
 	// per management call); origins sharing a store share the windows.
 	var limiter ratelimit.Limiter = ratelimit.NewMemory(o.cfg.Now)
@@ -340,7 +340,7 @@ func validStoreURL(u string) error {
 // store hand it to their edges at once, and the command waits for the
 // edges' acknowledgements; on the embedded store, edges get it when they
 // next connect to its origin. done releases what the service started.
-func AdminService(store kv.Store, keys seal.Keys, dataDir string, shared bool) (svc *admin.Service, done func(), err error) {
+func AdminService(ctx context.Context, store kv.Store, keys seal.Keys, dataDir string, shared bool) (svc *admin.Service, done func(), err error) {
 	box, err := seal.LoadKeys(keys, dataDir)
 	if err != nil {
 		return nil, nil, err
@@ -348,7 +348,7 @@ func AdminService(store kv.Store, keys seal.Keys, dataDir string, shared bool) (
 	// The hub serves no edge here: its token only has to be valid.
 	token := make([]byte, 32)
 	rand.Read(token)
-	hub, err := edgehub.New(store, hex.EncodeToString(token), edgehub.Options{Shared: shared})
+	hub, err := edgehub.New(ctx, store, hex.EncodeToString(token), edgehub.Options{Shared: shared})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -422,7 +422,7 @@ func (o *Origin) Start(ctx context.Context) error {
 		return writeBackup(ctx, w, backupSource{store: o.store, dataDir: o.cfg.DataDir, files: o.kept.Store, kept: o.kept})
 	}}
 	if o.cfg.CreateDefaultOrg {
-		if err := o.bootstrap(svc); err != nil {
+		if err := o.bootstrap(ctx, svc); err != nil {
 			return err
 		}
 	}
@@ -466,12 +466,12 @@ func (o *Origin) Start(ctx context.Context) error {
 
 // bootstrap creates the default organization when the store has none and
 // prints its credentials once.
-func (o *Origin) bootstrap(svc *admin.Service) error {
-	exists, err := o.orgs.Any()
+func (o *Origin) bootstrap(ctx context.Context, svc *admin.Service) error {
+	exists, err := o.orgs.Any(ctx)
 	if err != nil || exists {
 		return err
 	}
-	created, err := svc.CreateOrg("default", "scale")
+	created, err := svc.CreateOrg(ctx, "default", "scale")
 	if err != nil {
 		return fmt.Errorf("create default organization: %w", err)
 	}

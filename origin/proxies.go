@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,11 +18,11 @@ type proxyRoutes struct{ store *proxy.Store }
 
 // Check refuses a proxy_id the organization cannot use now: its plan has no
 // delivery options (403), the proxy is not its (404) or is disabled (400).
-func (p proxyRoutes) Check(o *org.Org, id string) error {
+func (p proxyRoutes) Check(ctx context.Context, o *org.Org, id string) error {
 	if err := proxy.CheckPlan(o); err != nil {
 		return err
 	}
-	px, err := p.store.Get(o.ID, id)
+	px, err := p.store.Get(ctx, o.ID, id)
 	if errors.Is(err, proxy.ErrNotFound) {
 		return apierr.NotFound("Proxy %s not found", id)
 	}
@@ -35,8 +36,8 @@ func (p proxyRoutes) Check(o *org.Org, id string) error {
 }
 
 // Upstream is the route of a render through the proxy.
-func (p proxyRoutes) Upstream(orgID, id string) (*egress.Upstream, error) {
-	px, err := p.store.Get(orgID, id)
+func (p proxyRoutes) Upstream(ctx context.Context, orgID, id string) (*egress.Upstream, error) {
+	px, err := p.store.Get(ctx, orgID, id)
 	if err != nil {
 		if errors.Is(err, proxy.ErrNotFound) {
 			return nil, errors.New("it was deleted")

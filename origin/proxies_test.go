@@ -50,14 +50,14 @@ func TestProxies(t *testing.T) {
 
 	// A free organization's owner holds every permission, and is refused:
 	// 403 naming the plan, costing no allowance.
-	_, free := o.newOrg(t, "free")
+	_, free := o.newOrg(t.Context(), t, "free")
 	r = o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: &free})
 	apitest.WantMessage(t, apitest.WantError(t, r, 403), "pro plan")
 	if r.Header.Get("RateLimit") != "" {
 		t.Fatalf("the plan refusal carries RateLimit %q", r.Header.Get("RateLimit"))
 	}
 	// Another organization on a delivery plan sees nothing of the first's.
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies/" + p.ID, Creds: &other}), 404)
 
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "DELETE", Path: "/v1/proxies/" + p.ID, Creds: &o.Owner}), 204)
@@ -139,7 +139,7 @@ func TestRenderThroughProxy(t *testing.T) {
 	// An unknown proxy at creation: 404; a free plan: 403.
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner,
 		JSON: map[string]any{"url": site.URL, "proxy_id": "01a20000-0000-7000-8000-000000000000"}}), 404)
-	_, free := o.newOrg(t, "free")
+	_, free := o.newOrg(t.Context(), t, "free")
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &free,
 		JSON: map[string]any{"url": site.URL, "proxy_id": good}}), 403)
 }

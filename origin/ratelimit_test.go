@@ -85,7 +85,7 @@ func TestRateLimitExactUnderConcurrency(t *testing.T) {
 
 	// Reads have their own group; another organization has its own allowance.
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &o.Owner}), 200)
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys", Creds: &other, JSON: map[string]any{"permissions": []string{}}}), 200)
 
 	// Waiting does help: the window slides.

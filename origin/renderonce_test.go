@@ -121,7 +121,7 @@ func TestBatchDoesNotCrowdOutOthers(t *testing.T) {
 	apitest.WantStatus(t, o.batch(t, o.Owner, map[string]any{"default_options": map[string]any{"max_wait_ms": 2000}, "variations": variations}), 200)
 	<-loaded // a batch render holds the tab
 
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	_, u := o.create(t, other, map[string]any{"html": redBox})
 	apitest.WantSize(t, apitest.DecodeImage(t, o.get(t, u)), 800, 400)
 }

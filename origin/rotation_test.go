@@ -236,7 +236,7 @@ func (f *front) to(t *testing.T, o *testOrigin) {
 // sealedKeyIDs returns the key id each API key's secret names, by key id.
 func sealedKeyIDs(t *testing.T, store kv.Reader) map[string]string {
 	t.Helper()
-	it := store.Iterate([]byte("key/"), kv.IterOptions{})
+	it := store.Iterate(t.Context(), []byte("key/"), kv.IterOptions{})
 	defer it.Close()
 	out := map[string]string{}
 	for it.Next() {
@@ -416,7 +416,7 @@ func TestMasterKeyRotationCluster(t *testing.T) {
 		}
 	}
 	for _, id := range seededIDs {
-		k, err := renamer.Get(orgID, id)
+		k, err := renamer.Get(ctx, orgID, id)
 		if err != nil || k.Name != names[id] {
 			t.Fatalf("seeded key %s: name %q, %v; the last rename made it %q", id, k.Name, err, names[id])
 		}
@@ -607,7 +607,7 @@ func TestEdgeTokenRotation(t *testing.T) {
 	// A bad list is refused at start, naming the entry, not its text.
 	cfg := origin.DefaultConfig()
 	cfg.DataDir, cfg.EdgeToken = t.TempDir(), newToken+",short-secret"
-	_, err := origin.New(cfg)
+	_, err := origin.New(t.Context(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "edge token 2") || strings.Contains(err.Error(), "short-secret") {
 		t.Fatalf("origin.New with a short second token: %v", err)
 	}

@@ -26,7 +26,7 @@ import (
 // it requires, its rate-limit group, and its description in the OpenAPI
 // document (Doc, an operation of origin/openapi) or why the document leaves
 // it out (Hidden). Nothing is served that is not here.
-func (o *Origin) routes(box *seal.Box) []api.Route {
+func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 	keys := &apikey.Handler{Store: o.keys, Cursors: o.cursors(box), OnDisable: func(ctx context.Context, apiID string) error {
 		if err := o.revokeConnections(ctx, apiID); err != nil {
 			return err
@@ -38,15 +38,15 @@ func (o *Origin) routes(box *seal.Box) []api.Route {
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates, Proxies: proxyRoutes{o.proxies}}
 	ogConfigs := &ogconfig.Handler{Store: o.ogcs, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Templates: ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
-			_, _, err := o.tpls.Version(orgID, id, version)
+			_, _, err := o.tpls.Version(ctx, orgID, id, version)
 			if errors.Is(err, template.ErrNotFound) {
 				return fmt.Errorf("%w: %w", ogconfig.ErrTemplateNotFound, err)
 			}
 			return err
 		}),
 		OnChange: func(ctx context.Context, c *ogconfig.Config) error {
-			if _, err := o.ogcs.Get(c.OrgID, c.ID); errors.Is(err, ogconfig.ErrNotFound) {
-				if err := o.og.Forget(c.ID); err != nil {
+			if _, err := o.ogcs.Get(ctx, c.OrgID, c.ID); errors.Is(err, ogconfig.ErrNotFound) {
+				if err := o.og.Forget(ctx, c.ID); err != nil {
 					return err
 				}
 			}

@@ -166,18 +166,18 @@ func TestSharedPurgesReachEveryProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	svc, done, err := origin.AdminService(store, seal.Keys{Current: masterKey}, t.TempDir(), true)
+	svc, done, err := origin.AdminService(t.Context(), store, seal.Keys{Current: masterKey}, t.TempDir(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer done()
-	if _, err := svc.SetSuspended(a.OrgID, true); err != nil {
+	if _, err := svc.SetSuspended(t.Context(), a.OrgID, true); err != nil {
 		t.Fatal(err)
 	}
 	edgeA.want(t, "suspension, first origin's edge", "org "+a.OrgID)
 	edgeB.want(t, "suspension, second origin's edge", "org "+a.OrgID)
 	// Resuming does not bring the MCP connection back: it was revoked.
-	if _, err := svc.SetSuspended(a.OrgID, false); err != nil {
+	if _, err := svc.SetSuspended(t.Context(), a.OrgID, false); err != nil {
 		t.Fatal(err)
 	}
 	if r := mcpPost(t, a.URL+"/mcp", g.Access, mcpToolsList); r.Status != 401 {

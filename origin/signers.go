@@ -1,6 +1,8 @@
 package origin
 
 import (
+	"context"
+
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/images"
@@ -16,15 +18,15 @@ type signers struct {
 
 var _ images.SignerStore = signers{}
 
-func (s signers) Signer(apiID string) (*images.Signer, error) {
-	k, err := s.keys.ByAPIID(apiID)
+func (s signers) Signer(ctx context.Context, apiID string) (*images.Signer, error) {
+	k, err := s.keys.ByAPIID(ctx, apiID)
 	if err != nil {
 		return nil, err
 	}
 	if k.Disabled {
 		return nil, auth.ErrDisabled
 	}
-	o, err := s.orgs.Get(k.OrgID)
+	o, err := s.orgs.Get(ctx, k.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -39,15 +41,15 @@ func (s signers) Signer(apiID string) (*images.Signer, error) {
 }
 
 // Signers returns every enabled key of an active organization.
-func (s signers) Signers(orgID string) ([]*images.Signer, error) {
-	o, err := s.orgs.Get(orgID)
+func (s signers) Signers(ctx context.Context, orgID string) ([]*images.Signer, error) {
+	o, err := s.orgs.Get(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
 	if o.Suspended {
 		return nil, auth.ErrSuspended
 	}
-	keys, _, err := s.keys.List(orgID, "", apikey.MaxPerOrg, apikey.Filter{})
+	keys, _, err := s.keys.List(ctx, orgID, "", apikey.MaxPerOrg, apikey.Filter{})
 	if err != nil {
 		return nil, err
 	}

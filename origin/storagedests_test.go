@@ -69,6 +69,6 @@ func TestStorageDestinations(t *testing.T) {
 	if again := o.do(t, apitest.Request{Method: "GET", Path: "/v1/storage-destinations/aws-external-id", Creds: &o.Owner}); string(again.Body) != string(first.Body) {
 		t.Fatalf("external id changed: %s then %s", first.Body, again.Body)
 	}
-	_, free := o.newOrg(t, "basic")
+	_, free := o.newOrg(t.Context(), t, "basic")
 	apitest.WantMessage(t, apitest.WantError(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/storage-destinations", Creds: &free}), 403), "pro plan")
 }

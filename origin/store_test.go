@@ -116,7 +116,7 @@ func TestStoreDestination(t *testing.T) {
 	}
 
 	t.Run("creation checks", func(t *testing.T) {
-		_, basic := o.newOrg(t, "basic")
+		_, basic := o.newOrg(t.Context(), t, "basic")
 		for _, tc := range []struct {
 			name   string
 			creds  apitest.Creds
@@ -236,7 +236,7 @@ func TestStoreDestination(t *testing.T) {
 	})
 
 	t.Run("not the caller's", func(t *testing.T) {
-		_, other := o.newOrg(t, "pro")
+		_, other := o.newOrg(t.Context(), t, "pro")
 		for _, tc := range []struct {
 			name  string
 			creds apitest.Creds

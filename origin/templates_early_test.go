@@ -90,7 +90,7 @@ func TestTemplatesFailEarly(t *testing.T) {
 	apitest.WantStatus(t, r, 200)
 
 	// MCP: the template tools run these routes.
-	_, pro := o.newOrg(t, "pro")
+	_, pro := o.newOrg(t.Context(), t, "pro")
 	cs := mcpSession(t, o, mcpConnect(t, o, pro, nil).Access)
 	body := mcpFail(t, cs, "create_template", map[string]any{"html": "<p>{{upper title}}</p>"}, `unknown helper "upper" on line 1, column 6`)
 	if body["statusCode"] != float64(400) {

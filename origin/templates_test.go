@@ -143,7 +143,7 @@ func TestTemplates(t *testing.T) {
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/" + id, Creds: &o.Owner, JSON: map[string]any{"template_values": values}}), 200)
 
 	// Another organization cannot see or use the template.
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/template/" + id, Creds: &other}), 404)
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/" + id, Creds: &other, JSON: map[string]any{}}), 404)
 
@@ -153,7 +153,7 @@ func TestTemplates(t *testing.T) {
 
 func TestTemplatePlanLimit(t *testing.T) {
 	o := startOrigin(t)
-	_, free := o.newOrg(t, "free")
+	_, free := o.newOrg(t.Context(), t, "free")
 	o.saveTemplate(t, free, map[string]any{"html": "one"})
 	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &free, JSON: map[string]any{"html": "two"}})
 	apitest.WantMessage(t, apitest.WantError(t, r, 429), "The free plan is limited to 1 template")
@@ -191,6 +191,6 @@ func TestSignedTemplateURLs(t *testing.T) {
 	bad := o.get(t, fmt.Sprintf("/v1/image/%s/%s?%s", id, strings.Repeat("a", 64), query))
 	apitest.WantMessage(t, apitest.WantError(t, bad, 401), "Invalid token")
 	// A key of another organization cannot sign for this template.
-	_, other := o.newOrg(t, "pro")
+	_, other := o.newOrg(t.Context(), t, "pro")
 	apitest.WantError(t, o.get(t, fmt.Sprintf("/v1/image/%s/%s?%s", id, sign(other.APIKey, query), query)), 401)
 }

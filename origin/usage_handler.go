@@ -13,7 +13,7 @@ func (o *Origin) usageReport(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	snap := o.store.Snapshot()
 	defer snap.Close()
-	rep, err := usage.Read(snap, p.Org, o.cfg.Now())
+	rep, err := usage.Read(r.Context(), snap, p.Org, o.cfg.Now())
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,11 @@ import (
 // commands is what both the direct store and a running server's admin
 // endpoint can do.
 type commands interface {
-	CreateOrg(name, plan string) (*admin.Created, error)
-	SetSuspended(orgID string, suspended bool) (*admin.OrgState, error)
-	ListOrgs() (*admin.OrgList, error)
-	SetPlan(orgID, plan string) (*admin.Org, error)
-	CreateKey(orgID, name string) (*admin.KeyCreated, error)
+	CreateOrg(ctx context.Context, name, plan string) (*admin.Created, error)
+	SetSuspended(ctx context.Context, orgID string, suspended bool) (*admin.OrgState, error)
+	ListOrgs(ctx context.Context) (*admin.OrgList, error)
+	SetPlan(ctx context.Context, orgID, plan string) (*admin.Org, error)
+	CreateKey(ctx context.Context, orgID, name string) (*admin.KeyCreated, error)
 	Backup(ctx context.Context, w io.Writer) error
 	Reseal(ctx context.Context) (*admin.ResealReport, error)
 }
@@ -47,13 +47,13 @@ func runAdmin(ctx context.Context, args []string, e env) error {
 			fmt.Fprint(e.stderr, usage)
 			return errors.New(adminUsage)
 		}
-		return runAdminOrg(args[1], args[2:], e)
+		return runAdminOrg(ctx, args[1], args[2:], e)
 	case "key":
 		if len(args) < 2 || args[1] != "create" {
 			fmt.Fprint(e.stderr, usage)
 			return errors.New("usage: pictor admin key create --data-dir DIR --org ORG_ID [--name NAME]")
 		}
-		return runAdminKey(args[2:], e)
+		return runAdminKey(ctx, args[2:], e)
 	case "backup":
 		return runBackup(ctx, args[1:], e)
 	case "restore":
@@ -86,7 +86,7 @@ func checkStoreFlags(fs *flagSet, dataDir, store string, e env, required ...stri
 	return nil
 }
 
-func runAdminOrg(action string, args []string, e env) error {
+func runAdminOrg(ctx context.Context, action string, args []string, e env) error {
 	fs := newFlagSet("admin org "+action, e.stderr, e.getenv)
 	var dataDir, store, blobs, name, plan, orgID string
 	// Accepted so that the origins' flags can be passed as they are.
@@ -117,19 +117,19 @@ func runAdminOrg(action string, args []string, e env) error {
 	slog.SetDefault(newLogger(e.stderr, slog.LevelWarn))
 
 	var out any
-	err := withCommands(dataDir, store, e, func(c commands) error {
+	err := withCommands(ctx, dataDir, store, e, func(c commands) error {
 		var err error
 		switch action {
 		case "create":
-			out, err = c.CreateOrg(name, plan)
+			out, err = c.CreateOrg(ctx, name, plan)
 		case "suspend":
-			out, err = c.SetSuspended(orgID, true)
+			out, err = c.SetSuspended(ctx, orgID, true)
 		case "resume":
-			out, err = c.SetSuspended(orgID, false)
+			out, err = c.SetSuspended(ctx, orgID, false)
 		case "list":
-			out, err = c.ListOrgs()
+			out, err = c.ListOrgs(ctx)
 		case "set-plan":
-			out, err = c.SetPlan(orgID, plan)
+			out, err = c.SetPlan(ctx, orgID, plan)
 		}
 		return err
 	})
@@ -142,7 +142,7 @@ func runAdminOrg(action string, args []string, e env) error {
 // runAdminKey creates an owner key: every permission, present and future,
 // as the first key of an organization holds. Its secret is printed once,
 // on standard output, and nowhere else.
-func runAdminKey(args []string, e env) error {
+func runAdminKey(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("admin key create", e.stderr, e.getenv)
 	var dataDir, store, blobs, orgID, name string
 	storeFlags(fs, &dataDir, &store, &blobs, "accepted and unused: key commands touch no image files")
@@ -156,9 +156,9 @@ func runAdminKey(args []string, e env) error {
 	}
 	slog.SetDefault(newLogger(e.stderr, slog.LevelWarn))
 	var created *admin.KeyCreated
-	err := withCommands(dataDir, store, e, func(c commands) error {
+	err := withCommands(ctx, dataDir, store, e, func(c commands) error {
 		var err error
-		created, err = c.CreateKey(orgID, name)
+		created, err = c.CreateKey(ctx, orgID, name)
 		return err
 	})
 	if err != nil {
@@ -189,7 +189,7 @@ func runReseal(ctx context.Context, args []string, e env) error {
 	}
 	slog.SetDefault(newLogger(e.stderr, slog.LevelWarn))
 	var report *admin.ResealReport
-	err := withCommands(dataDir, store, e, func(c commands) error {
+	err := withCommands(ctx, dataDir, store, e, func(c commands) error {
 		var err error
 		report, err = c.Reseal(ctx)
 		return err
@@ -259,9 +259,9 @@ func runBackup(ctx context.Context, args []string, e env) error {
 		tmp.Close()
 		os.Remove(tmp.Name()) // fails once renamed
 	}()
-	err = withCommands(dataDir, "", e, func(c commands) error {
+	err = withCommands(ctx, dataDir, "", e, func(c commands) error {
 		if _, ok := c.(*admin.Service); ok {
-			if err := serverOnOtherStore(dataDir); err != nil {
+			if err := serverOnOtherStore(ctx, dataDir); err != nil {
 				return err
 			}
 		}
@@ -304,12 +304,12 @@ func runBackup(ctx context.Context, args []string, e env) error {
 // runs on the data directory without holding it (with --store): the
 // records it serves are elsewhere. A server that died left its endpoint
 // file, but does not answer.
-func serverOnOtherStore(dataDir string) error {
+func serverOnOtherStore(ctx context.Context, dataDir string) error {
 	c, err := admin.Dial(dataDir)
 	if err != nil {
 		return nil
 	}
-	if _, err := c.ListOrgs(); err != nil {
+	if _, err := c.ListOrgs(ctx); err != nil {
 		return nil
 	}
 	return fmt.Errorf("a server runs on %s without its embedded store: %w", dataDir, errBackupElsewhere)
@@ -356,7 +356,7 @@ func syncDir(dir string) error {
 
 // withCommands runs fn on the store directly, or through the running
 // server's admin endpoint when a server holds the embedded store.
-func withCommands(dataDir, storeURL string, e env, fn func(commands) error) error {
+func withCommands(ctx context.Context, dataDir, storeURL string, e env, fn func(commands) error) error {
 	store, err := origin.OpenStore(dataDir, storeURL)
 	if errors.Is(err, kv.ErrLocked) {
 		client, derr := admin.Dial(dataDir)
@@ -370,7 +370,7 @@ func withCommands(dataDir, storeURL string, e env, fn func(commands) error) erro
 	}
 	defer store.Close()
 	keys := seal.Keys{Current: e.getenv("PICTOR_MASTER_KEY"), Previous: e.getenv("PICTOR_MASTER_KEY_PREVIOUS"), Next: e.getenv("PICTOR_MASTER_KEY_NEXT")}
-	svc, done, err := origin.AdminService(store, keys, dataDir, storeURL != "")
+	svc, done, err := origin.AdminService(ctx, store, keys, dataDir, storeURL != "")
 	if err != nil {
 		return err
 	}

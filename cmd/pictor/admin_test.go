@@ -271,7 +271,7 @@ func checkRestoredImages(t *testing.T, dir string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := store.Iterate([]byte("img/"), kv.IterOptions{})
+	it := store.Iterate(t.Context(), []byte("img/"), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {

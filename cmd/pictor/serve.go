@@ -123,7 +123,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
-	o, err := origin.New(ocfg)
+	o, err := origin.New(ctx, ocfg)
 	if err != nil {
 		edgeLn.Close()
 		originLn.Close()
@@ -268,7 +268,7 @@ func runOrigin(ctx context.Context, args []string, e env) error {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
-	o, err := origin.New(cfg)
+	o, err := origin.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return err

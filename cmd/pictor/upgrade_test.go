@@ -26,7 +26,7 @@ func TestStoreVersionIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := migrate.Read(store)
+	rec, err := migrate.Read(t.Context(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestStoreVersionIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if after, err := migrate.Read(store); err != nil || after.Version != newer.Version {
+	if after, err := migrate.Read(t.Context(), store); err != nil || after.Version != newer.Version {
 		t.Fatalf("the refused start changed the record: %+v, %v", after, err)
 	}
 }

@@ -102,6 +102,69 @@ var cases = []struct {
 	{"UpdateCancelled", testUpdateCancelled},
 	{"UpdateTxnAfterReturn", testUpdateTxnAfterReturn},
 	{"Closed", testClosed},
+	{"ReadsCanceled", testReadsCanceled},
+}
+
+// testReadsCanceled checks that a read given a done context fails with
+// the context's error, on the store, a snapshot and a transaction, and
+// that an iteration stops at its next step once its context ends; a
+// canceled read spoils nothing: the same reads with a live context work.
+func testReadsCanceled(t *testing.T, open opener) {
+	s := newStore(t, open)
+	for i := range 3 {
+		mustPut(t, s, fmt.Sprintf("c/%d", i), "v")
+	}
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	check := func(t *testing.T, r kv.Reader) {
+		t.Helper()
+		if _, err := r.Get(done, []byte("c/0")); !errors.Is(err, context.Canceled) {
+			t.Errorf("Get with a canceled context: %v, want context.Canceled", err)
+		}
+		it := r.Iterate(done, []byte("c/"), kv.IterOptions{})
+		if it.Next() {
+			t.Errorf("Iterate with a canceled context yielded %q", it.Key())
+		}
+		if err := it.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Iterate with a canceled context: Err() = %v, want context.Canceled", err)
+		}
+		it.Close()
+
+		live, stop := context.WithCancel(t.Context())
+		it = r.Iterate(live, []byte("c/"), kv.IterOptions{})
+		if !it.Next() {
+			t.Fatalf("Iterate: nothing (%v)", it.Err())
+		}
+		stop()
+		if it.Next() {
+			t.Errorf("Iterate went on after its context ended: %q", it.Key())
+		}
+		if err := it.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Iterate after its context ended: Err() = %v, want context.Canceled", err)
+		}
+		it.Close()
+		wantValue(t, r, "c/1", "v")
+	}
+	t.Run("store", func(t *testing.T) { check(t, s) })
+	t.Run("snapshot", func(t *testing.T) {
+		snap := s.Snapshot()
+		defer snap.Close()
+		check(t, snap)
+	})
+	t.Run("txn", func(t *testing.T) {
+		err := s.Update(t.Context(), "c", func(txn kv.Txn) error {
+			if _, err := txn.Get(done, []byte("c/0")); !errors.Is(err, context.Canceled) {
+				t.Errorf("txn Get with a canceled context: %v, want context.Canceled", err)
+			}
+			mustPut(t, txn, "c/9", "v")
+			wantValue(t, txn, "c/9", "v")
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Update after a canceled read: %v", err)
+		}
+		wantValue(t, s, "c/9", "v")
+	})
 }
 
 // newStore opens a store that the case closes when it ends.
@@ -147,7 +210,7 @@ func mustCommit(t *testing.T, b kv.Batch) {
 // wantValue checks that r holds want under k.
 func wantValue(t *testing.T, r kv.Reader, k, want string) {
 	t.Helper()
-	v, err := r.Get([]byte(k))
+	v, err := r.Get(t.Context(), []byte(k))
 	if err != nil {
 		t.Fatalf("get %q: %v, want %q", k, err, want)
 	}
@@ -159,7 +222,7 @@ func wantValue(t *testing.T, r kv.Reader, k, want string) {
 // wantMissing checks that r holds nothing under k.
 func wantMissing(t *testing.T, r kv.Reader, k string) {
 	t.Helper()
-	v, err := r.Get([]byte(k))
+	v, err := r.Get(t.Context(), []byte(k))
 	if !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("get %q = %q, %v; want kv.ErrNotFound", k, v, err)
 	}
@@ -167,7 +230,7 @@ func wantMissing(t *testing.T, r kv.Reader, k string) {
 
 func collect(t *testing.T, r kv.Reader, prefix []byte, opts kv.IterOptions) []pair {
 	t.Helper()
-	it := r.Iterate(prefix, opts)
+	it := r.Iterate(t.Context(), prefix, opts)
 	var out []pair
 	for it.Next() {
 		out = append(out, pair{string(it.Key()), string(it.Value())})
@@ -255,7 +318,7 @@ func testEmptyValues(t *testing.T, open opener) {
 	}
 	mustCommit(t, b)
 	for _, k := range []string{"e/nil", "e/empty", "e/batch"} {
-		v, err := s.Get([]byte(k))
+		v, err := s.Get(t.Context(), []byte(k))
 		if err != nil || len(v) != 0 {
 			t.Fatalf("get %q = %q, %v; want an empty value", k, v, err)
 		}
@@ -274,7 +337,7 @@ func testCopies(t *testing.T, open opener) {
 	}
 	k[2], v[0] = '9', 'X'
 	wantValue(t, s, "c/1", "value")
-	got, err := s.Get([]byte("c/1"))
+	got, err := s.Get(t.Context(), []byte("c/1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,13 +573,13 @@ func testLargeValues(t *testing.T, open opener) {
 	}
 	mustCommit(t, b)
 	for k, v := range want {
-		got, err := s.Get([]byte(k))
+		got, err := s.Get(t.Context(), []byte(k))
 		if err != nil || !bytes.Equal(got, v) {
 			t.Fatalf("get %s: %d bytes, %v; want %d bytes", k, len(got), err, len(v))
 		}
 	}
 	for _, reverse := range []bool{false, true} {
-		it := s.Iterate([]byte("big/"), kv.IterOptions{Reverse: reverse})
+		it := s.Iterate(t.Context(), []byte("big/"), kv.IterOptions{Reverse: reverse})
 		n := 0
 		for it.Next() {
 			if v := want[string(it.Key())]; !bytes.Equal(it.Value(), v) {
@@ -643,7 +706,7 @@ func testBatchAllOrNothing(t *testing.T, open opener) {
 					}
 				default:
 				}
-				if err := checkGeneration(s, keys); err != nil {
+				if err := checkGeneration(t.Context(), s, keys); err != nil {
 					errs <- err
 					return
 				}
@@ -659,7 +722,7 @@ func testBatchAllOrNothing(t *testing.T, open opener) {
 			t.Fatal(err)
 		}
 	}
-	if err := checkGeneration(s, keys); err != nil {
+	if err := checkGeneration(t.Context(), s, keys); err != nil {
 		t.Fatal(err)
 	}
 	wantValue(t, s, "g/00", fmt.Sprint(generations))
@@ -667,10 +730,10 @@ func testBatchAllOrNothing(t *testing.T, open opener) {
 
 // checkGeneration reads the group through a snapshot and reports a mix of
 // batches.
-func checkGeneration(s kv.Store, keys int) error {
+func checkGeneration(ctx context.Context, s kv.Store, keys int) error {
 	snap := s.Snapshot()
 	defer snap.Close()
-	it := snap.Iterate([]byte("g/"), kv.IterOptions{})
+	it := snap.Iterate(ctx, []byte("g/"), kv.IterOptions{})
 	defer it.Close()
 	var gens []string
 	odd := ""
@@ -698,7 +761,7 @@ func checkGeneration(s kv.Store, keys int) error {
 		return fmt.Errorf("generation %s with g/odd = %q", gens[0], odd)
 	}
 	// Get on the same snapshot agrees with its iteration.
-	v, err := snap.Get([]byte("g/07"))
+	v, err := snap.Get(ctx, []byte("g/07"))
 	if err != nil || string(v) != gens[0] {
 		return fmt.Errorf("snapshot get g/07 = %q, %v; its iteration saw %s", v, err, gens[0])
 	}
@@ -747,7 +810,7 @@ func testIteratorRules(t *testing.T, open opener) {
 	defer snap.Close()
 
 	t.Run("exhausted", func(t *testing.T) {
-		it := s.Iterate([]byte("i/"), kv.IterOptions{})
+		it := s.Iterate(t.Context(), []byte("i/"), kv.IterOptions{})
 		for it.Next() {
 		}
 		for range 3 {
@@ -763,7 +826,7 @@ func testIteratorRules(t *testing.T, open opener) {
 		}
 	})
 	t.Run("nothing", func(t *testing.T) {
-		it := snap.Iterate([]byte("nothing/"), kv.IterOptions{Reverse: true})
+		it := snap.Iterate(t.Context(), []byte("nothing/"), kv.IterOptions{Reverse: true})
 		if it.Next() {
 			t.Fatalf("empty prefix yielded %q", it.Key())
 		}
@@ -776,7 +839,7 @@ func testIteratorRules(t *testing.T, open opener) {
 	})
 	t.Run("closed early", func(t *testing.T) {
 		for _, r := range []kv.Reader{s, snap} {
-			it := r.Iterate([]byte("i/"), kv.IterOptions{})
+			it := r.Iterate(t.Context(), []byte("i/"), kv.IterOptions{})
 			if !it.Next() {
 				t.Fatalf("no first key: %v", it.Err())
 			}
@@ -786,13 +849,13 @@ func testIteratorRules(t *testing.T, open opener) {
 			// Closing before the end leaves the reader usable.
 			wantValue(t, r, "i/3", "vi/3")
 		}
-		never := s.Iterate([]byte("i/"), kv.IterOptions{})
+		never := s.Iterate(t.Context(), []byte("i/"), kv.IterOptions{})
 		if err := never.Close(); err != nil {
 			t.Fatalf("close unused iterator: %v", err)
 		}
 	})
 	t.Run("key and value stay valid until Next", func(t *testing.T) {
-		it := s.Iterate([]byte("i/"), kv.IterOptions{})
+		it := s.Iterate(t.Context(), []byte("i/"), kv.IterOptions{})
 		defer it.Close()
 		if !it.Next() {
 			t.Fatal(it.Err())
@@ -800,7 +863,7 @@ func testIteratorRules(t *testing.T, open opener) {
 		k, v := it.Key(), it.Value()
 		mustPut(t, s, "i/1", "rewritten")
 		mustDelete(t, s, "i/2")
-		if _, err := s.Get([]byte("i/3")); err != nil {
+		if _, err := s.Get(t.Context(), []byte("i/3")); err != nil {
 			t.Fatal(err)
 		}
 		if string(k) != "i/1" || string(v) != "vi/1" {
@@ -812,8 +875,8 @@ func testIteratorRules(t *testing.T, open opener) {
 	})
 	t.Run("interleaved", func(t *testing.T) {
 		for _, r := range []kv.Reader{s, snap} {
-			fwd := r.Iterate([]byte("i/"), kv.IterOptions{})
-			rev := r.Iterate(nil, kv.IterOptions{Reverse: true})
+			fwd := r.Iterate(t.Context(), []byte("i/"), kv.IterOptions{})
+			rev := r.Iterate(t.Context(), nil, kv.IterOptions{Reverse: true})
 			var a, b []string
 			for {
 				okA, okB := fwd.Next(), rev.Next()
@@ -824,7 +887,7 @@ func testIteratorRules(t *testing.T, open opener) {
 					b = append(b, string(rev.Key()))
 					// Reads in the middle of a walk, as the origin does
 					// while listing.
-					if _, err := r.Get(rev.Key()); err != nil {
+					if _, err := r.Get(t.Context(), rev.Key()); err != nil {
 						t.Fatalf("get %q during iteration: %v", rev.Key(), err)
 					}
 				}
@@ -859,7 +922,7 @@ func testWritesDuringIteration(t *testing.T, open opener) {
 			mustPut(t, b, k, "v")
 		}
 		mustCommit(t, b)
-		it := s.Iterate([]byte("w/"), kv.IterOptions{Reverse: reverse})
+		it := s.Iterate(t.Context(), []byte("w/"), kv.IterOptions{Reverse: reverse})
 		var seen []string
 		for it.Next() {
 			k := string(it.Key())
@@ -924,7 +987,7 @@ func testConcurrentWriters(t *testing.T, open opener) {
 					}
 					b.Close()
 				case 4:
-					got, gerr := s.Get([]byte(k))
+					got, gerr := s.Get(t.Context(), []byte(k))
 					want, ok := own[k]
 					switch {
 					case ok && (gerr != nil || string(got) != want):
@@ -933,7 +996,7 @@ func testConcurrentWriters(t *testing.T, open opener) {
 						err = fmt.Errorf("worker %d: get deleted %s = %q, %v", w, k, got, gerr)
 					}
 				case 5:
-					err = sameAs(s, prefix, own)
+					err = sameAs(t.Context(), s, prefix, own)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("worker %d op %d: %w", w, i, err)
@@ -948,11 +1011,11 @@ func testConcurrentWriters(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	for w, own := range finals {
-		if err := sameAs(s, fmt.Sprintf("cw/%d/", w), own); err != nil {
+		if err := sameAs(t.Context(), s, fmt.Sprintf("cw/%d/", w), own); err != nil {
 			t.Fatalf("final state: %v", err)
 		}
 	}
-	if v, err := s.Get([]byte("cw/shared")); err == nil && !strings.Contains(string(v), ".") {
+	if v, err := s.Get(t.Context(), []byte("cw/shared")); err == nil && !strings.Contains(string(v), ".") {
 		t.Fatalf("shared key holds %q", v)
 	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		t.Fatal(err)
@@ -960,8 +1023,8 @@ func testConcurrentWriters(t *testing.T, open opener) {
 }
 
 // sameAs checks that the keys under prefix are exactly want.
-func sameAs(r kv.Reader, prefix string, want map[string]string) error {
-	it := r.Iterate([]byte(prefix), kv.IterOptions{})
+func sameAs(ctx context.Context, r kv.Reader, prefix string, want map[string]string) error {
+	it := r.Iterate(ctx, []byte(prefix), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	last := ""
@@ -1001,7 +1064,7 @@ func testClosed(t *testing.T, open opener) {
 			t.Errorf("%s after Close: err = %v, want kv.ErrClosed", what, err)
 		}
 	}
-	_, err := s.Get([]byte("a"))
+	_, err := s.Get(t.Context(), []byte("a"))
 	wantClosed("Get", err)
 	wantClosed("Put", s.Put([]byte("a"), []byte("2")))
 	wantClosed("Delete", s.Delete([]byte("a")))
@@ -1011,19 +1074,19 @@ func testClosed(t *testing.T, open opener) {
 	b.Put([]byte("c"), []byte("3"))
 	wantClosed("Commit", b.Commit())
 	b.Close()
-	it := s.Iterate(nil, kv.IterOptions{})
+	it := s.Iterate(t.Context(), nil, kv.IterOptions{})
 	if it.Next() {
 		t.Errorf("Iterate after Close yielded %q", it.Key())
 	}
 	wantClosed("Iterate", it.Err())
 	it.Close()
 	late := s.Snapshot()
-	_, err = late.Get([]byte("a"))
+	_, err = late.Get(t.Context(), []byte("a"))
 	wantClosed("Get on a snapshot taken after Close", err)
 	late.Close()
-	_, err = snap.Get([]byte("a"))
+	_, err = snap.Get(t.Context(), []byte("a"))
 	wantClosed("Get on a snapshot taken before Close", err)
-	sit := snap.Iterate(nil, kv.IterOptions{})
+	sit := snap.Iterate(t.Context(), nil, kv.IterOptions{})
 	if sit.Next() {
 		t.Errorf("snapshot iteration after Close yielded %q", sit.Key())
 	}

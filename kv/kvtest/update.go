@@ -42,14 +42,14 @@ func testUpdateCommit(t *testing.T, open opener) {
 		<-written
 		checked <- func() error {
 			for _, r := range []kv.Store{s, other} {
-				if v, err := r.Get([]byte("u/new")); !errors.Is(err, kv.ErrNotFound) {
+				if v, err := r.Get(t.Context(), []byte("u/new")); !errors.Is(err, kv.ErrNotFound) {
 					return fmt.Errorf("uncommitted u/new = %q, %v", v, err)
 				}
-				if err := sameAs(r, "u/", map[string]string{"u/doomed": "1", "u/old": "1"}); err != nil {
+				if err := sameAs(t.Context(), r, "u/", map[string]string{"u/doomed": "1", "u/old": "1"}); err != nil {
 					return fmt.Errorf("store during the update: %w", err)
 				}
 				snap := r.Snapshot()
-				err := sameAs(snap, "u/", map[string]string{"u/doomed": "1", "u/old": "1"})
+				err := sameAs(t.Context(), snap, "u/", map[string]string{"u/doomed": "1", "u/old": "1"})
 				snap.Close()
 				if err != nil {
 					return fmt.Errorf("snapshot during the update: %w", err)
@@ -75,7 +75,7 @@ func testUpdateCommit(t *testing.T, open opener) {
 
 	// An Update that writes nothing commits nothing, and is no error.
 	if err := s.Update(context.Background(), "u", func(txn kv.Txn) error {
-		_, err := txn.Get([]byte("u/new"))
+		_, err := txn.Get(t.Context(), []byte("u/new"))
 		return err
 	}); err != nil {
 		t.Fatalf("read-only update: %v", err)
@@ -145,12 +145,12 @@ func testUpdateReadsOwnWrites(t *testing.T, open opener) {
 			wantPairs(t, fmt.Sprintf("iterate in the update %+v", opts), collect(t, txn, []byte("r/"), opts), expect(all, []byte("r/"), opts))
 		}
 		// Reads and writes in the middle of a walk.
-		it := txn.Iterate([]byte("r/"), kv.IterOptions{})
+		it := txn.Iterate(t.Context(), []byte("r/"), kv.IterOptions{})
 		var seen []string
 		for it.Next() {
 			k := string(it.Key())
 			seen = append(seen, k)
-			if _, err := txn.Get(it.Key()); err != nil {
+			if _, err := txn.Get(t.Context(), it.Key()); err != nil {
 				t.Fatalf("get %s during the walk: %v", k, err)
 			}
 			mustPut(t, txn, "s/"+k, "copied")
@@ -209,7 +209,7 @@ func hammer(t *testing.T, stores []kv.Store, counters []string) {
 			wg.Go(func() {
 				for i := range each {
 					if err := s.Update(context.Background(), name, func(txn kv.Txn) error {
-						return increment(txn, name, fmt.Sprintf("%s/log/%d/%02d", name, w, i))
+						return increment(t.Context(), txn, name, fmt.Sprintf("%s/log/%d/%02d", name, w, i))
 					}); err != nil {
 						errs <- fmt.Errorf("%s worker %d increment %d: %w", name, w, i, err)
 						return
@@ -236,9 +236,9 @@ func hammer(t *testing.T, stores []kv.Store, counters []string) {
 // increment adds one to the counter under key, read and written in txn,
 // and records the increment under logKey; reading the log between the read
 // and the write of the counter widens the window a broken lock would show.
-func increment(txn kv.Txn, key, logKey string) error {
+func increment(ctx context.Context, txn kv.Txn, key, logKey string) error {
 	n := 0
-	v, err := txn.Get([]byte(key))
+	v, err := txn.Get(ctx, []byte(key))
 	switch {
 	case errors.Is(err, kv.ErrNotFound):
 	case err != nil:
@@ -248,7 +248,7 @@ func increment(txn kv.Txn, key, logKey string) error {
 			return fmt.Errorf("counter holds %q", v)
 		}
 	}
-	if _, err := txn.Get([]byte(logKey)); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := txn.Get(ctx, []byte(logKey)); !errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("log record %s exists already: %v", logKey, err)
 	}
 	if err := txn.Put([]byte(logKey), []byte(strconv.Itoa(n))); err != nil {
@@ -353,11 +353,11 @@ func testUpdateTxnAfterReturn(t *testing.T, open opener) {
 				t.Errorf("%s after fn returned (failing %v): err = %v, want kv.ErrClosed", what, fail, err)
 			}
 		}
-		_, err = kept.Get([]byte("t/0"))
+		_, err = kept.Get(t.Context(), []byte("t/0"))
 		wantClosed("Get", err)
 		wantClosed("Put", kept.Put([]byte("t/2"), []byte("v")))
 		wantClosed("Delete", kept.Delete([]byte("t/0")))
-		it := kept.Iterate([]byte("t/"), kv.IterOptions{})
+		it := kept.Iterate(t.Context(), []byte("t/"), kv.IterOptions{})
 		if it.Next() {
 			t.Errorf("Iterate after fn returned yielded %q", it.Key())
 		}

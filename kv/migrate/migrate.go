@@ -40,9 +40,9 @@ type Applied struct {
 }
 
 // Read returns the store's record; a store never migrated has version 0.
-func Read(r kv.Reader) (Record, error) {
+func Read(ctx context.Context, r kv.Reader) (Record, error) {
 	var rec Record
-	b, err := r.Get([]byte(Key))
+	b, err := r.Get(ctx, []byte(Key))
 	if errors.Is(err, kv.ErrNotFound) {
 		return rec, nil
 	}
@@ -59,7 +59,7 @@ func Read(r kv.Reader) (Record, error) {
 // lacks in order, and returns the versions it applied. by names the
 // binary (recorded with each step); now stamps them.
 func Apply(ctx context.Context, store kv.Store, list []Migration, by string, now func() time.Time) ([]int, error) {
-	rec, err := Read(store)
+	rec, err := Read(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func Apply(ctx context.Context, store kv.Store, list []Migration, by string, now
 		}
 		recorded := false
 		err := store.Update(ctx, Lock, func(txn kv.Txn) error {
-			cur, err := Read(txn)
+			cur, err := Read(ctx, txn)
 			if err != nil {
 				return err
 			}

@@ -55,7 +55,7 @@ func TestApply(t *testing.T) {
 			if applied, err := migrate.Apply(ctx, s, v2, "v2", now); err != nil || fmt.Sprint(applied) != "[3]" || first.Load() != 1 || second.Load() != 1 {
 				t.Fatalf("newer apply: %v, %v, runs %d %d", applied, err, first.Load(), second.Load())
 			}
-			rec, err := migrate.Read(s)
+			rec, err := migrate.Read(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestApply(t *testing.T) {
 			if _, err := migrate.Apply(ctx, s, v1, "v1", now); !errors.Is(err, migrate.ErrTooNew) {
 				t.Fatalf("older binary on a newer store: %v, want ErrTooNew", err)
 			}
-			if after, _ := migrate.Read(s); after.Version != 3 || len(after.Applied) != 3 {
+			if after, _ := migrate.Read(ctx, s); after.Version != 3 || len(after.Applied) != 3 {
 				t.Fatalf("the refused binary changed the record: %+v", after)
 			}
 		})
@@ -98,7 +98,7 @@ func TestApplyConcurrently(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rec, err := migrate.Read(stores[0])
+			rec, err := migrate.Read(t.Context(), stores[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestApplyStopsAtAFailedStep(t *testing.T) {
 	if !errors.Is(err, boom) || fmt.Sprint(applied) != "[1]" {
 		t.Fatalf("apply with a failing step: %v, %v", applied, err)
 	}
-	if rec, _ := migrate.Read(s); rec.Version != 1 {
+	if rec, _ := migrate.Read(t.Context(), s); rec.Version != 1 {
 		t.Fatalf("the failed step was recorded: %+v", rec)
 	}
 	fail = false

@@ -38,10 +38,10 @@ func TestCheckpoint(t *testing.T) {
 		t.Fatalf("open the checkpoint while the store is open: %v", err)
 	}
 	defer ro.Close()
-	if v, err := ro.Get([]byte("a")); err != nil || string(v) != "1" {
+	if v, err := ro.Get(t.Context(), []byte("a")); err != nil || string(v) != "1" {
 		t.Fatalf("checkpoint a = %q, %v", v, err)
 	}
-	if _, err := ro.Get([]byte("b")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := ro.Get(t.Context(), []byte("b")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("a write after the checkpoint is in it: %v", err)
 	}
 	if err := ro.Put([]byte("c"), nil); err == nil {

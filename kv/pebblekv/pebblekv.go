@@ -2,6 +2,7 @@ package pebblekv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,19 +107,19 @@ func acquireLock(dir string) (*os.File, error) {
 }
 
 // Get implements kv.Reader.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, kv.ErrClosed
 	}
-	return get(s.db, key)
+	return get(ctx, s.db, key)
 }
 
 // Iterate implements kv.Reader.
-func (s *Store) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+func (s *Store) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
 	if s.closed.Load() {
 		return &iter{err: kv.ErrClosed}
 	}
-	return newIter(s.db, prefix, opts)
+	return newIter(ctx, s.db, prefix, opts)
 }
 
 // Put implements kv.Writer; it returns once the write is synced.
@@ -199,7 +200,12 @@ type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)
 }
 
-func get(g getter, key []byte) ([]byte, error) {
+// get reads key from g. pebble reads do not block on anything ctx could
+// cancel, so ctx is checked once, before the read.
+func get(ctx context.Context, g getter, key []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	v, closer, err := g.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, kv.ErrNotFound
@@ -256,22 +262,22 @@ type snapshot struct {
 	s  *pebble.Snapshot
 }
 
-func (s *snapshot) Get(key []byte) ([]byte, error) {
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.s == nil {
 		return nil, kv.ErrClosed
 	}
-	return get(s.s, key)
+	return get(ctx, s.s, key)
 }
 
-func (s *snapshot) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+func (s *snapshot) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.s == nil {
 		return &iter{err: kv.ErrClosed}
 	}
-	return newIter(s.s, prefix, opts)
+	return newIter(ctx, s.s, prefix, opts)
 }
 
 func (s *snapshot) Close() error {
@@ -298,13 +304,14 @@ type iterSource interface {
 }
 
 type iter struct {
+	ctx     context.Context
 	it      *pebble.Iterator
 	err     error
 	reverse bool
 	started bool
 }
 
-func newIter(src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {
+func newIter(ctx context.Context, src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {
 	bounds := &pebble.IterOptions{UpperBound: kv.PrefixEnd(prefix)}
 	if len(prefix) > 0 {
 		// pebble (with invariants, as under -race) indexes the first
@@ -325,12 +332,21 @@ func newIter(src iterSource, prefix []byte, opts kv.IterOptions) kv.Iterator {
 			bounds.LowerBound = next
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return &iter{err: err}
+	}
 	it, err := src.NewIter(bounds)
-	return &iter{it: it, err: err, reverse: opts.Reverse}
+	return &iter{ctx: ctx, it: it, err: err, reverse: opts.Reverse}
 }
 
+// Next steps the walk; once the walk's ctx is done it stops, and Err
+// returns ctx's error.
 func (i *iter) Next() bool {
 	if i.err != nil || i.it == nil {
+		return false
+	}
+	if err := i.ctx.Err(); err != nil {
+		i.err = err
 		return false
 	}
 	if !i.started {

@@ -26,7 +26,7 @@ func openMem(t *testing.T, fs vfs.FS) *Store {
 
 func collect(t *testing.T, r kv.Reader, prefix string, opts kv.IterOptions) []string {
 	t.Helper()
-	it := r.Iterate([]byte(prefix), opts)
+	it := r.Iterate(t.Context(), []byte(prefix), opts)
 	defer it.Close()
 	var keys []string
 	for it.Next() {
@@ -68,7 +68,7 @@ func TestAcknowledgedWritesSurviveCrash(t *testing.T) {
 	if got := collect(t, r, "p/", kv.IterOptions{}); len(got) != 49 {
 		t.Fatalf("after crash: %d of 49 puts survived", len(got))
 	}
-	if _, err := r.Get([]byte("b/1")); err != nil {
+	if _, err := r.Get(t.Context(), []byte("b/1")); err != nil {
 		t.Fatalf("batch write lost: %v", err)
 	}
 }

@@ -82,18 +82,18 @@ type txn struct {
 	done bool
 }
 
-func (t *txn) Get(key []byte) ([]byte, error) {
+func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if t.done {
 		return nil, kv.ErrClosed
 	}
-	return get(t.b, key)
+	return get(ctx, t.b, key)
 }
 
-func (t *txn) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
+func (t *txn) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
 	if t.done {
 		return &iter{err: kv.ErrClosed}
 	}
-	return newIter(t.b, prefix, opts)
+	return newIter(ctx, t.b, prefix, opts)
 }
 
 func (t *txn) Put(key, value []byte) error {

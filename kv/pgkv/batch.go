@@ -48,7 +48,7 @@ func (b *batch) Commit() error {
 		b.done = true
 		return nil
 	}
-	err := b.s.do("commit", false, func(ctx context.Context, c *pgx.Conn) error {
+	err := b.s.do(context.Background(), "commit", false, func(ctx context.Context, c *pgx.Conn) error {
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return notAppliedError{err}

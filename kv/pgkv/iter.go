@@ -74,6 +74,7 @@ type fetchFunc func(sql string, args []any) (page []row, truncated bool, err err
 // starts where the previous one ended, so no cursor or connection is held
 // between pages and at most one page sits in memory.
 type iter struct {
+	ctx     context.Context
 	fetch   fetchFunc
 	lo      []byte // inclusive
 	hi      []byte // exclusive; nil when unbounded
@@ -88,7 +89,7 @@ type iter struct {
 	err  error
 }
 
-func newIter(prefix []byte, opts kv.IterOptions, pageSize int, fetch fetchFunc) *iter {
+func newIter(ctx context.Context, prefix []byte, opts kv.IterOptions, pageSize int, fetch fetchFunc) *iter {
 	lo := nonNil(bytes.Clone(prefix))
 	hi := kv.PrefixEnd(prefix)
 	if opts.After != nil {
@@ -101,15 +102,22 @@ func newIter(prefix []byte, opts kv.IterOptions, pageSize int, fetch fetchFunc) 
 			lo = next
 		}
 	}
-	it := &iter{fetch: fetch, lo: lo, hi: hi, reverse: opts.Reverse, limit: min(firstPage, pageSize), max: pageSize, more: true}
+	it := &iter{ctx: ctx, fetch: fetch, lo: lo, hi: hi, reverse: opts.Reverse, limit: min(firstPage, pageSize), max: pageSize, more: true}
 	if hi != nil && bytes.Compare(lo, hi) >= 0 {
 		it.more = false
 	}
 	return it
 }
 
+// Next steps the walk; once the walk's ctx is done it stops, and Err
+// returns ctx's error.
 func (it *iter) Next() bool {
 	if it.err != nil {
+		return false
+	}
+	if err := it.ctx.Err(); err != nil {
+		it.err = err
+		it.page, it.pos, it.cur = nil, 0, row{}
 		return false
 	}
 	if it.pos == len(it.page) {

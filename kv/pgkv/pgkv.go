@@ -139,9 +139,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 }
 
 // Get implements kv.Reader.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	var v []byte
-	err := s.do("get", true, func(ctx context.Context, c *pgx.Conn) error {
+	err := s.do(ctx, "get", true, func(ctx context.Context, c *pgx.Conn) error {
 		var err error
 		v, err = get(ctx, c, key)
 		return err
@@ -154,9 +154,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 // connection between calls to Next. It visits each key at most once and in
 // order; a key written ahead of the walk while it runs may or may not be
 // seen. Use a Snapshot for a consistent view.
-func (s *Store) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
-	return newIter(prefix, opts, s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
-		err = s.do("iterate", true, func(ctx context.Context, c *pgx.Conn) error {
+func (s *Store) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
+	return newIter(ctx, prefix, opts, s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
+		err = s.do(ctx, "iterate", true, func(ctx context.Context, c *pgx.Conn) error {
 			page, truncated, err = readPage(ctx, c, sql, args)
 			return err
 		})
@@ -167,7 +167,7 @@ func (s *Store) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
 // Put implements kv.Writer; it returns once the write is committed and
 // flushed to the server's disk.
 func (s *Store) Put(key, value []byte) error {
-	return s.do("put", false, func(ctx context.Context, c *pgx.Conn) error {
+	return s.do(context.Background(), "put", false, func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, sqlPut, nonNil(key), nonNil(value))
 		return err
 	})
@@ -175,7 +175,7 @@ func (s *Store) Put(key, value []byte) error {
 
 // Delete implements kv.Writer; it returns once the delete is committed.
 func (s *Store) Delete(key []byte) error {
-	return s.do("delete", false, func(ctx context.Context, c *pgx.Conn) error {
+	return s.do(context.Background(), "delete", false, func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, sqlDelete, nonNil(key))
 		return err
 	})
@@ -213,8 +213,8 @@ func (s *Store) Close() error {
 }
 
 // do runs fn on a pooled connection within Options.OpTimeout; see run.
-func (s *Store) do(op string, read bool, fn func(context.Context, *pgx.Conn) error) error {
-	return s.run(op, read, func(ctx context.Context, c *pgxpool.Conn) (bool, error) {
+func (s *Store) do(ctx context.Context, op string, read bool, fn func(context.Context, *pgx.Conn) error) error {
+	return s.run(ctx, op, read, func(ctx context.Context, c *pgxpool.Conn) (bool, error) {
 		return false, fn(ctx, c.Conn())
 	})
 }
@@ -224,18 +224,26 @@ func (s *Store) do(op string, read bool, fn func(context.Context, *pgx.Conn) err
 // server leaves every pooled connection dead) and tries once more on a new
 // connection: always for reads, and for writes only when the failure shows
 // that nothing was applied. Other failures are returned, wrapped with
-// ErrUnavailable when the database could not be reached.
-func (s *Store) run(op string, read bool, fn func(context.Context, *pgxpool.Conn) (keep bool, err error)) error {
+// ErrUnavailable when the database could not be reached. parent bounds the
+// call with Options.OpTimeout; when parent ends first, the error is
+// parent's (the database is not marked unavailable).
+func (s *Store) run(parent context.Context, op string, read bool, fn func(context.Context, *pgxpool.Conn) (keep bool, err error)) error {
 	if s.closed.Load() {
 		return s.closedErr(op)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.OpTimeout)
+	if err := parent.Err(); err != nil {
+		return s.canceled(op, err)
+	}
+	ctx, cancel := context.WithTimeout(parent, s.opts.OpTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		c, err := s.pool.Acquire(ctx)
 		if err != nil {
 			if s.closed.Load() {
 				return s.closedErr(op)
+			}
+			if perr := parent.Err(); perr != nil {
+				return s.canceled(op, perr)
 			}
 			unav := unavailable(err)
 			if unav && attempt == 0 && ctx.Err() == nil {
@@ -252,15 +260,24 @@ func (s *Store) run(op string, read bool, fn func(context.Context, *pgxpool.Conn
 			s.recovered()
 			return err
 		}
-		unav := lost || unavailable(err)
 		if lost {
 			s.pool.Reset()
 		}
+		if perr := parent.Err(); perr != nil {
+			return s.canceled(op, perr)
+		}
+		unav := lost || unavailable(err)
 		if unav && attempt == 0 && ctx.Err() == nil && (read || notApplied(err)) {
 			continue
 		}
 		return s.fail(op, err, unav)
 	}
+}
+
+// canceled is the error of a call whose caller's context ended: err, with
+// the operation and the host.
+func (s *Store) canceled(op string, err error) error {
+	return fmt.Errorf("pgkv: %s on %s: %w", op, s.host, err)
 }
 
 // Stats are the store's counts since Open, for metrics.

@@ -228,7 +228,7 @@ func TestMigrations(t *testing.T) {
 		if err := stores[3].Put([]byte("k"), []byte("v")); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := stores[5].Get([]byte("k")); err != nil || string(v) != "v" {
+		if v, err := stores[5].Get(ctx, []byte("k")); err != nil || string(v) != "v" {
 			t.Fatalf("another process's write: %q, %v", v, err)
 		}
 	})
@@ -348,7 +348,7 @@ func TestOutage(t *testing.T) {
 	}
 	held := s.Snapshot()
 	defer held.Close()
-	if _, err := held.Get([]byte("k/0")); err != nil {
+	if _, err := held.Get(t.Context(), []byte("k/0")); err != nil {
 		t.Fatal(err)
 	}
 	// Fill the pool with idle connections that the restart kills.
@@ -358,7 +358,7 @@ func TestOutage(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"get", func() error { _, err := s.Get([]byte("k/1")); return err }},
+		{"get", func() error { _, err := s.Get(t.Context(), []byte("k/1")); return err }},
 		{"put", func() error { return s.Put([]byte("k/new"), []byte("v")) }},
 		{"delete", func() error { return s.Delete([]byte("k/2")) }},
 		{"commit", func() error {
@@ -369,7 +369,7 @@ func TestOutage(t *testing.T) {
 			return b.Commit()
 		}},
 		{"iterate", func() error {
-			it := s.Iterate([]byte("k/"), kv.IterOptions{Reverse: true})
+			it := s.Iterate(t.Context(), []byte("k/"), kv.IterOptions{Reverse: true})
 			defer it.Close()
 			for it.Next() {
 			}
@@ -378,7 +378,7 @@ func TestOutage(t *testing.T) {
 		{"snapshot", func() error {
 			snap := s.Snapshot()
 			defer snap.Close()
-			_, err := snap.Get([]byte("k/0"))
+			_, err := snap.Get(t.Context(), []byte("k/0"))
 			return err
 		}},
 	}
@@ -405,7 +405,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, true)
-	if _, err := held.Get([]byte("k/0")); !errors.Is(err, ErrUnavailable) {
+	if _, err := held.Get(t.Context(), []byte("k/0")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("snapshot taken before the outage: err = %v, want ErrUnavailable", err)
 	}
 	down := s.Stats()
@@ -419,10 +419,10 @@ func TestOutage(t *testing.T) {
 	if st := s.Stats(); st.Down || st.Unavailable != down.Unavailable {
 		t.Errorf("stats once the server is back: %+v, want up and still %d unavailable calls", st, down.Unavailable)
 	}
-	if v, err := s.Get([]byte("k/0")); err != nil || string(v) != "before" {
+	if v, err := s.Get(t.Context(), []byte("k/0")); err != nil || string(v) != "before" {
 		t.Fatalf("a write from before the outage: %q, %v", v, err)
 	}
-	if _, err := held.Get([]byte("k/0")); !errors.Is(err, ErrUnavailable) {
+	if _, err := held.Get(t.Context(), []byte("k/0")); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("a snapshot broken by the outage stays broken: err = %v", err)
 	}
 
@@ -432,7 +432,7 @@ func TestOutage(t *testing.T) {
 	if err := c.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := s.Get([]byte("k/0")); err != nil || string(v) != "before" {
+	if v, err := s.Get(t.Context(), []byte("k/0")); err != nil || string(v) != "before" {
 		t.Fatalf("first read after a restart: %q, %v", v, err)
 	}
 	check(t, false)
@@ -514,11 +514,11 @@ CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON kv FOR EACH ROW EXECUTE 
 	}
 	b.Close()
 	for _, k := range []string{"a", "poison", "z"} {
-		if _, err := s.Get([]byte(k)); !errors.Is(err, kv.ErrNotFound) {
+		if _, err := s.Get(ctx, []byte(k)); !errors.Is(err, kv.ErrNotFound) {
 			t.Errorf("%s after the failed batch: err = %v", k, err)
 		}
 	}
-	if v, err := s.Get([]byte("keep")); err != nil || string(v) != "old" {
+	if v, err := s.Get(ctx, []byte("keep")); err != nil || string(v) != "old" {
 		t.Errorf("keep after the failed batch: %q, %v", v, err)
 	}
 	if err := s.Put([]byte("poison"), nil); err == nil {
@@ -541,7 +541,7 @@ func TestSnapshotLifetime(t *testing.T) {
 	// Reads succeed until the timer ends the transaction; the loop waits
 	// for that event, not for a duration.
 	for {
-		_, err := snap.Get([]byte("k"))
+		_, err := snap.Get(t.Context(), []byte("k"))
 		if errors.Is(err, ErrSnapshotExpired) {
 			break
 		}
@@ -549,12 +549,12 @@ func TestSnapshotLifetime(t *testing.T) {
 			t.Fatalf("snapshot get: %v", err)
 		}
 	}
-	it := snap.Iterate(nil, kv.IterOptions{})
+	it := snap.Iterate(t.Context(), nil, kv.IterOptions{})
 	if it.Next() || !errors.Is(it.Err(), ErrSnapshotExpired) {
 		t.Fatalf("iterate an expired snapshot: %v", it.Err())
 	}
 	// The one connection is back in the pool.
-	if v, err := s.Get([]byte("k")); err != nil || string(v) != "v" {
+	if v, err := s.Get(t.Context(), []byte("k")); err != nil || string(v) != "v" {
 		t.Fatalf("store after the snapshot expired: %q, %v", v, err)
 	}
 	if n := s.pool.Stat().AcquiredConns(); n != 0 {
@@ -583,7 +583,7 @@ func TestPages(t *testing.T) {
 		limits = append(limits, args[len(args)-1].(int))
 		var page []row
 		var truncated bool
-		err := s.do("test", true, func(ctx context.Context, c *pgx.Conn) error {
+		err := s.do(t.Context(), "test", true, func(ctx context.Context, c *pgx.Conn) error {
 			var err error
 			page, truncated, err = readPage(ctx, c, sql, args)
 			return err
@@ -595,7 +595,7 @@ func TestPages(t *testing.T) {
 		sizes = append(sizes, n)
 		return page, truncated, err
 	}
-	it := newIter([]byte("p/"), kv.IterOptions{Reverse: true}, 5, fetch)
+	it := newIter(t.Context(), []byte("p/"), kv.IterOptions{Reverse: true}, 5, fetch)
 	n := 0
 	for it.Next() {
 		if len(it.page) > 5 {
@@ -607,7 +607,7 @@ func TestPages(t *testing.T) {
 		t.Fatalf("walked %d keys (%v) with limits %v", n, it.Err(), limits)
 	}
 	limits, sizes = nil, nil
-	it = newIter([]byte("q/"), kv.IterOptions{}, 256, fetch)
+	it = newIter(t.Context(), []byte("q/"), kv.IterOptions{}, 256, fetch)
 	for n = 0; it.Next(); n++ {
 	}
 	if n != 4 || it.Err() != nil {
@@ -629,8 +629,8 @@ func TestStatementsArePreparedOnce(t *testing.T) {
 		for i := range 5 {
 			k := fmt.Appendf(nil, "s/%d/%d", round, i)
 			s.Put(k, k)
-			s.Get(k)
-			s.Get([]byte("missing"))
+			s.Get(t.Context(), k)
+			s.Get(t.Context(), []byte("missing"))
 		}
 		s.Delete(fmt.Appendf(nil, "s/%d/0", round))
 		b := s.NewBatch()
@@ -639,14 +639,14 @@ func TestStatementsArePreparedOnce(t *testing.T) {
 		b.Commit()
 		for _, prefix := range [][]byte{[]byte("s/"), {0xff}, nil} {
 			for _, reverse := range []bool{false, true} {
-				it := s.Iterate(prefix, kv.IterOptions{Reverse: reverse})
+				it := s.Iterate(t.Context(), prefix, kv.IterOptions{Reverse: reverse})
 				for it.Next() {
 				}
 				it.Close()
 			}
 		}
 		snap := s.Snapshot()
-		snap.Get([]byte("s/b"))
+		snap.Get(t.Context(), []byte("s/b"))
 		snap.Close()
 	}
 	ctx := context.Background()

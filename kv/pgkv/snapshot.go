@@ -37,7 +37,7 @@ func (s *Store) snapshot() *snapshot {
 	s.snaps[sn] = struct{}{}
 	s.mu.Unlock()
 
-	err := s.run("snapshot", true, func(ctx context.Context, c *pgxpool.Conn) (bool, error) {
+	err := s.run(context.Background(), "snapshot", true, func(ctx context.Context, c *pgxpool.Conn) (bool, error) {
 		if _, err := c.Exec(ctx, sqlSnapshot); err != nil {
 			return false, err
 		}
@@ -93,13 +93,16 @@ func (sn *snapshot) endLocked(why error) {
 // read runs fn on the snapshot's connection. A failure other than
 // kv.ErrNotFound ends the snapshot: its transaction is aborted or its
 // connection lost.
-func (sn *snapshot) read(op string, fn func(context.Context, querier) error) error {
+func (sn *snapshot) read(parent context.Context, op string, fn func(context.Context, querier) error) error {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	if sn.err != nil {
 		return sn.err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sn.s.opts.OpTimeout)
+	if err := parent.Err(); err != nil {
+		return sn.s.canceled(op, err)
+	}
+	ctx, cancel := context.WithTimeout(parent, sn.s.opts.OpTimeout)
 	defer cancel()
 	err := fn(ctx, sn.conn)
 	if err == nil || errors.Is(err, kv.ErrNotFound) {
@@ -114,9 +117,9 @@ func (sn *snapshot) read(op string, fn func(context.Context, querier) error) err
 	return err
 }
 
-func (sn *snapshot) Get(key []byte) ([]byte, error) {
+func (sn *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	var v []byte
-	err := sn.read("snapshot get", func(ctx context.Context, q querier) error {
+	err := sn.read(ctx, "snapshot get", func(ctx context.Context, q querier) error {
 		var err error
 		v, err = get(ctx, q, key)
 		return err
@@ -124,9 +127,9 @@ func (sn *snapshot) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
-func (sn *snapshot) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
-	return newIter(prefix, opts, sn.s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
-		err = sn.read("snapshot iterate", func(ctx context.Context, q querier) error {
+func (sn *snapshot) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
+	return newIter(ctx, prefix, opts, sn.s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
+		err = sn.read(ctx, "snapshot iterate", func(ctx context.Context, q querier) error {
 			page, truncated, err = readPage(ctx, q, sql, args)
 			return err
 		})

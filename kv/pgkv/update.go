@@ -298,7 +298,7 @@ func (t *txn) close() error {
 // do runs fn on the transaction within Options.OpTimeout. A failure other
 // than kv.ErrNotFound aborted the transaction: it is kept and returned by
 // every later call.
-func (t *txn) do(op string, fn func(context.Context, querier) error) error {
+func (t *txn) do(parent context.Context, op string, fn func(context.Context, querier) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done {
@@ -307,7 +307,11 @@ func (t *txn) do(op string, fn func(context.Context, querier) error) error {
 	if t.err != nil {
 		return t.err
 	}
-	ctx, cancel := context.WithTimeout(t.ctx, t.s.opts.OpTimeout)
+	if err := parent.Err(); err != nil {
+		return t.s.canceled("update "+op, err)
+	}
+	ctx, cancel := context.WithTimeout(parent, t.s.opts.OpTimeout)
+	defer context.AfterFunc(t.ctx, cancel)()
 	defer cancel()
 	err := fn(ctx, t.c)
 	if err == nil || errors.Is(err, kv.ErrNotFound) {
@@ -317,9 +321,9 @@ func (t *txn) do(op string, fn func(context.Context, querier) error) error {
 	return t.err
 }
 
-func (t *txn) Get(key []byte) ([]byte, error) {
+func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	var v []byte
-	err := t.do("get", func(ctx context.Context, q querier) error {
+	err := t.do(ctx, "get", func(ctx context.Context, q querier) error {
 		var err error
 		v, err = get(ctx, q, key)
 		return err
@@ -329,9 +333,9 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 
 // Iterate pages through the transaction like the store's iteration; each
 // page sees the transaction's writes made before it.
-func (t *txn) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
-	return newIter(prefix, opts, t.s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
-		err = t.do("iterate", func(ctx context.Context, q querier) error {
+func (t *txn) Iterate(ctx context.Context, prefix []byte, opts kv.IterOptions) kv.Iterator {
+	return newIter(ctx, prefix, opts, t.s.opts.PageSize, func(sql string, args []any) (page []row, truncated bool, err error) {
+		err = t.do(ctx, "iterate", func(ctx context.Context, q querier) error {
 			page, truncated, err = readPage(ctx, q, sql, args)
 			return err
 		})
@@ -340,14 +344,14 @@ func (t *txn) Iterate(prefix []byte, opts kv.IterOptions) kv.Iterator {
 }
 
 func (t *txn) Put(key, value []byte) error {
-	return t.do("put", func(ctx context.Context, q querier) error {
+	return t.do(t.ctx, "put", func(ctx context.Context, q querier) error {
 		_, err := q.Exec(ctx, sqlPut, nonNil(key), nonNil(value))
 		return err
 	})
 }
 
 func (t *txn) Delete(key []byte) error {
-	return t.do("delete", func(ctx context.Context, q querier) error {
+	return t.do(t.ctx, "delete", func(ctx context.Context, q querier) error {
 		_, err := q.Exec(ctx, sqlDelete, nonNil(key))
 		return err
 	})

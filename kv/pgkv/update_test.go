@@ -177,7 +177,7 @@ func TestUpdateWaitEnds(t *testing.T) {
 	// The waits given up left the lock working, for a store that waited.
 	s := open(t, url, Options{})
 	if err := s.Update(context.Background(), "k", func(txn kv.Txn) error {
-		v, err := txn.Get([]byte("k/holder"))
+		v, err := txn.Get(t.Context(), []byte("k/holder"))
 		if err != nil || string(v) != "1" {
 			return fmt.Errorf("holder's write: %q, %v", v, err)
 		}
@@ -218,7 +218,7 @@ func TestUpdateHolderDies(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() {
 		waited <- next.Update(context.Background(), "k", func(txn kv.Txn) error {
-			if v, err := txn.Get([]byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
+			if v, err := txn.Get(t.Context(), []byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
 				return fmt.Errorf("the dead holder's write is visible: %q, %v", v, err)
 			}
 			return txn.Put([]byte("k/next"), []byte("1"))
@@ -237,7 +237,7 @@ func TestUpdateHolderDies(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the dead holder's fn ran %d times", n)
 	}
-	if _, err := next.Get([]byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := next.Get(t.Context(), []byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("the dead holder's write: err = %v, want kv.ErrNotFound", err)
 	}
 	// The holder's store goes on with a new connection.
@@ -246,7 +246,7 @@ func TestUpdateHolderDies(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("update on the holder's store afterwards: %v", err)
 	}
-	if v, err := next.Get([]byte("k/holder")); err != nil || string(v) != "2" {
+	if v, err := next.Get(t.Context(), []byte("k/holder")); err != nil || string(v) != "2" {
 		t.Fatalf("k/holder = %q, %v", v, err)
 	}
 }
@@ -320,7 +320,7 @@ func TestUpdateOutage(t *testing.T) {
 	}
 	for i, s := range []*Store{s1, s2} {
 		if err := s.Update(ctx, "k", func(txn kv.Txn) error {
-			if _, err := txn.Get([]byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
+			if _, err := txn.Get(ctx, []byte("k/holder")); !errors.Is(err, kv.ErrNotFound) {
 				return fmt.Errorf("the holder's uncommitted write: %v", err)
 			}
 			return txn.Put([]byte("n"), []byte("0"))
@@ -340,7 +340,7 @@ func TestUpdateOutage(t *testing.T) {
 		calls := 0
 		if err := s.Update(ctx, "k", func(txn kv.Txn) error {
 			calls++
-			_, err := txn.Get([]byte("n"))
+			_, err := txn.Get(ctx, []byte("n"))
 			return err
 		}); err != nil || calls != 1 {
 			t.Fatalf("handle %d: first update after a restart: %v (fn ran %d times)", i, err, calls)
@@ -369,7 +369,7 @@ func TestUpdateOutage(t *testing.T) {
 				after := isClosed(restarted)
 				committing := false
 				err := s.Update(ctx, "n", func(txn kv.Txn) error {
-					v, err := txn.Get([]byte("n"))
+					v, err := txn.Get(ctx, []byte("n"))
 					if err != nil {
 						return err
 					}
@@ -444,7 +444,7 @@ func TestUpdateOutage(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	v, err := s1.Get([]byte("n"))
+	v, err := s1.Get(ctx, []byte("n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func TestUpdateStripes(t *testing.T) {
 		}()
 	}
 	<-entered
-	if v, err := s.Get([]byte("k")); err != nil || string(v) != "v" {
+	if v, err := s.Get(t.Context(), []byte("k")); err != nil || string(v) != "v" {
 		t.Fatalf("get while Updates pile up: %q, %v", v, err)
 	}
 	if n := s.pool.Stat().AcquiredConns(); n > 2 {

@@ -199,7 +199,7 @@ func TestEndpointFile(t *testing.T) {
 	if _, err := admin.Dial(s.dataDir); !errors.Is(err, admin.ErrNoServer) {
 		t.Fatalf("Dial after Stop = %v, want ErrNoServer", err)
 	}
-	if _, err := c.CreateOrg("late", "pro"); err == nil || !strings.Contains(err.Error(), "reach the running server") {
+	if _, err := c.CreateOrg(t.Context(), "late", "pro"); err == nil || !strings.Contains(err.Error(), "reach the running server") {
 		t.Fatalf("a command after Stop = %v", err)
 	}
 }
@@ -272,7 +272,7 @@ func TestBearerToken(t *testing.T) {
 			}
 		})
 	}
-	if exists, err := s.orgs.Any(); err != nil || exists {
+	if exists, err := s.orgs.Any(t.Context()); err != nil || exists {
 		t.Fatalf("a refused command created an organization (%v)", err)
 	}
 	// A client holding a stale token is refused with the server's message.
@@ -285,7 +285,7 @@ func TestBearerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateOrg("acme", "pro"); err == nil || !strings.Contains(err.Error(), "invalid admin token") {
+	if _, err := c.CreateOrg(t.Context(), "acme", "pro"); err == nil || !strings.Contains(err.Error(), "invalid admin token") {
 		t.Fatalf("CreateOrg with a stale token = %v", err)
 	}
 }
@@ -295,7 +295,7 @@ func TestBearerToken(t *testing.T) {
 func TestCreateOrg(t *testing.T) {
 	s := start(t)
 	c := s.dial(t)
-	created, err := c.CreateOrg("  Acme  ", "pro")
+	created, err := c.CreateOrg(t.Context(), "  Acme  ", "pro")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestCreateOrg(t *testing.T) {
 	if created.Key.APIID == "" || created.Key.APIKey == "" || !created.Key.AllFuture || !created.Key.Enabled {
 		t.Fatalf("first key %+v", created.Key)
 	}
-	o, err := s.orgs.Get(created.OrgID)
+	o, err := s.orgs.Get(t.Context(), created.OrgID)
 	if err != nil || o.Name != "Acme" || o.Plan != "pro" || o.Suspended {
 		t.Fatalf("stored organization %+v (%v)", o, err)
 	}
@@ -326,7 +326,7 @@ func TestCreateOrg(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.CreateOrg(tc.orgName, tc.plan)
+			_, err := c.CreateOrg(t.Context(), tc.orgName, tc.plan)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CreateOrg(%q, %q) = %v, want an error mentioning %q", tc.orgName, tc.plan, err, tc.want)
 			}
@@ -344,7 +344,7 @@ func TestCreateOrg(t *testing.T) {
 func TestSuspendAndResume(t *testing.T) {
 	s := start(t)
 	c := s.dial(t)
-	created, err := c.CreateOrg("Acme", "basic")
+	created, err := c.CreateOrg(t.Context(), "Acme", "basic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestSuspendAndResume(t *testing.T) {
 		return err
 	}
 
-	state, err := c.SetSuspended(created.OrgID, true)
+	state, err := c.SetSuspended(t.Context(), created.OrgID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestSuspendAndResume(t *testing.T) {
 		t.Fatalf("a suspended organization's key: %v", err)
 	}
 
-	state, err = c.SetSuspended(created.OrgID, false)
+	state, err = c.SetSuspended(t.Context(), created.OrgID, false)
 	if err != nil || state.Suspended {
 		t.Fatalf("resume answered %+v (%v)", state, err)
 	}
@@ -395,7 +395,7 @@ func TestSuspendAndResume(t *testing.T) {
 			s.mu.Lock()
 			s.failNext = tc.failPurge
 			s.mu.Unlock()
-			_, err := c.SetSuspended(tc.id, tc.suspend)
+			_, err := c.SetSuspended(t.Context(), tc.id, tc.suspend)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("SetSuspended(%q, %v) = %v, want an error mentioning %q", tc.id, tc.suspend, err, tc.want)
 			}

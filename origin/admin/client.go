@@ -37,44 +37,44 @@ func Dial(dataDir string) (*Client, error) {
 }
 
 // CreateOrg asks the server to create an organization.
-func (c *Client) CreateOrg(name, planName string) (*Created, error) {
+func (c *Client) CreateOrg(ctx context.Context, name, planName string) (*Created, error) {
 	var out Created
-	return &out, c.call("/admin/orgs", createRequest{Name: name, Plan: planName}, &out)
+	return &out, c.call(ctx, "/admin/orgs", createRequest{Name: name, Plan: planName}, &out)
 }
 
 // SetSuspended asks the server to suspend or resume an organization.
-func (c *Client) SetSuspended(orgID string, suspended bool) (*OrgState, error) {
+func (c *Client) SetSuspended(ctx context.Context, orgID string, suspended bool) (*OrgState, error) {
 	action := "resume"
 	if suspended {
 		action = "suspend"
 	}
 	var out OrgState
-	return &out, c.call("/admin/orgs/"+url.PathEscape(orgID)+"/"+action, struct{}{}, &out)
+	return &out, c.call(ctx, "/admin/orgs/"+url.PathEscape(orgID)+"/"+action, struct{}{}, &out)
 }
 
 // ListOrgs asks the server for every organization.
-func (c *Client) ListOrgs() (*OrgList, error) {
+func (c *Client) ListOrgs(ctx context.Context) (*OrgList, error) {
 	var out OrgList
-	return &out, c.do(http.MethodGet, "/admin/orgs", nil, &out)
+	return &out, c.do(ctx, http.MethodGet, "/admin/orgs", nil, &out)
 }
 
 // SetPlan asks the server to move an organization to another plan.
-func (c *Client) SetPlan(orgID, planName string) (*Org, error) {
+func (c *Client) SetPlan(ctx context.Context, orgID, planName string) (*Org, error) {
 	var out Org
-	return &out, c.call("/admin/orgs/"+url.PathEscape(orgID)+"/plan", planRequest{Plan: planName}, &out)
+	return &out, c.call(ctx, "/admin/orgs/"+url.PathEscape(orgID)+"/plan", planRequest{Plan: planName}, &out)
 }
 
 // CreateKey asks the server for a new owner key of an organization.
-func (c *Client) CreateKey(orgID, name string) (*KeyCreated, error) {
+func (c *Client) CreateKey(ctx context.Context, orgID, name string) (*KeyCreated, error) {
 	var out KeyCreated
-	return &out, c.call("/admin/orgs/"+url.PathEscape(orgID)+"/keys", keyRequest{Name: name}, &out)
+	return &out, c.call(ctx, "/admin/orgs/"+url.PathEscape(orgID)+"/keys", keyRequest{Name: name}, &out)
 }
 
 // Reseal asks the server to seal every stored secret again under its
 // current master key.
 func (c *Client) Reseal(ctx context.Context) (*ResealReport, error) {
 	var out ResealReport
-	return &out, c.call("/admin/reseal", struct{}{}, &out)
+	return &out, c.call(ctx, "/admin/reseal", struct{}{}, &out)
 }
 
 // Backup asks the server for a backup archive and copies it to w; the
@@ -102,8 +102,8 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func (c *Client) call(path string, in, out any) error {
-	return c.do(http.MethodPost, path, in, out)
+func (c *Client) call(ctx context.Context, path string, in, out any) error {
+	return c.do(ctx, http.MethodPost, path, in, out)
 }
 
 func (c *Client) request(ctx context.Context, method, path string, in any) (*http.Request, error) {
@@ -123,8 +123,8 @@ func (c *Client) request(ctx context.Context, method, path string, in any) (*htt
 	return req, nil
 }
 
-func (c *Client) do(method, path string, in, out any) error {
-	req, err := c.request(context.Background(), method, path, in)
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	req, err := c.request(ctx, method, path, in)
 	if err != nil {
 		return err
 	}

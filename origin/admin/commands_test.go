@@ -26,14 +26,14 @@ import (
 func TestListOrgs(t *testing.T) {
 	s := start(t)
 	c := s.dial(t)
-	if list, err := c.ListOrgs(); err != nil || list.Data == nil || len(list.Data) != 0 {
+	if list, err := c.ListOrgs(t.Context()); err != nil || list.Data == nil || len(list.Data) != 0 {
 		t.Fatalf("empty store: %+v, %v (want an empty array)", list, err)
 	}
-	acme, err := c.CreateOrg("Acme", "pro")
+	acme, err := c.CreateOrg(t.Context(), "Acme", "pro")
 	if err != nil {
 		t.Fatal(err)
 	}
-	globex, err := c.CreateOrg("Globex", "free")
+	globex, err := c.CreateOrg(t.Context(), "Globex", "free")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,19 +45,19 @@ func TestListOrgs(t *testing.T) {
 	if _, err := s.keys.Disable(context.Background(), acme.OrgID, k.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	o, _ := s.orgs.Get(acme.OrgID)
+	o, _ := s.orgs.Get(t.Context(), acme.OrgID)
 	err = s.store.Update(context.Background(), usage.Lock(o.ID), func(txn kv.Txn) error {
-		_, err := usage.Charge(txn, o, time.Now(), 7)
+		_, err := usage.Charge(t.Context(), txn, o, time.Now(), 7)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetSuspended(acme.OrgID, true); err != nil {
+	if _, err := c.SetSuspended(t.Context(), acme.OrgID, true); err != nil {
 		t.Fatal(err)
 	}
 
-	list, err := c.ListOrgs()
+	list, err := c.ListOrgs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ func TestListOrgs(t *testing.T) {
 func TestSetPlan(t *testing.T) {
 	s := start(t)
 	c := s.dial(t)
-	created, err := c.CreateOrg("Acme", "free")
+	created, err := c.CreateOrg(t.Context(), "Acme", "free")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.SetPlan(created.OrgID, "scale")
+	v, err := c.SetPlan(t.Context(), created.OrgID, "scale")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestSetPlan(t *testing.T) {
 	if v.ID != created.OrgID || v.Plan != "scale" || v.CreditsLimit != scale.Credits || v.Keys != 1 {
 		t.Fatalf("set-plan answered %+v", v)
 	}
-	if o, err := s.orgs.Get(created.OrgID); err != nil || o.Plan != "scale" || !o.UpdatedAt.After(o.CreatedAt) && !o.UpdatedAt.Equal(o.CreatedAt) {
+	if o, err := s.orgs.Get(t.Context(), created.OrgID); err != nil || o.Plan != "scale" || !o.UpdatedAt.After(o.CreatedAt) && !o.UpdatedAt.Equal(o.CreatedAt) {
 		t.Fatalf("stored %+v (%v)", o, err)
 	}
 	p, err := s.keys.Authenticate(context.Background(), created.Key.APIID, created.Key.APIKey)
@@ -125,11 +125,11 @@ func TestSetPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.SetPlan(tc.id, tc.plan)
+			_, err := c.SetPlan(t.Context(), tc.id, tc.plan)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("SetPlan(%q, %q) = %v, want an error mentioning %q", tc.id, tc.plan, err, tc.want)
 			}
-			if o, _ := s.orgs.Get(created.OrgID); o.Plan != "scale" {
+			if o, _ := s.orgs.Get(t.Context(), created.OrgID); o.Plan != "scale" {
 				t.Fatalf("a refused set-plan changed the plan to %q", o.Plan)
 			}
 		})
@@ -145,25 +145,25 @@ func TestSetPlan(t *testing.T) {
 // read before the other.
 func TestSetPlanKeepsSuspension(t *testing.T) {
 	s := start(t)
-	created, err := s.dial(t).CreateOrg("Acme", "free")
+	created, err := s.dial(t).CreateOrg(t.Context(), "Acme", "free")
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := &admin.Service{Orgs: s.orgs, Keys: s.keys}
 	for round := range 20 {
-		if _, err := s.orgs.SetSuspended(created.OrgID, false); err != nil {
+		if _, err := s.orgs.SetSuspended(t.Context(), created.OrgID, false); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, 40)
 		for i := range 20 {
 			wg.Go(func() {
-				_, err := svc.SetPlan(created.OrgID, plan.Names()[i%len(plan.Names())])
+				_, err := svc.SetPlan(t.Context(), created.OrgID, plan.Names()[i%len(plan.Names())])
 				errs <- err
 			})
 		}
 		wg.Go(func() {
-			_, err := s.orgs.SetSuspended(created.OrgID, true)
+			_, err := s.orgs.SetSuspended(t.Context(), created.OrgID, true)
 			errs <- err
 		})
 		wg.Wait()
@@ -173,7 +173,7 @@ func TestSetPlanKeepsSuspension(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if o, _ := s.orgs.Get(created.OrgID); !o.Suspended {
+		if o, _ := s.orgs.Get(t.Context(), created.OrgID); !o.Suspended {
 			t.Fatalf("round %d: a concurrent plan change undid the suspension", round)
 		}
 	}
@@ -184,11 +184,11 @@ func TestSetPlanKeepsSuspension(t *testing.T) {
 func TestCreateKey(t *testing.T) {
 	s := start(t)
 	c := s.dial(t)
-	created, err := c.CreateOrg("Acme", "pro")
+	created, err := c.CreateOrg(t.Context(), "Acme", "pro")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := c.CreateKey(created.OrgID, "")
+	k, err := c.CreateKey(t.Context(), created.OrgID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,15 +200,15 @@ func TestCreateKey(t *testing.T) {
 	if err != nil || p.Org.ID != created.OrgID || !p.Grant.AllFuture {
 		t.Fatalf("the new key authenticates as %+v (%v)", p, err)
 	}
-	named, err := c.CreateKey(created.OrgID, "  break-glass  ")
+	named, err := c.CreateKey(t.Context(), created.OrgID, "  break-glass  ")
 	if err != nil || named.Name != "break-glass" {
 		t.Fatalf("named key %+v (%v)", named, err)
 	}
 
-	if _, err := c.SetSuspended(created.OrgID, true); err != nil {
+	if _, err := c.SetSuspended(t.Context(), created.OrgID, true); err != nil {
 		t.Fatal(err)
 	}
-	if k, err := c.CreateKey(created.OrgID, ""); err != nil || !k.Suspended {
+	if k, err := c.CreateKey(t.Context(), created.OrgID, ""); err != nil || !k.Suspended {
 		t.Fatalf("a key of a suspended organization: %+v (%v), want it flagged", k, err)
 	}
 
@@ -220,7 +220,7 @@ func TestCreateKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.CreateKey(tc.org, tc.keyName)
+			_, err := c.CreateKey(t.Context(), tc.org, tc.keyName)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CreateKey(%q) = %v, want an error mentioning %q", tc.org, err, tc.want)
 			}
@@ -237,7 +237,7 @@ func TestCreateKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.CreateKey(created.OrgID, ""); err == nil || !strings.Contains(err.Error(), "at most 100 API keys") {
+	if _, err := c.CreateKey(t.Context(), created.OrgID, ""); err == nil || !strings.Contains(err.Error(), "at most 100 API keys") {
 		t.Fatalf("CreateKey past the limit = %v", err)
 	}
 }
@@ -252,15 +252,15 @@ func TestAuditLog(t *testing.T) {
 
 	s := start(t)
 	c := s.dial(t)
-	created, err := c.CreateOrg("Acme", "pro")
+	created, err := c.CreateOrg(t.Context(), "Acme", "pro")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := c.CreateKey(created.OrgID, "")
+	k, err := c.CreateKey(t.Context(), created.OrgID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetPlan(created.OrgID, "basic"); err != nil {
+	if _, err := c.SetPlan(t.Context(), created.OrgID, "basic"); err != nil {
 		t.Fatal(err)
 	}
 	logs := buf.String()

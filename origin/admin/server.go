@@ -133,7 +133,7 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed request")
 		return
 	}
-	created, err := s.svc.CreateOrg(req.Name, req.Plan)
+	created, err := s.svc.CreateOrg(r.Context(), req.Name, req.Plan)
 	if err == nil {
 		slog.InfoContext(r.Context(), "admin command", "command", "org.create", "org_id", created.OrgID, "plan", created.Plan,
 			"key_id", created.Key.ID, "api_id", created.Key.APIID)
@@ -147,7 +147,7 @@ func (s *Server) setSuspended(suspended bool) http.HandlerFunc {
 		command = "org.suspend"
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		state, err := s.svc.SetSuspended(r.PathValue("id"), suspended)
+		state, err := s.svc.SetSuspended(r.Context(), r.PathValue("id"), suspended)
 		if err == nil {
 			slog.InfoContext(r.Context(), "admin command", "command", command, "org_id", state.OrgID)
 		}
@@ -156,7 +156,7 @@ func (s *Server) setSuspended(suspended bool) http.HandlerFunc {
 }
 
 func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.ListOrgs()
+	list, err := s.svc.ListOrgs(r.Context())
 	s.reply(w, r, list, err)
 }
 
@@ -170,7 +170,7 @@ func (s *Server) setPlan(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed request")
 		return
 	}
-	o, err := s.svc.SetPlan(r.PathValue("id"), req.Plan)
+	o, err := s.svc.SetPlan(r.Context(), r.PathValue("id"), req.Plan)
 	if err == nil {
 		slog.InfoContext(r.Context(), "admin command", "command", "org.set_plan", "org_id", o.ID, "plan", o.Plan)
 	}
@@ -187,7 +187,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed request")
 		return
 	}
-	k, err := s.svc.CreateKey(r.PathValue("id"), req.Name)
+	k, err := s.svc.CreateKey(r.Context(), r.PathValue("id"), req.Name)
 	if err == nil {
 		// The secret is answered once, never logged.
 		slog.InfoContext(r.Context(), "admin command", "command", "key.create", "org_id", k.OrgID, "key_id", k.ID, "api_id", k.APIID)

@@ -46,7 +46,7 @@ type Created struct {
 
 // CreateOrg creates an organization and its first key, which holds all
 // current and future permissions.
-func (s *Service) CreateOrg(name, planName string) (*Created, error) {
+func (s *Service) CreateOrg(ctx context.Context, name, planName string) (*Created, error) {
 	o, err := s.Orgs.Create(name, planName)
 	if err != nil {
 		return nil, err
@@ -70,8 +70,8 @@ type OrgState struct {
 }
 
 // SetSuspended suspends or resumes an organization.
-func (s *Service) SetSuspended(orgID string, suspended bool) (*OrgState, error) {
-	o, err := s.Orgs.SetSuspended(orgID, suspended)
+func (s *Service) SetSuspended(ctx context.Context, orgID string, suspended bool) (*OrgState, error) {
+	o, err := s.Orgs.SetSuspended(ctx, orgID, suspended)
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +111,14 @@ type OrgList struct {
 }
 
 // ListOrgs returns every organization.
-func (s *Service) ListOrgs() (*OrgList, error) {
-	orgs, err := s.Orgs.List()
+func (s *Service) ListOrgs(ctx context.Context) (*OrgList, error) {
+	orgs, err := s.Orgs.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := &OrgList{Data: make([]*Org, 0, len(orgs))}
 	for _, o := range orgs {
-		v, err := s.view(o)
+		v, err := s.view(ctx, o)
 		if err != nil {
 			return nil, err
 		}
@@ -129,16 +129,16 @@ func (s *Service) ListOrgs() (*OrgList, error) {
 
 // SetPlan moves an organization to another plan; its limits change at
 // once (every request reads the organization's record).
-func (s *Service) SetPlan(orgID, planName string) (*Org, error) {
-	o, err := s.Orgs.SetPlan(orgID, planName)
+func (s *Service) SetPlan(ctx context.Context, orgID, planName string) (*Org, error) {
+	o, err := s.Orgs.SetPlan(ctx, orgID, planName)
 	if err != nil {
 		return nil, err
 	}
-	return s.view(o)
+	return s.view(ctx, o)
 }
 
-func (s *Service) view(o *org.Org) (*Org, error) {
-	keys, _, err := s.Keys.List(o.ID, "", apikey.MaxPerOrg, apikey.Filter{IncludeDisabled: true})
+func (s *Service) view(ctx context.Context, o *org.Org) (*Org, error) {
+	keys, _, err := s.Keys.List(ctx, o.ID, "", apikey.MaxPerOrg, apikey.Filter{IncludeDisabled: true})
 	if err != nil {
 		return nil, fmt.Errorf("keys of organization %s: %w", o.ID, err)
 	}
@@ -158,7 +158,7 @@ func (s *Service) view(o *org.Org) (*Org, error) {
 		}
 	}
 	if s.Store != nil {
-		if v.CreditsUsed, err = usage.Used(s.Store, o, t); err != nil {
+		if v.CreditsUsed, err = usage.Used(ctx, s.Store, o, t); err != nil {
 			return nil, fmt.Errorf("usage of organization %s: %w", o.ID, err)
 		}
 	}
@@ -182,7 +182,7 @@ type KeyCreated struct {
 // CreateKey adds a key holding every current and future permission to an
 // organization, as its first key does: the way back in for an
 // organization whose keys were lost.
-func (s *Service) CreateKey(orgID, name string) (*KeyCreated, error) {
+func (s *Service) CreateKey(ctx context.Context, orgID, name string) (*KeyCreated, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		name = OwnerKeyName
@@ -190,7 +190,7 @@ func (s *Service) CreateKey(orgID, name string) (*KeyCreated, error) {
 	if n := len([]rune(name)); n > apikey.MaxName {
 		return nil, userError{fmt.Errorf("key name: must be at most %d characters (got %d)", apikey.MaxName, n)}
 	}
-	o, err := s.Orgs.Get(orgID)
+	o, err := s.Orgs.Get(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 // Get handles GET /v1/api-keys/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	return routes.One(w, r, func(p *auth.Principal, id string) (*Key, error) {
-		return h.Store.Get(p.Org.ID, id)
+		return h.Store.Get(r.Context(), p.Org.ID, id)
 	})
 }
 
@@ -214,7 +214,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	keys, more, err := h.Store.List(p.Org.ID, lq.After, lq.Count, lq.Filter)
+	keys, more, err := h.Store.List(r.Context(), p.Org.ID, lq.After, lq.Count, lq.Filter)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestKeyLimitAcrossProcesses(t *testing.T) {
 			if created != MaxPerOrg || limited != tries-MaxPerOrg {
 				t.Fatalf("%d created, %d refused; want %d and %d", created, limited, MaxPerOrg, tries-MaxPerOrg)
 			}
-			keys, more, err := stores[1].List(o.ID, "", MaxPerOrg+1, Filter{IncludeDisabled: true})
+			keys, more, err := stores[1].List(t.Context(), o.ID, "", MaxPerOrg+1, Filter{IncludeDisabled: true})
 			if err != nil || len(keys) != MaxPerOrg || more {
 				t.Fatalf("List: %d keys (more %v), %v; want %d", len(keys), more, err, MaxPerOrg)
 			}

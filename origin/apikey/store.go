@@ -133,7 +133,7 @@ func (s *Store) CreateContext(ctx context.Context, orgID string, req Request, au
 	}
 	k.Secret = s.box.Seal([]byte(secret), []byte(k.ID))
 	apply(k, req)
-	if err := s.rs.Create(ctx, k, s.rs.Limit(orgID, MaxPerOrg, ErrLimit)); err != nil {
+	if err := s.rs.Create(ctx, k, s.rs.Limit(ctx, orgID, MaxPerOrg, ErrLimit)); err != nil {
 		return nil, "", err
 	}
 	return k, secret, nil
@@ -149,8 +149,8 @@ func apply(k *Key, req Request) {
 
 // Get returns the organization's key with the id; another organization's
 // key is ErrNotFound, like a missing one.
-func (s *Store) Get(orgID, id string) (*Key, error) {
-	return s.rs.Get(orgID, id)
+func (s *Store) Get(ctx context.Context, orgID, id string) (*Key, error) {
+	return s.rs.Get(ctx, orgID, id)
 }
 
 // Update replaces the key's fields with req once authorize accepts the
@@ -202,8 +202,8 @@ func (f Filter) match(k *Key) bool {
 // List returns up to count of the organization's keys newest first,
 // starting after the key id after ("" for the first page), and whether more
 // matching keys follow.
-func (s *Store) List(orgID, after string, count int, f Filter) ([]*Key, bool, error) {
-	return s.rs.List(orgID, after, count, f.match)
+func (s *Store) List(ctx context.Context, orgID, after string, count int, f Filter) ([]*Key, bool, error) {
+	return s.rs.List(ctx, orgID, after, count, f.match)
 }
 
 // Secret returns the key's plaintext secret, for verifying signed URLs.
@@ -233,13 +233,13 @@ func (s *Store) openSecret(k *Key) ([]byte, error) {
 }
 
 // ByAPIID returns the key whose Basic-auth username is apiID.
-func (s *Store) ByAPIID(apiID string) (*Key, error) {
-	return s.rs.ByIndex(apiIDKey(apiID), "api_id")
+func (s *Store) ByAPIID(ctx context.Context, apiID string) (*Key, error) {
+	return s.rs.ByIndex(ctx, apiIDKey(apiID), "api_id")
 }
 
 // Authenticate implements auth.Authenticator.
-func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Principal, error) {
-	k, err := s.ByAPIID(apiID)
+func (s *Store) Authenticate(ctx context.Context, apiID, secret string) (*auth.Principal, error) {
+	k, err := s.ByAPIID(ctx, apiID)
 	if errors.Is(err, ErrNotFound) {
 		// Spend the same work as for a real key so timing reveals nothing.
 		want, _ := s.box.Open(s.dummy, []byte("dummy"))
@@ -256,31 +256,31 @@ func (s *Store) Authenticate(_ context.Context, apiID, secret string) (*auth.Pri
 	if subtle.ConstantTimeCompare(want, []byte(secret)) != 1 {
 		return nil, auth.ErrInvalid
 	}
-	return s.principal(k)
+	return s.principal(ctx, k)
 }
 
 // Principal returns the current principal of the key with the id, for a
 // caller authenticated another way than by its secret (an OAuth
 // connection the key approved): auth.ErrInvalid when no such key exists,
 // auth.ErrDisabled, auth.ErrSuspended.
-func (s *Store) Principal(_ context.Context, id string) (*auth.Principal, error) {
-	k, err := s.rs.Load(s.rs.KV(), id)
+func (s *Store) Principal(ctx context.Context, id string) (*auth.Principal, error) {
+	k, err := s.rs.Load(ctx, s.rs.KV(), id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, auth.ErrInvalid
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.principal(k)
+	return s.principal(ctx, k)
 }
 
 // principal is the caller a key stands for: auth.ErrDisabled for a
 // disabled key, auth.ErrSuspended when its organization is suspended.
-func (s *Store) principal(k *Key) (*auth.Principal, error) {
+func (s *Store) principal(ctx context.Context, k *Key) (*auth.Principal, error) {
 	if k.Disabled {
 		return nil, auth.ErrDisabled
 	}
-	o, err := s.orgs.Get(k.OrgID)
+	o, err := s.orgs.Get(ctx, k.OrgID)
 	if err != nil {
 		return nil, fmt.Errorf("organization of API key %s: %w", k.ID, err)
 	}
@@ -295,5 +295,5 @@ func (s *Store) principal(k *Key) (*auth.Principal, error) {
 // full pass of a master key rotation, under the lock every write of keys
 // takes (seal.Reseal); updated_at stays.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind("API key", sealedSecret))
+	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind(ctx, "API key", sealedSecret))
 }

@@ -91,7 +91,7 @@ func TestLegacySecretsMigrate(t *testing.T) {
 
 			tc.read(t, k, secret)
 
-			stored, err := keys.rs.Load(db, k.ID)
+			stored, err := keys.rs.Load(t.Context(), db, k.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,13 +164,13 @@ func TestPrincipal(t *testing.T) {
 	if _, err := keys.Principal(ctx, "no-such-key"); !errors.Is(err, auth.ErrInvalid) {
 		t.Fatalf("unknown key: %v", err)
 	}
-	if _, err := orgs.SetSuspended(o.ID, true); err != nil {
+	if _, err := orgs.SetSuspended(ctx, o.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keys.Principal(ctx, k.ID); !errors.Is(err, auth.ErrSuspended) {
 		t.Fatalf("suspended organization: %v", err)
 	}
-	if _, err := orgs.SetSuspended(o.ID, false); err != nil {
+	if _, err := orgs.SetSuspended(ctx, o.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keys.Disable(context.Background(), o.ID, k.ID, nil); err != nil {

@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -33,11 +34,11 @@ var _ rendition.Destinations = Destinations{}
 // its plan has no delivery options (403), the destination is not its (404)
 // or is disabled (400 naming storage_destination_id). It reports whether
 // the destination keeps no service copy.
-func (d Destinations) Check(o *org.Org, id string) (bool, error) {
+func (d Destinations) Check(ctx context.Context, o *org.Org, id string) (bool, error) {
 	if err := storedest.CheckPlan(o); err != nil {
 		return false, err
 	}
-	dest, err := d.Dests.Get(o.ID, id)
+	dest, err := d.Dests.Get(ctx, o.ID, id)
 	if errors.Is(err, storedest.ErrNotFound) {
 		return false, apierr.NotFound("Storage destination %s not found", id)
 	}
@@ -51,8 +52,8 @@ func (d Destinations) Check(o *org.Org, id string) (bool, error) {
 }
 
 // Open returns the writer of the organization's destination.
-func (d Destinations) Open(orgID, id string) (rendition.Bucket, error) {
-	dest, err := d.Dests.Get(orgID, id)
+func (d Destinations) Open(ctx context.Context, orgID, id string) (rendition.Bucket, error) {
+	dest, err := d.Dests.Get(ctx, orgID, id)
 	if errors.Is(err, storedest.ErrNotFound) {
 		return nil, unavailablef("storage destination %s was deleted", id)
 	}

@@ -64,14 +64,14 @@ type written struct {
 // written when it connects, when it acknowledges (at most every
 // ackWriteInterval), every heartbeat, and removed when it ends or the hub
 // closes. It also sweeps the records other hubs left behind.
-func (h *Hub) recordAcks() {
+func (h *Hub) recordAcks(ctx context.Context) {
 	defer h.running.Done()
 	state := map[*edge]written{}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	sweep := time.NewTicker(sweepInterval)
 	defer sweep.Stop()
-	cursor := h.sweep(nil)
+	cursor := h.sweep(ctx, nil)
 	for {
 		select {
 		case done := <-h.recorded:
@@ -81,7 +81,7 @@ func (h *Hub) recordAcks() {
 		case <-h.ackKick:
 		case <-timer.C:
 		case <-sweep.C:
-			cursor = h.sweep(cursor)
+			cursor = h.sweep(ctx, cursor)
 		case <-h.closing:
 			h.forget(state)
 			return
@@ -168,11 +168,11 @@ func (h *Hub) forget(state map[*edge]written) {
 // sweep removes the records of other hubs older than sweepAge (or
 // unreadable), reading at most sweepLimit records after the key after. It
 // returns where the next sweep starts: nil once it reached the end.
-func (h *Hub) sweep(after []byte) []byte {
+func (h *Hub) sweep(ctx context.Context, after []byte) []byte {
 	now := h.opts.Now()
 	b := h.store.NewBatch()
 	defer b.Close()
-	it := h.store.Iterate([]byte(ackPrefix), kv.IterOptions{After: after})
+	it := h.store.Iterate(ctx, []byte(ackPrefix), kv.IterOptions{After: after})
 	var last []byte
 	var err error
 	n, stale := 0, 0
@@ -207,9 +207,9 @@ func (h *Hub) sweep(after []byte) []byte {
 func (h *Hub) live(r ackRecord, now time.Time) bool { return now.Sub(r.At) <= liveness }
 
 // readAcks returns the records of the other hubs' streams.
-func (h *Hub) readAcks() (map[string]ackRecord, error) {
+func (h *Hub) readAcks(ctx context.Context) (map[string]ackRecord, error) {
 	recs := map[string]ackRecord{}
-	it := h.store.Iterate([]byte(ackPrefix), kv.IterOptions{})
+	it := h.store.Iterate(ctx, []byte(ackPrefix), kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		if bytes.HasPrefix(it.Key(), h.ownAcks) {
@@ -225,8 +225,8 @@ func (h *Hub) readAcks() (map[string]ackRecord, error) {
 
 // remoteBehind returns the edges of other hubs, connected now, that have
 // not acknowledged seq.
-func (h *Hub) remoteBehind(seq uint64) (map[string]ackRecord, error) {
-	recs, err := h.readAcks()
+func (h *Hub) remoteBehind(ctx context.Context, seq uint64) (map[string]ackRecord, error) {
+	recs, err := h.readAcks(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the edges' acknowledgements: %w", err)
 	}
@@ -265,7 +265,7 @@ func (h *Hub) awaitRemote(ctx context.Context, seq uint64, pending map[string]ac
 			}
 			return errs
 		}
-		recs, err := h.readAcks()
+		recs, err := h.readAcks(ctx)
 		if err != nil {
 			readErr = fmt.Errorf("read the edges' acknowledgements: %w", err)
 			continue

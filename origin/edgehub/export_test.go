@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -17,7 +18,7 @@ const AckPrefix = ackPrefix
 
 // Sweep runs one sweep of the records other hubs left behind, from the
 // first record.
-func (h *Hub) Sweep() { h.sweep(nil) }
+func (h *Hub) Sweep(ctx context.Context) { h.sweep(ctx, nil) }
 
 // PutAck writes the acknowledgement record of stream of hub, as of at: one
 // a hub that stopped uncleanly left behind.

@@ -110,7 +110,9 @@ type Hub struct {
 	// are due now, and to close the channel sent once it did.
 	recorded chan chan struct{}
 
-	closing   chan struct{} // closed by Close: streams end so the server can drain
+	closing   chan struct{}   // closed by Close: streams end so the server can drain
+	life      context.Context // canceled by Close: the background reads end
+	stop      context.CancelFunc
 	closeOnce sync.Once
 	running   sync.WaitGroup // the tailer and the acknowledgement recorder
 }
@@ -118,7 +120,7 @@ type Hub struct {
 // Close ends every edge stream (they reconnect to whoever serves next),
 // stops reading the log and removes this hub's acknowledgement records.
 func (h *Hub) Close() {
-	h.closeOnce.Do(func() { close(h.closing) })
+	h.closeOnce.Do(func() { close(h.closing); h.stop() })
 	h.running.Wait()
 }
 
@@ -136,7 +138,7 @@ type edge struct {
 // New opens the hub over the store's event log. token authenticates edges:
 // one token, or several separated by commas or line breaks (ParseTokens),
 // any of which an edge may present. At most one Options may follow.
-func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
+func New(ctx context.Context, store kv.Store, token string, opts ...Options) (*Hub, error) {
 	tokens, err := ParseTokens(token)
 	if err != nil {
 		return nil, err
@@ -152,7 +154,7 @@ func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	head, err := lastSeq(store)
+	head, err := lastSeq(ctx, store)
 	if err != nil {
 		return nil, fmt.Errorf("read the edge event log: %w", err)
 	}
@@ -162,12 +164,13 @@ func New(store kv.Store, token string, opts ...Options) (*Hub, error) {
 		delivered: head, edges: map[*edge]struct{}{},
 		kick: make(chan struct{}, 1), ackKick: make(chan struct{}, 1), recorded: make(chan chan struct{}),
 		closing: make(chan struct{})}
+	h.life, h.stop = context.WithCancel(context.Background())
 	h.ownAcks = []byte(ackPrefix + h.instance + "/")
 	h.running.Add(1)
 	go h.tail()
 	if h.opts.Shared {
 		h.running.Add(1)
-		go h.recordAcks()
+		go h.recordAcks(h.life)
 	}
 	return h, nil
 }
@@ -177,8 +180,8 @@ const prefix = "edge-event/"
 func eventKey(seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(prefix), seq) }
 
 // lastSeq returns the number of the log's last event, 0 when it is empty.
-func lastSeq(r kv.Reader) (uint64, error) {
-	it := r.Iterate([]byte(prefix), kv.IterOptions{Reverse: true})
+func lastSeq(ctx context.Context, r kv.Reader) (uint64, error) {
+	it := r.Iterate(ctx, []byte(prefix), kv.IterOptions{Reverse: true})
 	defer it.Close()
 	var seq uint64
 	if it.Next() {
@@ -209,7 +212,7 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	// of the store takes: numbers are dense and unique, and an event
 	// commits (becomes visible) after every lower one.
 	err := h.store.Update(actx, eventLock, func(txn kv.Txn) error {
-		head, err := lastSeq(txn)
+		head, err := lastSeq(actx, txn)
 		if err != nil {
 			return err
 		}
@@ -242,7 +245,7 @@ func (h *Hub) Publish(ctx context.Context, kind string, ids []string) error {
 	var errs []error
 	var remote map[string]ackRecord
 	if h.opts.Shared {
-		remote, err = h.remoteBehind(ev.Seq)
+		remote, err = h.remoteBehind(ctx, ev.Seq)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -428,7 +431,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// PollInterval): the replay goes up to the log's head in the store, so
 	// Ready means caught up with every event acknowledged to a publisher;
 	// the queue then skips what the replay sent.
-	if last, err := lastSeq(h.store); err != nil {
+	if last, err := lastSeq(r.Context(), h.store); err != nil {
 		slog.WarnContext(r.Context(), "could not read the edge event log's head; replaying what this origin delivered", "error", err)
 	} else if last > head {
 		head = last
@@ -444,7 +447,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		sent = head
 	case since < head:
-		it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(since)})
+		it := h.store.Iterate(r.Context(), []byte(prefix), kv.IterOptions{After: eventKey(since)})
 		for it.Next() {
 			var ev contract.Event
 			if json.Unmarshal(it.Value(), &ev) != nil || ev.Seq > head {

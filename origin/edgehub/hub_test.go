@@ -54,7 +54,7 @@ func openStore(t *testing.T, dir string) kv.Store {
 func serve(t *testing.T, dir string) *origin {
 	t.Helper()
 	store := openStore(t, dir)
-	hub, err := edgehub.New(store, token)
+	hub, err := edgehub.New(t.Context(), store, token)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestNewRefusesShortToken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := edgehub.New(store, tc.token)
+			h, err := edgehub.New(t.Context(), store, tc.token)
 			if tc.ok != (err == nil) {
 				t.Fatalf("New(%d characters) = %v, want ok %v", len(tc.token), err, tc.ok)
 			}

@@ -41,7 +41,7 @@ func serveShared(t *testing.T, store kv.Store, opts edgehub.Options) *origin {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 20 * time.Millisecond
 	}
-	hub, err := edgehub.New(store, token, opts)
+	hub, err := edgehub.New(t.Context(), store, token, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func dense(t *testing.T, who string, evs []contract.Event, n int) {
 // acks counts the acknowledgement records in store.
 func acks(t *testing.T, store kv.Store) int {
 	t.Helper()
-	it := store.Iterate([]byte(edgehub.AckPrefix), kv.IterOptions{})
+	it := store.Iterate(t.Context(), []byte(edgehub.AckPrefix), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -161,7 +161,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := edgehub.New(store, token, tc.opts...)
+			h, err := edgehub.New(t.Context(), store, token, tc.opts...)
 			if h != nil {
 				h.Close()
 			}
@@ -400,7 +400,7 @@ func TestSharedStaleRecordsAreIgnoredAndSwept(t *testing.T) {
 		if n := acks(t, sa); n != 3 {
 			t.Fatalf("%d acknowledgement records, want the stale one and the two live ones", n)
 		}
-		a.hub.Sweep()
+		a.hub.Sweep(t.Context())
 		if n := acks(t, sa); n != 2 {
 			t.Fatalf("%d acknowledgement records after a sweep, want the two live ones", n)
 		}

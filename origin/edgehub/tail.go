@@ -1,6 +1,7 @@
 package edgehub
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"log/slog"
@@ -29,7 +30,7 @@ func (h *Hub) tail() {
 		case <-h.closing:
 			return
 		}
-		if err := h.deliver(); err != nil {
+		if err := h.deliver(h.life); err != nil {
 			slog.Warn("could not read the edge event log; retrying", "after", h.delivered, "error", err)
 		}
 	}
@@ -45,8 +46,8 @@ type stored struct {
 
 // deliver reads the events past h.delivered and pushes each to every
 // stream. Only the tailer calls it.
-func (h *Hub) deliver() error {
-	it := h.store.Iterate([]byte(prefix), kv.IterOptions{After: eventKey(h.delivered)})
+func (h *Hub) deliver(ctx context.Context) error {
+	it := h.store.Iterate(ctx, []byte(prefix), kv.IterOptions{After: eventKey(h.delivered)})
 	defer it.Close()
 	for it.Next() {
 		if len(it.Key()) != len(prefix)+8 {

@@ -97,7 +97,7 @@ func TestSeveralTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := openStore(t, t.TempDir())
 			defer store.Close()
-			hub, err := edgehub.New(store, tc.accepted)
+			hub, err := edgehub.New(t.Context(), store, tc.accepted)
 			if err != nil {
 				t.Fatal(err)
 			}

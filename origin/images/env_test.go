@@ -67,7 +67,7 @@ func newEnv(t *testing.T, configure ...func(*rendition.Config)) *env {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	e.svc, err = rendition.NewService(cfg)
+	e.svc, err = rendition.NewService(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +86,9 @@ func (e *env) newOrg(plan string) *org.Org {
 }
 
 // used is the credits o used in the current billing period.
-func (e *env) used(o *org.Org) int64 {
+func (e *env) used(ctx context.Context, o *org.Org) int64 {
 	e.t.Helper()
-	n, err := usage.Used(e.store, o, e.clock.Now())
+	n, err := usage.Used(ctx, e.store, o, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -106,9 +106,9 @@ func (e *env) create(o *org.Org, it rendition.Item) rendition.Created {
 }
 
 // get returns the stored record of id.
-func (e *env) get(id string) *rendition.Image {
+func (e *env) get(ctx context.Context, id string) *rendition.Image {
 	e.t.Helper()
-	img, err := e.svc.Get(id)
+	img, err := e.svc.Get(ctx, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -133,10 +133,10 @@ func (e *env) ready(id string, data []byte) *rendition.Image {
 }
 
 // keys returns every key of the store under prefix and its value.
-func (e *env) keys(prefix string) map[string]string {
+func (e *env) keys(ctx context.Context, prefix string) map[string]string {
 	e.t.Helper()
 	out := map[string]string{}
-	it := e.store.Iterate([]byte(prefix), kv.IterOptions{})
+	it := e.store.Iterate(ctx, []byte(prefix), kv.IterOptions{})
 	for it.Next() {
 		out[string(it.Key())] = string(it.Value())
 	}
@@ -173,7 +173,7 @@ func html(s string) imageparams.Params {
 // API key store of package origin).
 type signers []*Signer
 
-func (s signers) Signer(apiID string) (*Signer, error) {
+func (s signers) Signer(ctx context.Context, apiID string) (*Signer, error) {
 	for _, k := range s {
 		if k.APIID == apiID {
 			return k, nil
@@ -182,7 +182,7 @@ func (s signers) Signer(apiID string) (*Signer, error) {
 	return nil, fmt.Errorf("no key %q", apiID)
 }
 
-func (s signers) Signers(orgID string) ([]*Signer, error) {
+func (s signers) Signers(ctx context.Context, orgID string) ([]*Signer, error) {
 	var out []*Signer
 	for _, k := range s {
 		if k.Org.ID == orgID {
@@ -206,7 +206,7 @@ func (e *env) serveHTTP(h *Handler) string {
 	mux := http.NewServeMux()
 	authed := func(next http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			o, err := e.orgs.Get(r.Header.Get(orgHeader))
+			o, err := e.orgs.Get(r.Context(), r.Header.Get(orgHeader))
 			if err != nil {
 				http.Error(w, "test: unknown organization", http.StatusUnauthorized)
 				return

@@ -43,14 +43,14 @@ type Handler struct {
 // one of its proxies: an *apierr.Error saying why not (the plan, an
 // unknown or a disabled proxy), or nil.
 type ProxyChecker interface {
-	Check(o *org.Org, proxyID string) error
+	Check(ctx context.Context, o *org.Org, proxyID string) error
 }
 
 // Templates expands template requests into HTML requests.
 type Templates interface {
 	Expand(ctx context.Context, orgID string, obj *field.Object, pathID string, pathVersion int) (*field.Object, string, int, error)
-	CountRenders(id string, version int, n int64) error
-	Owner(id string) (string, error)
+	CountRenders(ctx context.Context, id string, version int, n int64) error
+	Owner(ctx context.Context, id string) (string, error)
 }
 
 // templateRef names the template version an image came from.
@@ -72,7 +72,7 @@ func (h *Handler) parseAny(ctx context.Context, o *org.Org, obj *field.Object, p
 	if err != nil {
 		return p, ref, err
 	}
-	return p, ref, h.checkDelivery(o, obj.Prefix, &p)
+	return p, ref, h.checkDelivery(ctx, o, obj.Prefix, &p)
 }
 
 // parseAnyParams is parseAny without the delivery options' checks (see
@@ -116,17 +116,17 @@ func (h *Handler) parseParams(ctx context.Context, o *org.Org, obj *field.Object
 // 403, an unknown one 404, a disabled one 400), and records whether the
 // destination keeps no service copy. An existing image is served whatever
 // became of them.
-func (h *Handler) checkDelivery(o *org.Org, prefix string, p *parsed) error {
+func (h *Handler) checkDelivery(ctx context.Context, o *org.Org, prefix string, p *parsed) error {
 	if p.ProxyID != "" {
 		if h.Proxies == nil {
 			return apierr.Field(prefix+"proxy_id", "proxies are not available")
 		}
-		if err := h.Proxies.Check(o, p.ProxyID); err != nil {
+		if err := h.Proxies.Check(ctx, o, p.ProxyID); err != nil {
 			return err
 		}
 	}
 	if p.StorageDestinationID != "" {
-		only, err := h.Service.CheckDestination(o, p.StorageDestinationID)
+		only, err := h.Service.CheckDestination(ctx, o, p.StorageDestinationID)
 		var ae *apierr.Error
 		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && prefix != "" {
 			err = apierr.Field(prefix+"storage_destination_id", "%s", ae.Message)
@@ -176,7 +176,7 @@ func (literalsOnly) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) 
 
 // countRenders adds the images created from templates to their versions'
 // render counts.
-func (h *Handler) countRenders(created []rendition.Created, refs []*templateRef) {
+func (h *Handler) countRenders(ctx context.Context, created []rendition.Created, refs []*templateRef) {
 	counts := map[templateRef]int64{}
 	for i, c := range created {
 		if i < len(refs) && refs[i] != nil && !c.Reused {
@@ -184,7 +184,7 @@ func (h *Handler) countRenders(created []rendition.Created, refs []*templateRef)
 		}
 	}
 	for ref, n := range counts {
-		if err := h.Templates.CountRenders(ref.id, ref.version, n); err != nil {
+		if err := h.Templates.CountRenders(ctx, ref.id, ref.version, n); err != nil {
 			slog.Warn("count template renders", "template", ref.id, "error", err)
 		}
 	}

@@ -51,7 +51,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return PlanError(err)
 	}
-	h.countRenders(created, []*templateRef{ref})
+	h.countRenders(r.Context(), created, []*templateRef{ref})
 	respond.JSON(w, r, http.StatusOK, h.link(created[0].Image, o.Present("format")))
 	return nil
 }
@@ -128,7 +128,7 @@ func (h *Handler) Batch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return PlanError(err)
 	}
-	h.countRenders(created, refs)
+	h.countRenders(r.Context(), created, refs)
 	out := struct {
 		Images []Link `json:"images"`
 	}{Images: make([]Link, len(created))}

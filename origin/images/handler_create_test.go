@@ -69,8 +69,8 @@ func TestCreateRefusesBadInput(t *testing.T) {
 				apitest.WantField(t, r, tt.field)
 			}
 			apitest.WantMessage(t, m, tt.message)
-			if n := len(e.keys("img/")); n != 0 || e.used(o) != 0 {
-				t.Fatalf("a refused creation left %d images and %d credits used", n, e.used(o))
+			if n := len(e.keys(t.Context(), "img/")); n != 0 || e.used(t.Context(), o) != 0 {
+				t.Fatalf("a refused creation left %d images and %d credits used", n, e.used(t.Context(), o))
 			}
 		})
 	}
@@ -116,7 +116,7 @@ func TestCreateAnswers(t *testing.T) {
 			if l.URL != "https://api.example.test/v1/image/"+l.ID+tt.suffix {
 				t.Fatalf("url %q for image %s", l.URL, l.ID)
 			}
-			if _, err := e.svc.Get(l.ID); err != nil {
+			if _, err := e.svc.Get(t.Context(), l.ID); err != nil {
 				t.Fatalf("the answered image: %v", err)
 			}
 			if tt.consumed == "1" {

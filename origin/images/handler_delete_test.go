@@ -85,9 +85,9 @@ func TestDelete(t *testing.T) {
 					apitest.WantField(t, r, tt.field)
 				}
 				for _, id := range ids {
-					e.get(id) // still there
+					e.get(t.Context(), id) // still there
 				}
-				e.get(foreign)
+				e.get(t.Context(), foreign)
 				if purged != nil {
 					t.Fatalf("a refused delete purged %v", purged)
 				}
@@ -95,11 +95,11 @@ func TestDelete(t *testing.T) {
 			}
 			apitest.WantStatus(t, r, http.StatusAccepted)
 			for _, id := range ids {
-				if _, err := e.svc.Get(id); err == nil {
+				if _, err := e.svc.Get(t.Context(), id); err == nil {
 					t.Fatalf("image %s is still there", id)
 				}
 			}
-			e.get(foreign)
+			e.get(t.Context(), foreign)
 			if len(purged) != 1 || strings.Join(purged[0], ",") != strings.Join(ids, ",") {
 				t.Fatalf("purged %v, want %v", purged, ids)
 			}

@@ -69,7 +69,7 @@ func flightEnv(t *testing.T, hold string) (*env, *heldBlobs, *testEngine) {
 	e := newEnv(t)
 	held := newHeldBlobs(e.blobs, hold)
 	eng := &testEngine{data: testPNG(t, 8, 6, 7)}
-	svc, err := rendition.NewService(rendition.Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
+	svc, err := rendition.NewService(t.Context(), rendition.Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestGetAnsweredWhileStored(t *testing.T) {
 			t.Fatal("a GET waited for the store")
 		}
 	}
-	if got := e.get(img.ID); got.State != rendition.StatePending || len(got.Renditions) != 0 {
+	if got := e.get(t.Context(), img.ID); got.State != rendition.StatePending || len(got.Renditions) != 0 {
 		t.Fatalf("the record changed before the write ended: %+v", got)
 	}
 	held.let()
@@ -142,7 +142,7 @@ func TestGetAnsweredWhileStored(t *testing.T) {
 			t.Fatalf("GET %d: headers %v, the stored file's %v", i, r.Header, stored.Header)
 		}
 	}
-	if got := e.get(img.ID); got.State != rendition.StateReady || got.Renditions["png"].ETag != stored.Header.Get("ETag") {
+	if got := e.get(ctx, img.ID); got.State != rendition.StateReady || got.Renditions["png"].ETag != stored.Header.Get("ETag") {
 		t.Fatalf("record after the write: %+v", got)
 	}
 	if n := eng.calls.Load(); n != 1 {

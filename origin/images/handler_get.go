@@ -76,14 +76,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, forma
 
 func (h *Handler) open(ctx context.Context, id string, format imageparams.Format) (*rendition.File, error) {
 	notFound := apierr.NotFound("Image not found")
-	img, err := h.Service.Get(id)
+	img, err := h.Service.Get(ctx, id)
 	if errors.Is(err, rendition.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	o, err := h.Orgs.Get(img.OrgID)
+	o, err := h.Orgs.Get(ctx, img.OrgID)
 	if err != nil || o.Suspended || img.StorageOnly {
 		return nil, notFound // a storage-only image has no public URL
 	}

@@ -117,7 +117,7 @@ func TestServeErrors(t *testing.T) {
 	active, suspended := e.newOrg("pro"), e.newOrg("pro")
 	ofSuspended := e.create(suspended, rendition.Item{Params: html("s")})
 	e.ready(ofSuspended.ID, testPNG(t, 4, 4, 0))
-	if _, err := e.orgs.SetSuspended(suspended.ID, true); err != nil {
+	if _, err := e.orgs.SetSuspended(t.Context(), suspended.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	failed := e.create(active, rendition.Item{Params: html("f")})
@@ -151,7 +151,7 @@ func TestServeErrors(t *testing.T) {
 			}
 		})
 	}
-	if img := e.get(pending.ID); img.State != rendition.StatePending || img.Failure != nil {
+	if img := e.get(t.Context(), pending.ID); img.State != rendition.StatePending || img.Failure != nil {
 		t.Fatalf("a transient failure was recorded: %+v", img)
 	}
 }

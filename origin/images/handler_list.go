@@ -52,7 +52,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	imgs, more, err := h.Service.List(p.Org.ID, after, count)
+	imgs, more, err := h.Service.List(r.Context(), p.Org.ID, after, count)
 	if err != nil {
 		return err
 	}

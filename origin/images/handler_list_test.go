@@ -56,7 +56,7 @@ func TestListPages(t *testing.T) {
 			if img.URL != "https://api.example.test/v1/image/"+img.ID {
 				t.Fatalf("url %q", img.URL)
 			}
-			if at, err := time.Parse("2006-01-02T15:04:05.000Z07:00", img.CreatedAt); err != nil || !at.Equal(e.get(img.ID).CreatedAt) {
+			if at, err := time.Parse("2006-01-02T15:04:05.000Z07:00", img.CreatedAt); err != nil || !at.Equal(e.get(t.Context(), img.ID).CreatedAt) {
 				t.Fatalf("created_at %q (%v)", img.CreatedAt, err)
 			}
 		}

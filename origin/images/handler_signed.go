@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,9 +34,9 @@ type Signer struct {
 type SignerStore interface {
 	// Signer returns the enabled key of an active organization whose api_id
 	// is apiID, or an error.
-	Signer(apiID string) (*Signer, error)
+	Signer(ctx context.Context, apiID string) (*Signer, error)
 	// Signers returns every enabled key of an active organization.
-	Signers(orgID string) ([]*Signer, error)
+	Signers(ctx context.Context, orgID string) ([]*Signer, error)
 }
 
 // Sign returns the token of a signed URL: lowercase hex HMAC-SHA256 of the
@@ -70,7 +71,7 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) error 
 	if !ok {
 		return apierr.NotFound("Unknown format %q", r.PathValue("format"))
 	}
-	signer, err := h.Keys.Signer(r.PathValue("api_id"))
+	signer, err := h.Keys.Signer(r.Context(), r.PathValue("api_id"))
 	if err != nil || !validToken(signer.Secret, r.URL.RawQuery, r.PathValue("token")) {
 		return invalidToken()
 	}
@@ -87,7 +88,7 @@ func (h *Handler) CreateAndRender(w http.ResponseWriter, r *http.Request) error 
 	}
 	parsed.DedupeDurationS = nil // signed URLs are content-addressed already
 	id := rendition.ContentID(signer.Org.ID, &parsed.Params, "create-and-render")
-	if err := h.checkSignedDelivery(signer.Org, id, &parsed); err != nil {
+	if err := h.checkSignedDelivery(r.Context(), signer.Org, id, &parsed); err != nil {
 		return err
 	}
 	params := parsed.Params
@@ -113,11 +114,11 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 	if h.Templates == nil {
 		return invalidToken()
 	}
-	orgID, err := h.Templates.Owner(id)
+	orgID, err := h.Templates.Owner(r.Context(), id)
 	if err != nil {
 		return invalidToken()
 	}
-	signers, err := h.Keys.Signers(orgID)
+	signers, err := h.Keys.Signers(r.Context(), orgID)
 	if err != nil {
 		return invalidToken()
 	}
@@ -159,7 +160,7 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cid := rendition.ContentID(signer.Org.ID, &parsed.Params, fmt.Sprintf("template:%s:%d", ref.id, ref.version))
-	if err := h.checkSignedDelivery(signer.Org, cid, &parsed); err != nil {
+	if err := h.checkSignedDelivery(r.Context(), signer.Org, cid, &parsed); err != nil {
 		return err
 	}
 	params := parsed.Params
@@ -168,7 +169,7 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return PlanError(err)
 	}
-	h.countRenders(created, []*templateRef{ref})
+	h.countRenders(r.Context(), created, []*templateRef{ref})
 	// Changing the template or disabling the key purges the edges.
 	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
 	return h.serve(w, r, created[0].ID, format)
@@ -177,16 +178,16 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 // checkSignedDelivery checks the delivery options of a signed URL's image
 // id when it is new: an image the URL already made keeps serving though its
 // proxy or destination was since disabled or deleted, as any image does.
-func (h *Handler) checkSignedDelivery(o *org.Org, id string, p *parsed) error {
+func (h *Handler) checkSignedDelivery(ctx context.Context, o *org.Org, id string, p *parsed) error {
 	if p.ProxyID == "" && p.StorageDestinationID == "" {
 		return nil
 	}
-	if img, err := h.Service.Get(id); err == nil && img.OrgID == o.ID {
+	if img, err := h.Service.Get(ctx, id); err == nil && img.OrgID == o.ID {
 		return nil
 	} else if err != nil && !errors.Is(err, rendition.ErrNotFound) {
 		return err
 	}
-	if err := h.checkDelivery(o, "", p); err != nil {
+	if err := h.checkDelivery(ctx, o, "", p); err != nil {
 		return err
 	}
 	if p.storageOnly {

@@ -64,8 +64,8 @@ func TestSignedURLRefusesBadInput(t *testing.T) {
 			if tt.status == http.StatusUnauthorized && r.Header.Get("WWW-Authenticate") == "" {
 				t.Fatal("a 401 without WWW-Authenticate")
 			}
-			if n := len(e.keys("img/")); n != 0 || e.used(o) != 0 {
-				t.Fatalf("a refused signed URL left %d images and %d credits used", n, e.used(o))
+			if n := len(e.keys(t.Context(), "img/")); n != 0 || e.used(t.Context(), o) != 0 {
+				t.Fatalf("a refused signed URL left %d images and %d credits used", n, e.used(t.Context(), o))
 			}
 		})
 	}
@@ -95,12 +95,12 @@ func TestSignedURLIsChargedOnce(t *testing.T) {
 	if r.Header.Get("x-renders-consumed") != "1" || r.Header.Get(contract.HeaderTag) != contract.KeyTag(k.APIID) {
 		t.Fatalf("first use: consumed %q, tag %q", r.Header.Get("x-renders-consumed"), r.Header.Get(contract.HeaderTag))
 	}
-	ids := sortedKeys(e.keys("img/"))
+	ids := sortedKeys(e.keys(t.Context(), "img/"))
 	if len(ids) != 1 {
 		t.Fatalf("images %v", ids)
 	}
 	id := strings.TrimPrefix(ids[0], "img/")
-	requested := e.get(id).Params
+	requested := e.get(t.Context(), id).Params
 	requested.MaxWait = 0 // as asked: creation fills in the plan's cap
 	if want := rendition.ContentID(o.ID, &requested, "create-and-render"); id != want {
 		t.Fatalf("image id %s, want the content id %s", id, want)
@@ -134,8 +134,8 @@ func TestSignedURLIsChargedOnce(t *testing.T) {
 			if tt.contentType == "image/png" && !bytes.Equal(r.Body, master) {
 				t.Fatal("the body is not the master")
 			}
-			if e.used(o) != 1 {
-				t.Fatalf("%d credits used", e.used(o))
+			if e.used(t.Context(), o) != 1 {
+				t.Fatalf("%d credits used", e.used(t.Context(), o))
 			}
 		})
 	}

@@ -48,7 +48,7 @@ func TestHostileGetEverySpelling(t *testing.T) {
 	// The stopped engine fails the render; the image is kept, and made
 	// ready below as a render would.
 	apitest.WantError(t, apitest.Do(t, base, apitest.Request{Method: "GET", Path: signed + "?" + signedQuery}), http.StatusInternalServerError)
-	ids := sortedKeys(e.keys("img/"))
+	ids := sortedKeys(e.keys(t.Context(), "img/"))
 	if len(ids) != 1 {
 		t.Fatalf("images %v", ids)
 	}

@@ -56,7 +56,7 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	img, err := h.Service.Get(id)
+	img, err := h.Service.Get(r.Context(), id)
 	if errors.Is(err, rendition.ErrNotFound) || (err == nil && img.OrgID != p.Org.ID) {
 		return apierr.NotFound("Image not found")
 	}
@@ -68,7 +68,7 @@ func (h *Handler) Store(w http.ResponseWriter, r *http.Request) error {
 	}
 	res := h.store(r.Context(), img, rendition.Variant{Format: format, Transform: opts})
 	if img.StorageOnly {
-		if err := h.Service.Drop(id); err != nil && !errors.Is(err, rendition.ErrNotFound) {
+		if err := h.Service.Drop(r.Context(), id); err != nil && !errors.Is(err, rendition.ErrNotFound) {
 			slog.ErrorContext(r.Context(), "drop files of a storage-only image", "image", id, "error", err)
 		}
 	}

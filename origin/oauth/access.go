@@ -133,7 +133,7 @@ func (s *Server) Verify(ctx context.Context, token string) (*auth.Principal, err
 		return nil, err
 	}
 	var g grant
-	found, err := getJSON(s.cfg.Store, grantKey(claims.GrantID), &g)
+	found, err := getJSON(ctx, s.cfg.Store, grantKey(claims.GrantID), &g)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func (s *Server) internalErrorPage(w http.ResponseWriter, r *http.Request, err e
 // or answers with an error page (unknown its message for an unregistered
 // client) and returns nil.
 func (s *Server) pageClient(w http.ResponseWriter, r *http.Request, id, unknown string) *client {
-	c, err := s.client(id)
+	c, err := s.client(r.Context(), id)
 	if err != nil {
 		s.internalErrorPage(w, r, err)
 		return nil

@@ -54,8 +54,8 @@ func pendingAddrKey(registrant string, registered time.Time, id string) []byte {
 }
 
 // pendingCount reads the count of unfinished clients.
-func pendingCount(r kv.Reader) (int, error) {
-	raw, err := r.Get([]byte(keyPendingCount))
+func pendingCount(ctx context.Context, r kv.Reader) (int, error) {
+	raw, err := r.Get(ctx, []byte(keyPendingCount))
 	if errors.Is(err, kv.ErrNotFound) {
 		return 0, nil
 	}
@@ -86,18 +86,18 @@ func (s *Server) registerClient(ctx context.Context, c *client) (evictions, erro
 	var ev evictions
 	err := s.cfg.Store.Update(ctx, pendingLock, func(txn kv.Txn) error {
 		ev = evictions{}
-		n, err := pendingCount(txn)
+		n, err := pendingCount(ctx, txn)
 		if err != nil {
 			return err
 		}
 		prefix := pendingAddrPrefix(c.Registrant)
-		mine, err := firstKeys(txn, prefix, -1)
+		mine, err := firstKeys(ctx, txn, prefix, -1)
 		if err != nil {
 			return err
 		}
 		for ; len(mine) >= s.cfg.MaxUnfinishedClientsPerAddress; mine = mine[1:] {
 			// An address's entry names the entry of all after its prefix.
-			removed, err := removePending(txn, append([]byte(prefixPending), mine[0][len(prefix):]...))
+			removed, err := removePending(ctx, txn, append([]byte(prefixPending), mine[0][len(prefix):]...))
 			if err != nil {
 				return err
 			}
@@ -111,7 +111,7 @@ func (s *Server) registerClient(ctx context.Context, c *client) (evictions, erro
 			ev.address++
 		}
 		for n >= s.cfg.MaxUnfinishedClients {
-			oldest, err := firstKeys(txn, prefixPending, 1)
+			oldest, err := firstKeys(ctx, txn, prefixPending, 1)
 			if err != nil {
 				return err
 			}
@@ -119,7 +119,7 @@ func (s *Server) registerClient(ctx context.Context, c *client) (evictions, erro
 				n = 0 // the count cannot exceed the entries: none left
 				break
 			}
-			if _, err := removePending(txn, oldest[0]); err != nil {
+			if _, err := removePending(ctx, txn, oldest[0]); err != nil {
 				return err
 			}
 			n--
@@ -145,8 +145,8 @@ func (s *Server) registerClient(ctx context.Context, c *client) (evictions, erro
 
 // firstKeys returns up to n keys under prefix (all of them for n < 0),
 // in order.
-func firstKeys(r kv.Reader, prefix string, n int) ([][]byte, error) {
-	it := r.Iterate([]byte(prefix), kv.IterOptions{})
+func firstKeys(ctx context.Context, r kv.Reader, prefix string, n int) ([][]byte, error) {
+	it := r.Iterate(ctx, []byte(prefix), kv.IterOptions{})
 	defer it.Close()
 	var out [][]byte
 	for n < 0 || len(out) < n {
@@ -164,8 +164,8 @@ func firstKeys(r kv.Reader, prefix string, n int) ([][]byte, error) {
 // removePending removes the unfinished client of an oauth-pending/ entry:
 // its record, expiry entry and index entries. removed is false when the
 // entry was not there. The count is the caller's to lower.
-func removePending(txn kv.Txn, entry []byte) (removed bool, err error) {
-	registrant, err := txn.Get(entry)
+func removePending(ctx context.Context, txn kv.Txn, entry []byte) (removed bool, err error) {
+	registrant, err := txn.Get(ctx, entry)
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
@@ -180,7 +180,7 @@ func removePending(txn kv.Txn, entry []byte) (removed bool, err error) {
 	}
 	key := prefixClient + string(id)
 	var c client
-	found, err := getJSON(txn, key, &c)
+	found, err := getJSON(ctx, txn, key, &c)
 	if err != nil {
 		return false, err
 	}
@@ -200,17 +200,17 @@ func removePending(txn kv.Txn, entry []byte) (removed bool, err error) {
 // finishPending takes c, whose record the transaction holds under
 // pendingLock, out of the unfinished clients: its index entries go and
 // the count drops. Its record is the caller's to write or delete.
-func finishPending(txn kv.Txn, c *client) error {
+func finishPending(ctx context.Context, txn kv.Txn, c *client) error {
 	if c.Registered.IsZero() {
 		return nil // registered before clients were indexed
 	}
 	entry := pendingKey(c.Registered, c.ID)
-	if _, err := txn.Get(entry); errors.Is(err, kv.ErrNotFound) {
+	if _, err := txn.Get(ctx, entry); errors.Is(err, kv.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("read %s: %w", family(prefixPending), err)
 	}
-	n, err := pendingCount(txn)
+	n, err := pendingCount(ctx, txn)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *Server) updateClient(ctx context.Context, id string, fn func(txn kv.Txn
 	key := prefixClient + id
 	for try := 0; ; try++ {
 		var c client
-		found, err := getJSON(s.cfg.Store, key, &c)
+		found, err := getJSON(ctx, s.cfg.Store, key, &c)
 		if err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func (s *Server) updateClient(ctx context.Context, id string, fn func(txn kv.Txn
 		}
 		err = s.cfg.Store.Update(ctx, lock, func(txn kv.Txn) error {
 			var cur client
-			found, err := getJSON(txn, key, &cur)
+			found, err := getJSON(ctx, txn, key, &cur)
 			if err != nil {
 				return err
 			}

@@ -38,12 +38,12 @@ func (e *env) registered(t *testing.T, address string) string {
 // have never been used.
 func wantPending(t *testing.T, store kv.Store, n int) {
 	t.Helper()
-	count, err := pendingCount(store)
+	count, err := pendingCount(t.Context(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	unused := 0
-	it := store.Iterate([]byte(prefixClient), kv.IterOptions{})
+	it := store.Iterate(t.Context(), []byte(prefixClient), kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		var c client
@@ -139,7 +139,7 @@ func TestHostileRegistrationStorage(t *testing.T) {
 			envs[1].tokens(t, envs[0].approve(t, pending[len(pending)-1], "", perms("images:read"), "images:read"))
 			wantPending(t, store, limit-1)
 			advance(envs[0].cfg.UnusedClientTTL)
-			if _, err := envs[0].srv.Sweep(envs[0].clock.Now()); err != nil {
+			if _, err := envs[0].srv.Sweep(t.Context(), envs[0].clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			wantPending(t, store, 0)

@@ -49,7 +49,7 @@ func TestRegister(t *testing.T) {
 			if string(uris) != string(want) {
 				t.Errorf("redirect_uris %s, want %s", uris, want)
 			}
-			raw, err := e.store.Get([]byte(prefixClient + id))
+			raw, err := e.store.Get(t.Context(), []byte(prefixClient+id))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestRegisterRefused(t *testing.T) {
 		req.Header.Set("Content-Type", "text/plain")
 		wantOAuthError(t, do(t, e.browser(t), req), http.StatusUnsupportedMediaType, "invalid_client_metadata")
 	})
-	it := e.store.Iterate([]byte(prefixClient), kv.IterOptions{})
+	it := e.store.Iterate(t.Context(), []byte(prefixClient), kv.IterOptions{})
 	defer it.Close()
 	if it.Next() {
 		t.Errorf("a refused registration stored %s", it.Key())

@@ -62,7 +62,7 @@ func TestSecretsStayHidden(t *testing.T) {
 			t.Errorf("the logs hold the %s", name)
 		}
 	}
-	it := e.store.Iterate(nil, kv.IterOptions{})
+	it := e.store.Iterate(t.Context(), nil, kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		for name, secret := range map[string]string{"API key": apiKey, "code": c.code, "refresh token": refresh} {

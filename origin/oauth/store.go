@@ -155,8 +155,8 @@ func grantIndexKeys(g *grant) [2][]byte {
 }
 
 // getJSON reads key into v; found is false for a missing key.
-func getJSON(r kv.Reader, key string, v any) (found bool, err error) {
-	raw, err := r.Get([]byte(key))
+func getJSON(ctx context.Context, r kv.Reader, key string, v any) (found bool, err error) {
+	raw, err := r.Get(ctx, []byte(key))
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
@@ -189,12 +189,12 @@ func family(key string) string {
 
 // client returns a registered client, nil for an unknown one or one due
 // for removal (Sweep removes it).
-func (s *Server) client(id string) (*client, error) {
+func (s *Server) client(ctx context.Context, id string) (*client, error) {
 	if id == "" || len(id) > 64 {
 		return nil, nil
 	}
 	var c client
-	found, err := getJSON(s.cfg.Store, prefixClient+id, &c)
+	found, err := getJSON(ctx, s.cfg.Store, prefixClient+id, &c)
 	if !found || err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (s *Server) useClient(ctx context.Context, c *client, now time.Time) error 
 			return nil
 		case cur.LastUsed.IsZero():
 			// The first use: the client is no longer unfinished.
-			if err := finishPending(txn, cur); err != nil {
+			if err := finishPending(ctx, txn, cur); err != nil {
 				return err
 			}
 			cur.Registered, cur.Registrant = time.Time{}, ""
@@ -271,7 +271,7 @@ func (s *Server) revokeGrant(ctx context.Context, id, reason string) error {
 	var g grant
 	revoked := false
 	err := s.cfg.Store.Update(ctx, grantLock(id), func(txn kv.Txn) error {
-		found, err := getJSON(txn, grantKey(id), &g)
+		found, err := getJSON(ctx, txn, grantKey(id), &g)
 		if err != nil || !found || g.Revoked {
 			return err
 		}
@@ -309,7 +309,7 @@ func (s *Server) revokeIndexed(ctx context.Context, prefix, reason string) error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ids, last, err := s.scanIDs(prefix, after, 256)
+		ids, last, err := s.scanIDs(ctx, prefix, after, 256)
 		if err != nil {
 			return err
 		}
@@ -327,8 +327,8 @@ func (s *Server) revokeIndexed(ctx context.Context, prefix, reason string) error
 
 // scanIDs returns up to n last path elements of the keys under prefix after
 // the key after, and the last key read.
-func (s *Server) scanIDs(prefix string, after []byte, n int) (ids []string, last []byte, err error) {
-	it := s.cfg.Store.Iterate([]byte(prefix), kv.IterOptions{After: after})
+func (s *Server) scanIDs(ctx context.Context, prefix string, after []byte, n int) (ids []string, last []byte, err error) {
+	it := s.cfg.Store.Iterate(ctx, []byte(prefix), kv.IterOptions{After: after})
 	defer it.Close()
 	for len(ids) < n && it.Next() {
 		last = bytes.Clone(it.Key())
@@ -344,19 +344,19 @@ func (s *Server) scanIDs(prefix string, after []byte, n int) (ids []string, last
 // by now and reports how many. The origin runs it now and then; codes and
 // refresh tokens met after their expiry are also removed as they are met,
 // and a client due for removal is unknown already.
-func (s *Server) Sweep(now time.Time) (int, error) {
-	if err := s.expireOldClients(now); err != nil {
+func (s *Server) Sweep(ctx context.Context, now time.Time) (int, error) {
+	if err := s.expireOldClients(ctx, now); err != nil {
 		return 0, err
 	}
 	removed := 0
 	var after []byte
 	for {
-		entries, err := s.dueEntries(now, after, 256)
+		entries, err := s.dueEntries(ctx, now, after, 256)
 		if err != nil {
 			return removed, err
 		}
 		for _, e := range entries {
-			n, err := s.sweepEntry(e, now)
+			n, err := s.sweepEntry(ctx, e, now)
 			removed += n
 			if err != nil {
 				return removed, err
@@ -371,8 +371,8 @@ func (s *Server) Sweep(now time.Time) (int, error) {
 
 // dueEntries returns up to n expiry entries, after the key after, whose
 // second is not later than now's.
-func (s *Server) dueEntries(now time.Time, after []byte, n int) ([][]byte, error) {
-	it := s.cfg.Store.Iterate([]byte(prefixExpiry), kv.IterOptions{After: after})
+func (s *Server) dueEntries(ctx context.Context, now time.Time, after []byte, n int) ([][]byte, error) {
+	it := s.cfg.Store.Iterate(ctx, []byte(prefixExpiry), kv.IterOptions{After: after})
 	defer it.Close()
 	var out [][]byte
 	for len(out) < n && it.Next() {
@@ -411,7 +411,7 @@ func parseExpiry(key []byte) (sec int64, record string, ok bool) {
 // sweepEntry removes the record of an expiry entry if it has expired by now
 // (under the record's lock, so a concurrent rotation or revocation is never
 // undone) and drops entries that no longer match their record.
-func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
+func (s *Server) sweepEntry(ctx context.Context, entry []byte, now time.Time) (int, error) {
 	_, record, ok := parseExpiry(entry)
 	if !ok {
 		return 0, s.cfg.Store.Delete(entry)
@@ -423,11 +423,11 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 	case strings.HasPrefix(record, prefixCode):
 		lock = codeLock(strings.TrimPrefix(record, prefixCode))
 	case strings.HasPrefix(record, prefixClient):
-		return s.sweepClient(entry, record, now)
+		return s.sweepClient(ctx, entry, record, now)
 	case strings.HasPrefix(record, prefixRefresh):
 		// A refresh token changes under its grant's lock.
 		var rt refreshToken
-		found, err := getJSON(s.cfg.Store, record, &rt)
+		found, err := getJSON(ctx, s.cfg.Store, record, &rt)
 		if err != nil {
 			return 0, err
 		}
@@ -440,7 +440,8 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 		return 0, s.cfg.Store.Delete(entry)
 	}
 	removed := 0
-	err := s.cfg.Store.Update(context.Background(), lock, func(txn kv.Txn) error {
+	ctx = context.WithoutCancel(ctx) // a sweep's removal runs to its end
+	err := s.cfg.Store.Update(ctx, lock, func(txn kv.Txn) error {
 		removed = 0
 		// Every family has "expires"; grants also name their key and
 		// organization.
@@ -450,7 +451,7 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 			KeyID   string    `json:"key_id"`
 			OrgID   string    `json:"org_id"`
 		}
-		found, err := getJSON(txn, record, &rec)
+		found, err := getJSON(ctx, txn, record, &rec)
 		if err != nil {
 			return err
 		}
@@ -481,7 +482,7 @@ func (s *Server) sweepEntry(entry []byte, now time.Time) (int, error) {
 // IdleClientTTL holds none alive any more: each grant expires RefreshTTL
 // after its last refresh, which the client's use, written down within
 // clientUseEvery, is not older than.
-func (s *Server) sweepClient(entry []byte, record string, now time.Time) (int, error) {
+func (s *Server) sweepClient(ctx context.Context, entry []byte, record string, now time.Time) (int, error) {
 	removed := 0
 	err := s.updateClient(context.Background(), strings.TrimPrefix(record, prefixClient), func(txn kv.Txn, c *client, found bool) error {
 		removed = 0
@@ -492,7 +493,7 @@ func (s *Server) sweepClient(entry []byte, record string, now time.Time) (int, e
 			return nil
 		}
 		if c.LastUsed.IsZero() {
-			if err := finishPending(txn, c); err != nil {
+			if err := finishPending(ctx, txn, c); err != nil {
 				return err
 			}
 		}
@@ -509,22 +510,22 @@ func (s *Server) sweepClient(entry []byte, record string, now time.Time) (int, e
 // (no expiry) IdleClientTTL from now, as if just used: whether they ever
 // completed an authorization is not known. It runs until it has done so
 // once for the store.
-func (s *Server) expireOldClients(now time.Time) error {
-	if _, err := s.cfg.Store.Get([]byte(keyClientsExpire)); err == nil {
+func (s *Server) expireOldClients(ctx context.Context, now time.Time) error {
+	if _, err := s.cfg.Store.Get(ctx, []byte(keyClientsExpire)); err == nil {
 		return nil
 	} else if !errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("read %s: %w", family(keyClientsExpire), err)
 	}
 	var after []byte
 	for {
-		ids, last, err := s.scanIDs(prefixClient, after, 256)
+		ids, last, err := s.scanIDs(ctx, prefixClient, after, 256)
 		if err != nil {
 			return err
 		}
 		for _, id := range ids {
 			key := prefixClient + id
 			var c client
-			if found, err := getJSON(s.cfg.Store, key, &c); err != nil {
+			if found, err := getJSON(ctx, s.cfg.Store, key, &c); err != nil {
 				return err
 			} else if !found || !c.Expires.IsZero() {
 				continue

@@ -14,7 +14,7 @@ import (
 
 func countKeys(t *testing.T, s kv.Store, prefix string) int {
 	t.Helper()
-	it := s.Iterate([]byte(prefix), kv.IterOptions{})
+	it := s.Iterate(t.Context(), []byte(prefix), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -54,12 +54,12 @@ func TestSweep(t *testing.T) {
 		}
 	}
 
-	if n, err := e.srv.Sweep(e.clock.Now()); err != nil || n != 0 {
+	if n, err := e.srv.Sweep(ctx, e.clock.Now()); err != nil || n != 0 {
 		t.Fatalf("Sweep at once = %d, %v; nothing has expired", n, err)
 	}
 	// Codes expire; the revoked grant goes once its access tokens have expired.
 	e.clock.Advance(e.cfg.AccessTTL)
-	n, err := e.srv.Sweep(e.clock.Now())
+	n, err := e.srv.Sweep(ctx, e.clock.Now())
 	if err != nil || n != 4 {
 		t.Fatalf("Sweep after AccessTTL = %d, %v; want 3 codes and the revoked grant", n, err)
 	}
@@ -78,7 +78,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(a.body)
 	}
 	e.clock.Advance(e.cfg.RefreshTTL + time.Second)
-	if n, err := e.srv.Sweep(e.clock.Now()); err != nil || n != 5 {
+	if n, err := e.srv.Sweep(ctx, e.clock.Now()); err != nil || n != 5 {
 		t.Fatalf("Sweep after RefreshTTL = %d, %v; want 4 refresh tokens and the grant", n, err)
 	}
 	for _, prefix := range []string{prefixCode, prefixGrant, prefixRefresh, prefixGrantKey, prefixGrantOrg} {
@@ -108,11 +108,11 @@ func TestSweepMany(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := e.srv.Sweep(t0.Add(300 * time.Millisecond))
+	n, err := e.srv.Sweep(t.Context(), t0.Add(300*time.Millisecond))
 	if err != nil || n != 301 {
 		t.Fatalf("Sweep = %d, %v; want 301 (0 to 300 ms)", n, err)
 	}
-	n, err = e.srv.Sweep(t0.Add(time.Second))
+	n, err = e.srv.Sweep(t.Context(), t0.Add(time.Second))
 	if err != nil || n != 299 || countKeys(t, e.store, prefixExpiry) != 0 {
 		t.Fatalf("Sweep = %d, %v; want 299 and no expiry left", n, err)
 	}
@@ -131,7 +131,7 @@ func (e *env) unknownClientPage(t *testing.T, clientID string) {
 
 func clientRecord(t *testing.T, store kv.Store, id string) (raw []byte, found bool) {
 	t.Helper()
-	raw, err := store.Get([]byte(prefixClient + id))
+	raw, err := store.Get(t.Context(), []byte(prefixClient+id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, false
 	}
@@ -153,14 +153,14 @@ func TestHostileUnfinishedClients(t *testing.T) {
 	_, refresh := e.tokens(t, e.approve(t, used, "", perms("images:read"), "images:read"))
 
 	e.clock.Advance(e.cfg.UnusedClientTTL - time.Second)
-	if _, err := e.srv.Sweep(e.clock.Now()); err != nil {
+	if _, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, found := clientRecord(t, e.store, unused); !found {
 		t.Fatal("the unused client was removed a second early")
 	}
 	e.clock.Advance(time.Second)
-	if _, err := e.srv.Sweep(e.clock.Now()); err != nil {
+	if _, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, found := clientRecord(t, e.store, unused); found {
@@ -189,14 +189,14 @@ func TestHostileUnfinishedClients(t *testing.T) {
 	// Idle for IdleClientTTL after the use written down: removed, with
 	// its grant long expired.
 	e.clock.Advance(lastUse.Add(e.cfg.IdleClientTTL - time.Second).Sub(e.clock.Now()))
-	if _, err := e.srv.Sweep(e.clock.Now()); err != nil {
+	if _, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, found := clientRecord(t, e.store, used); !found {
 		t.Fatal("the idle client was removed a second early")
 	}
 	e.clock.Advance(time.Second)
-	if _, err := e.srv.Sweep(e.clock.Now()); err != nil {
+	if _, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, found := clientRecord(t, e.store, used); found {
@@ -220,19 +220,19 @@ func TestSweepOldClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the second sweep finds the work done
-		if _, err := e.srv.Sweep(e.clock.Now()); err != nil {
+		if _, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var c client
-	if found, err := getJSON(e.store, prefixClient+old.ID, &c); err != nil || !found || !c.Expires.Equal(t0.Add(e.cfg.IdleClientTTL)) {
+	if found, err := getJSON(t.Context(), e.store, prefixClient+old.ID, &c); err != nil || !found || !c.Expires.Equal(t0.Add(e.cfg.IdleClientTTL)) {
 		t.Fatalf("the old client: found %v, %v, expires %v", found, err, c.Expires)
 	}
 	if got := countKeys(t, e.store, prefixExpiry); got != 1 {
 		t.Fatalf("%d expiry entries, want the old client's", got)
 	}
 	e.clock.Advance(e.cfg.IdleClientTTL)
-	if n, err := e.srv.Sweep(e.clock.Now()); err != nil || n != 1 {
+	if n, err := e.srv.Sweep(t.Context(), e.clock.Now()); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the old client", n, err)
 	}
 	e.unknownClientPage(t, old.ID)

@@ -114,7 +114,7 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*client, 
 			return nil, unauthorized(false, "client_id is required")
 		}
 	}
-	c, err := s.client(id)
+	c, err := s.client(r.Context(), id)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "oauth client lookup failed", "error", err)
 		return nil, errServer
@@ -248,7 +248,7 @@ func (s *Server) redeemCode(ctx context.Context, c *client, form url.Values) (*t
 	}
 	var spent authCode // the code as the transaction found it
 	err := s.cfg.Store.Update(ctx, codeLock(hash), func(txn kv.Txn) error {
-		found, err := getJSON(txn, key, &spent)
+		found, err := getJSON(ctx, txn, key, &spent)
 		if err != nil {
 			return err
 		}
@@ -371,7 +371,7 @@ var (
 func (s *Server) lookupSecret(ctx context.Context, k *secretKind, secret string, rec any) (hash, key string, e *endpointError) {
 	hash = hashSecret(secret)
 	key = k.prefix + hash
-	found, err := getJSON(s.cfg.Store, key, rec)
+	found, err := getJSON(ctx, s.cfg.Store, key, rec)
 	if err != nil {
 		s.log.ErrorContext(ctx, k.lookupFailed, "error", err)
 		return "", "", errServer
@@ -463,7 +463,7 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	}
 
 	var g grant
-	found, err := getJSON(s.cfg.Store, grantKey(rec.GrantID), &g)
+	found, err := getJSON(ctx, s.cfg.Store, grantKey(rec.GrantID), &g)
 	if err != nil {
 		s.log.ErrorContext(ctx, "oauth grant lookup failed", "error", err)
 		return nil, errServer
@@ -478,14 +478,14 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 	nextRec := &refreshToken{GrantID: rec.GrantID, ClientID: c.ID, Scopes: rec.Scopes, Expires: now.Add(s.cfg.RefreshTTL).UTC()}
 	var spent refreshToken // the token as the transaction found it
 	err = s.cfg.Store.Update(ctx, grantLock(rec.GrantID), func(txn kv.Txn) error {
-		found, err := getJSON(txn, key, &spent)
+		found, err := getJSON(ctx, txn, key, &spent)
 		if err != nil {
 			return err
 		}
 		if !found || spent.Used {
 			return errSpent
 		}
-		found, err = getJSON(txn, grantKey(rec.GrantID), &g)
+		found, err = getJSON(ctx, txn, grantKey(rec.GrantID), &g)
 		if err != nil {
 			return err
 		}
@@ -525,7 +525,7 @@ func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
 		s.endpointFail(w, r, tokenFail("invalid_request", "token is required"))
 		return
 	}
-	gid, err := s.grantOf(token, c)
+	gid, err := s.grantOf(r.Context(), token, c)
 	if err == nil && gid != "" {
 		err = s.revokeGrant(r.Context(), gid, "revoked by the client")
 	}
@@ -539,7 +539,7 @@ func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
 
 // grantOf returns the grant of client c that token (refresh or access)
 // belongs to, or "".
-func (s *Server) grantOf(token string, c *client) (string, error) {
+func (s *Server) grantOf(ctx context.Context, token string, c *client) (string, error) {
 	if strings.Count(token, ".") == 2 {
 		claims, err := s.parseAccess(token, true)
 		if err != nil || claims.ClientID != c.ID || claims.Issuer != s.issuer {
@@ -548,7 +548,7 @@ func (s *Server) grantOf(token string, c *client) (string, error) {
 		return claims.GrantID, nil
 	}
 	var rec refreshToken
-	found, err := getJSON(s.cfg.Store, prefixRefresh+hashSecret(token), &rec)
+	found, err := getJSON(ctx, s.cfg.Store, prefixRefresh+hashSecret(token), &rec)
 	if err != nil || !found || rec.ClientID != c.ID {
 		return "", err
 	}

@@ -209,7 +209,7 @@ func TestExpiry(t *testing.T) {
 		c := e.approve(t, clientID, "", keyPerms, "images:read")
 		e.clock.Advance(e.cfg.CodeTTL)
 		wantOAuthError(t, e.exchange(t, c), http.StatusBadRequest, "invalid_grant")
-		if _, err := e.store.Get([]byte(prefixCode + hashSecret(c.code))); err == nil {
+		if _, err := e.store.Get(ctx, []byte(prefixCode+hashSecret(c.code))); err == nil {
 			t.Error("the expired code is still stored")
 		}
 	})

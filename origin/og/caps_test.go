@@ -89,15 +89,15 @@ func TestCreateAgainstCaps(t *testing.T) {
 			if t.Failed() {
 				t.FailNow()
 			}
-			used, err := usage.Used(dbs[1], ow, clock.Now())
+			used, err := usage.Used(ctx, dbs[1], ow, clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			ua, err := origins[1].configs.Usage(a, ow)
+			ua, err := origins[1].configs.Usage(ctx, a, ow)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ub, err := origins[1].configs.Usage(b, ow)
+			ub, err := origins[1].configs.Usage(ctx, b, ow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestServeRefusals(t *testing.T) {
 		if n := o.refused(t, reasonCredits); n != 1 {
 			t.Fatalf("%v refusals for credits counted, want 1", n)
 		}
-		if u, err := o.configs.Usage(cfg, ow); err != nil || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
+		if u, err := o.configs.Usage(ctx, cfg, ow); err != nil || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
 			t.Fatalf("the refused creation kept its reservation: %+v, %v", u, err)
 		}
 	})

@@ -26,7 +26,7 @@ import (
 // the same records.
 func MigratePages(ctx context.Context, store kv.Store) error {
 	var keys [][]byte
-	it := store.Iterate([]byte("og-page/"), kv.IterOptions{})
+	it := store.Iterate(ctx, []byte("og-page/"), kv.IterOptions{})
 	for it.Next() {
 		if !hasParams(it.Value()) {
 			keys = append(keys, append([]byte(nil), it.Key()...))
@@ -42,7 +42,7 @@ func MigratePages(ctx context.Context, store kv.Store) error {
 			return err
 		}
 		err := store.Update(ctx, string(key), func(txn kv.Txn) error {
-			raw, err := txn.Get(key)
+			raw, err := txn.Get(ctx, key)
 			if err != nil || hasParams(raw) {
 				return ignoreNotFound(err) // deleted, or given Params, meanwhile
 			}

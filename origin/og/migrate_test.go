@@ -78,7 +78,7 @@ func TestMigratePages(t *testing.T) {
 			migrated := map[string][]byte{}
 			for _, p := range old {
 				key := pageKey(p.ConfigID, p.Path)
-				raw, err := dbs[1].Get(key)
+				raw, err := dbs[1].Get(t.Context(), key)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,7 +106,7 @@ func TestMigratePages(t *testing.T) {
 				if err := json.Unmarshal(raw, &stored); err != nil || len(stored.Params) == 0 {
 					t.Fatalf("%s: no params in the migrated record %s", p.Path, raw)
 				}
-				pg, err := loadPage(dbs[1], p.ConfigID, p.Path)
+				pg, err := loadPage(t.Context(), dbs[1], p.ConfigID, p.Path)
 				if err != nil || pg == nil || pg.Params == nil {
 					t.Fatalf("%s: load: %+v, %v", p.Path, pg, err)
 				}
@@ -119,7 +119,7 @@ func TestMigratePages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for key, raw := range migrated {
-				again, err := dbs[1].Get([]byte(key))
+				again, err := dbs[1].Get(t.Context(), []byte(key))
 				if err != nil || !bytes.Equal(again, raw) {
 					t.Fatalf("%s changed when migrated again: %s, %v; was %s", key, again, err, raw)
 				}

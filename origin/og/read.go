@@ -61,7 +61,7 @@ func (s *Service) readOnce(ctx context.Context, cfg *ogconfig.Config, o *org.Org
 	key := readKey(cfg.ID, path)
 	h := &handoff{variant: v}
 	ch := s.reads.DoChan(key, s.detached(key, func(rctx context.Context) (any, error) {
-		prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+		prev, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +129,7 @@ func (s *Service) recheckLater(cfg *ogconfig.Config, o *org.Org, path string) {
 		_, _, _ = s.reads.Do(readKey(cfg.ID, path), func() (any, error) {
 			ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 			defer cancel()
-			prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+			prev, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 			if err != nil || prev == nil || prev.Revision != cfg.Revision || !prev.due(cfg, s.cfg.Now()) {
 				return nil, err // gone, changed, or rechecked meanwhile
 			}
@@ -257,7 +257,7 @@ func (s *Service) store(ctx context.Context, next *page, since time.Time) (*page
 func (s *Service) updatePage(ctx context.Context, pg *page, change func(cur *page) (out *page, save bool)) (*page, error) {
 	var out *page
 	err := s.cfg.Store.Update(ctx, pageLock(pg), func(txn kv.Txn) error {
-		cur, err := loadPage(txn, pg.ConfigID, pg.Path)
+		cur, err := loadPage(ctx, txn, pg.ConfigID, pg.Path)
 		if err != nil {
 			return err
 		}
@@ -309,7 +309,7 @@ func (s *Service) render(ctx context.Context, cfg *ogconfig.Config, o *org.Org, 
 	if err != nil {
 		return "", nil, false, err
 	}
-	if _, err := s.cfg.Images.Get(it.ID); errors.Is(err, rendition.ErrNotFound) {
+	if _, err := s.cfg.Images.Get(ctx, it.ID); errors.Is(err, rendition.ErrNotFound) {
 		if created, err = s.create(ctx, cfg, o, it); err != nil {
 			return "", nil, false, err
 		}

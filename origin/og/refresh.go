@@ -62,7 +62,7 @@ func (s *Service) Refresh(ctx context.Context, cfg *ogconfig.Config, o *org.Org,
 // read that began earlier stores after it.
 func (s *Service) refresh(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string) (*page, ogconfig.Refreshed, error) {
 	out := ogconfig.Refreshed{Path: path}
-	prev, err := loadPage(s.cfg.Store, cfg.ID, path)
+	prev, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 	if err != nil {
 		return nil, out, err
 	}

@@ -26,7 +26,7 @@ func TestStoreKeepsTheLaterRead(t *testing.T) {
 			ctx := context.Background()
 			load := func() *page {
 				t.Helper()
-				p, err := loadPage(dbs[1], "cfg", "/a")
+				p, err := loadPage(ctx, dbs[1], "cfg", "/a")
 				if err != nil || p == nil {
 					t.Fatalf("page: %v, %v", p, err)
 				}

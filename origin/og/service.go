@@ -28,19 +28,19 @@ import (
 
 // Configs finds OG configurations by their public domain id.
 type Configs interface {
-	ByDomainID(domainID string) (*ogconfig.Config, error)
+	ByDomainID(ctx context.Context, domainID string) (*ogconfig.Config, error)
 }
 
 // Orgs finds organizations.
 type Orgs interface {
-	Get(id string) (*org.Org, error)
+	Get(ctx context.Context, id string) (*org.Org, error)
 }
 
 // Images creates and opens images (package images' Service).
 type Images interface {
 	Create(ctx context.Context, o *org.Org, items []rendition.Item) ([]rendition.Created, rendition.Charge, error)
 	Open(ctx context.Context, id string, format imageparams.Format) (*rendition.File, error)
-	Get(id string) (*rendition.Image, error)
+	Get(ctx context.Context, id string) (*rendition.Image, error)
 }
 
 // Pages fetches source pages (package ogpage's Fetcher).
@@ -56,7 +56,7 @@ type Templates interface {
 // Caps counts new images against the configurations' caps and their
 // organizations' OG share (package ogconfig's Store).
 type Caps interface {
-	Room(c *ogconfig.Config, o *org.Org, credits int64) error
+	Room(ctx context.Context, c *ogconfig.Config, o *org.Org, credits int64) error
 	Reserve(ctx context.Context, c *ogconfig.Config, o *org.Org, credits int64) (*ogconfig.Reservation, error)
 	Release(ctx context.Context, r *ogconfig.Reservation) error
 }
@@ -178,7 +178,7 @@ func (s *Service) Close() {
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Vary", "User-Agent")
 	notFound := apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
-	cfg, err := s.cfg.Configs.ByDomainID(r.PathValue("domain_id"))
+	cfg, err := s.cfg.Configs.ByDomainID(r.Context(), r.PathValue("domain_id"))
 	if errors.Is(err, ogconfig.ErrNotFound) || (err == nil && cfg.Disabled) {
 		s.fail(w, r, notFound)
 		return
@@ -187,7 +187,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	o, err := s.cfg.Orgs.Get(cfg.OrgID)
+	o, err := s.cfg.Orgs.Get(r.Context(), cfg.OrgID)
 	if err != nil || o.Suspended {
 		s.fail(w, r, notFound)
 		return
@@ -290,7 +290,7 @@ func etagMatch(header, etag string) bool {
 // by the caps; a page whose configuration changed keeps its last image
 // while the caps refuse a new one.
 func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, path string, pl ogplatform.Platform, client string) (*rendition.File, *page, error) {
-	pg, err := loadPage(s.cfg.Store, cfg.ID, path)
+	pg, err := loadPage(ctx, s.cfg.Store, cfg.ID, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -308,7 +308,7 @@ func (s *Service) image(ctx context.Context, cfg *ogconfig.Config, o *org.Org, p
 			}
 			defer done()
 		}
-		if err := s.cfg.Caps.Room(cfg, o, ogCredits); err != nil {
+		if err := s.cfg.Caps.Room(ctx, cfg, o, ogCredits); err != nil {
 			return s.last(ctx, pg, v, s.capRefusal(err))
 		}
 	}
@@ -363,9 +363,9 @@ func (s *Service) last(ctx context.Context, pg *page, v string, cause error) (*r
 // Forget drops what the service keeps of a deleted configuration: its
 // pages' records and its render budget. The images stay the
 // organization's, like any other.
-func (s *Service) Forget(configID string) error {
+func (s *Service) Forget(ctx context.Context, configID string) error {
 	s.budget.forget(configID)
-	it := s.cfg.Store.Iterate(pagePrefix(configID), kv.IterOptions{})
+	it := s.cfg.Store.Iterate(ctx, pagePrefix(configID), kv.IterOptions{})
 	var keys [][]byte
 	for it.Next() {
 		keys = append(keys, append([]byte(nil), it.Key()...))

@@ -84,11 +84,11 @@ func TestForget(t *testing.T) {
 		}
 	}
 	s.budget.take("gone")
-	if err := s.Forget("gone"); err != nil {
+	if err := s.Forget(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	count := func(cfg string) int {
-		it := db.Iterate(pagePrefix(cfg), kv.IterOptions{})
+		it := db.Iterate(t.Context(), pagePrefix(cfg), kv.IterOptions{})
 		defer it.Close()
 		n := 0
 		for it.Next() {
@@ -133,7 +133,7 @@ func TestStoreKeepsVariantsAcrossProcesses(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			got, err := loadPage(dbs[1], "cfg", "/a")
+			got, err := loadPage(t.Context(), dbs[1], "cfg", "/a")
 			if err != nil || got == nil {
 				t.Fatalf("page: %+v, %v", got, err)
 			}

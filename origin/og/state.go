@@ -2,6 +2,7 @@ package og
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -64,8 +65,8 @@ func pageKey(configID, path string) []byte {
 // pagePrefix holds every page of a configuration.
 func pagePrefix(configID string) []byte { return []byte("og-page/" + configID + "/") }
 
-func loadPage(r kv.Reader, configID, path string) (*page, error) {
-	raw, err := r.Get(pageKey(configID, path))
+func loadPage(ctx context.Context, r kv.Reader, configID, path string) (*page, error) {
+	raw, err := r.Get(ctx, pageKey(configID, path))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}

@@ -108,8 +108,8 @@ type share struct {
 }
 
 // getJSON reads a JSON record; found is false when there is none.
-func getJSON(r kv.Reader, key []byte, v any) (found bool, err error) {
-	raw, err := r.Get(key)
+func getJSON(ctx context.Context, r kv.Reader, key []byte, v any) (found bool, err error) {
+	raw, err := r.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
@@ -140,12 +140,12 @@ type tally struct {
 	share  share
 }
 
-func readTally(r kv.Reader, c *Config, o *org.Org, now time.Time) (*tally, error) {
+func readTally(ctx context.Context, r kv.Reader, c *Config, o *org.Org, now time.Time) (*tally, error) {
 	t := &tally{now: now.UTC(), period: usage.PeriodAt(o, now)}
-	if _, err := getJSON(r, countKey(c.ID), &t.count); err != nil {
+	if _, err := getJSON(ctx, r, countKey(c.ID), &t.count); err != nil {
 		return nil, err
 	}
-	if _, err := getJSON(r, shareKey(o.ID), &t.share); err != nil {
+	if _, err := getJSON(ctx, r, shareKey(o.ID), &t.share); err != nil {
 		return nil, err
 	}
 	if day := dayOf(now); t.count.Day != day {
@@ -181,8 +181,8 @@ func (t *tally) refusal(c *Config, o *org.Org, credits int64) error {
 // costs credits: nil, or a *CapError. It reads what is committed and takes
 // nothing (Reserve decides); the serving path asks it before reading a
 // page, so that a spent cap costs a visitor's request no page read.
-func (s *Store) Room(c *Config, o *org.Org, credits int64) error {
-	t, err := readTally(s.rs.KV(), c, o, s.now())
+func (s *Store) Room(ctx context.Context, c *Config, o *org.Org, credits int64) error {
+	t, err := readTally(ctx, s.rs.KV(), c, o, s.now())
 	if err != nil {
 		return err
 	}
@@ -207,12 +207,12 @@ type Reservation struct {
 func (s *Store) Reserve(ctx context.Context, c *Config, o *org.Org, credits int64) (*Reservation, error) {
 	var res *Reservation
 	err := s.rs.Txn(ctx, o.ID, func(txn kv.Txn) error {
-		if _, err := txn.Get(s.rs.RecordKey(c.ID)); errors.Is(err, kv.ErrNotFound) {
+		if _, err := txn.Get(ctx, s.rs.RecordKey(c.ID)); errors.Is(err, kv.ErrNotFound) {
 			return ErrNotFound
 		} else if err != nil {
 			return fmt.Errorf("read OG configuration %s: %w", c.ID, err)
 		}
-		t, err := readTally(txn, c, o, s.now())
+		t, err := readTally(ctx, txn, c, o, s.now())
 		if err != nil {
 			return err
 		}
@@ -240,7 +240,7 @@ func (s *Store) Reserve(ctx context.Context, c *Config, o *org.Org, credits int6
 func (s *Store) Release(ctx context.Context, r *Reservation) error {
 	err := s.rs.Txn(ctx, r.orgID, func(txn kv.Txn) error {
 		var count newImages
-		found, err := getJSON(txn, countKey(r.configID), &count)
+		found, err := getJSON(ctx, txn, countKey(r.configID), &count)
 		if err != nil {
 			return err
 		}
@@ -256,7 +256,7 @@ func (s *Store) Release(ctx context.Context, r *Reservation) error {
 			}
 		}
 		var sh share
-		found, err = getJSON(txn, shareKey(r.orgID), &sh)
+		found, err = getJSON(ctx, txn, shareKey(r.orgID), &sh)
 		if err != nil || !found || !sh.Period.Equal(r.period) {
 			return err
 		}
@@ -281,8 +281,8 @@ type Usage struct {
 }
 
 // Usage returns c's effective caps and what was counted against them now.
-func (s *Store) Usage(c *Config, o *org.Org) (Usage, error) {
-	t, err := readTally(s.rs.KV(), c, o, s.now())
+func (s *Store) Usage(ctx context.Context, c *Config, o *org.Org) (Usage, error) {
+	t, err := readTally(ctx, s.rs.KV(), c, o, s.now())
 	if err != nil {
 		return Usage{}, err
 	}

@@ -104,9 +104,9 @@ func (c *caps) reserve(cfg *Config, n int) []*Reservation {
 
 // refused checks that the next reservation, and Room, are refused by the
 // cap until when.
-func (c *caps) refused(cfg *Config, reason string, until time.Time) {
+func (c *caps) refused(ctx context.Context, cfg *Config, reason string, until time.Time) {
 	c.t.Helper()
-	for _, err := range []error{c.s.Room(cfg, c.org, 1), func() error { _, err := c.s.Reserve(context.Background(), cfg, c.org, 1); return err }()} {
+	for _, err := range []error{c.s.Room(ctx, cfg, c.org, 1), func() error { _, err := c.s.Reserve(context.Background(), cfg, c.org, 1); return err }()} {
 		var ce *CapError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrCapped) || ce.Reason != reason || !ce.Until.Equal(until) {
 			c.t.Fatalf("err = %v, want %s until %s", err, reason, until)
@@ -114,9 +114,9 @@ func (c *caps) refused(cfg *Config, reason string, until time.Time) {
 	}
 }
 
-func (c *caps) usage(cfg *Config) Usage {
+func (c *caps) usage(ctx context.Context, cfg *Config) Usage {
 	c.t.Helper()
-	u, err := c.s.Usage(cfg, c.org)
+	u, err := c.s.Usage(ctx, cfg, c.org)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -130,20 +130,20 @@ func TestCapsDayRollover(t *testing.T) {
 	created := time.Date(2026, 3, 10, 8, 0, 0, 0, time.UTC)
 	c := newCaps(t, "pro", created, time.Date(2026, 3, 14, 23, 0, 0, 0, time.UTC))
 	cfg := c.config("https://a.example", ptr(3), nil)
-	if err := c.s.Room(cfg, c.org, 1); err != nil {
+	if err := c.s.Room(t.Context(), cfg, c.org, 1); err != nil {
 		t.Fatalf("room before any image: %v", err)
 	}
 	c.reserve(cfg, 3)
-	c.refused(cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
-	if u := c.usage(cfg); u.Today != 3 || u.ThisPeriod != 3 || u.OrgShareUsed != 3 || u.PerDay != 3 || u.PerPeriod != 2000 {
+	c.refused(t.Context(), cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
+	if u := c.usage(t.Context(), cfg); u.Today != 3 || u.ThisPeriod != 3 || u.OrgShareUsed != 3 || u.PerDay != 3 || u.PerPeriod != 2000 {
 		t.Fatalf("usage %+v", u)
 	}
 	c.clock.Advance(59 * time.Minute) // 23:59: still that day
-	c.refused(cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
+	c.refused(t.Context(), cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
 	c.clock.Advance(time.Minute) // midnight UTC
 	c.reserve(cfg, 3)
-	c.refused(cfg, CapDay, time.Date(2026, 3, 16, 0, 0, 0, 0, time.UTC))
-	if u := c.usage(cfg); u.Today != 3 || u.ThisPeriod != 6 {
+	c.refused(t.Context(), cfg, CapDay, time.Date(2026, 3, 16, 0, 0, 0, 0, time.UTC))
+	if u := c.usage(t.Context(), cfg); u.Today != 3 || u.ThisPeriod != 6 {
 		t.Fatalf("usage the next day %+v, want 3 today and 6 in the period", u)
 	}
 }
@@ -157,19 +157,19 @@ func TestCapsPeriodRollover(t *testing.T) {
 	cfg := c.config("https://a.example", nil, nil) // free: 10 a day, 10 a period
 	c.reserve(cfg, 10)
 	periodEnd := time.Date(2026, 3, 20, 9, 30, 0, 0, time.UTC)
-	c.refused(cfg, CapPeriod, periodEnd)
+	c.refused(t.Context(), cfg, CapPeriod, periodEnd)
 	// The next day: the day has room, the period has none.
 	c.clock.Advance(12*time.Hour + time.Minute)
-	c.refused(cfg, CapPeriod, periodEnd)
-	if u := c.usage(cfg); u.Today != 0 || u.ThisPeriod != 10 {
+	c.refused(t.Context(), cfg, CapPeriod, periodEnd)
+	if u := c.usage(t.Context(), cfg); u.Today != 0 || u.ThisPeriod != 10 {
 		t.Fatalf("usage %+v", u)
 	}
 	c.clock.Advance(periodEnd.Sub(c.clock.Now()))
-	if u := c.usage(cfg); u.Today != 0 || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
+	if u := c.usage(t.Context(), cfg); u.Today != 0 || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
 		t.Fatalf("usage of the new period %+v", u)
 	}
 	c.reserve(cfg, 10)
-	c.refused(cfg, CapPeriod, time.Date(2026, 4, 20, 9, 30, 0, 0, time.UTC))
+	c.refused(t.Context(), cfg, CapPeriod, time.Date(2026, 4, 20, 9, 30, 0, 0, time.UTC))
 }
 
 // TestCapsRelease: a reservation given back (a creation that failed or
@@ -181,11 +181,11 @@ func TestCapsRelease(t *testing.T) {
 	c := newCaps(t, "pro", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
 	cfg := c.config("https://a.example", ptr(2), nil)
 	res := c.reserve(cfg, 2)
-	c.refused(cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
+	c.refused(ctx, cfg, CapDay, time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC))
 	if err := c.s.Release(ctx, res[0]); err != nil {
 		t.Fatal(err)
 	}
-	if u := c.usage(cfg); u.Today != 1 || u.ThisPeriod != 1 || u.OrgShareUsed != 1 {
+	if u := c.usage(ctx, cfg); u.Today != 1 || u.ThisPeriod != 1 || u.OrgShareUsed != 1 {
 		t.Fatalf("usage after a release %+v", u)
 	}
 	res = append(res[1:], c.reserve(cfg, 1)...)
@@ -197,7 +197,7 @@ func TestCapsRelease(t *testing.T) {
 	if err := c.s.Release(ctx, res[0]); err != nil {
 		t.Fatal(err)
 	}
-	if u := c.usage(cfg); u.Today != 1 || u.ThisPeriod != 2 || u.OrgShareUsed != 2 {
+	if u := c.usage(ctx, cfg); u.Today != 1 || u.ThisPeriod != 2 || u.OrgShareUsed != 2 {
 		t.Fatalf("usage after yesterday's release %+v, want today 1, period 2", u)
 	}
 	// A release never goes below zero, nor twice below what was counted.
@@ -206,7 +206,7 @@ func TestCapsRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if u := c.usage(cfg); u.Today != 0 || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
+	if u := c.usage(ctx, cfg); u.Today != 0 || u.ThisPeriod != 0 || u.OrgShareUsed != 0 {
 		t.Fatalf("usage after repeated releases %+v", u)
 	}
 
@@ -238,8 +238,8 @@ func TestCapsOrgShare(t *testing.T) {
 	resA := c.reserve(a, 15)
 	c.reserve(b, 10)
 	periodEnd := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	c.refused(a, CapOrgShare, periodEnd)
-	c.refused(b, CapOrgShare, periodEnd)
+	c.refused(ctx, a, CapOrgShare, periodEnd)
+	c.refused(ctx, b, CapOrgShare, periodEnd)
 	// A new image of more credits than are left is refused too.
 	if err := c.s.Release(ctx, resA[0]); err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestCapsOrgShare(t *testing.T) {
 		t.Fatalf("2 credits with 1 left: %v", err)
 	}
 	c.reserve(b, 1)
-	if ua, ub := c.usage(a), c.usage(b); ua.ThisPeriod != 14 || ub.ThisPeriod != 11 || ua.OrgShareUsed != 25 || ub.OrgShare != 25 {
+	if ua, ub := c.usage(ctx, a), c.usage(ctx, b); ua.ThisPeriod != 14 || ub.ThisPeriod != 11 || ua.OrgShareUsed != 25 || ub.OrgShare != 25 {
 		t.Fatalf("usage a %+v, b %+v", ua, ub)
 	}
 }
@@ -304,7 +304,7 @@ func TestCapsAcrossProcesses(t *testing.T) {
 			wg.Wait()
 			var total, shareUsed int64
 			for _, cfg := range cfgs {
-				u, err := stores[1].Usage(cfg, o)
+				u, err := stores[1].Usage(t.Context(), cfg, o)
 				if err != nil {
 					t.Fatal(err)
 				}

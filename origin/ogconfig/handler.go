@@ -237,7 +237,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := h.Store.Get(p.Org.ID, id)
+	c, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	return h.answer(w, r, p.Org, c, err)
 }
 
@@ -278,14 +278,14 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	list, more, err := resource.ListPage(r, h.Cursors, scope(p.Org.ID), func(after string, count int) ([]*Config, bool, error) {
-		return h.Store.List(p.Org.ID, after, count)
+		return h.Store.List(r.Context(), p.Org.ID, after, count)
 	})
 	if err != nil {
 		return err
 	}
 	usages := make(map[string]Usage, len(list))
 	for _, c := range list {
-		if usages[c.ID], err = h.Store.Usage(c, p.Org); err != nil {
+		if usages[c.ID], err = h.Store.Usage(r.Context(), c, p.Org); err != nil {
 			return err
 		}
 	}
@@ -301,7 +301,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, o *org.Org, c *
 	if err != nil {
 		return routes.Fail(err)
 	}
-	u, err := h.Store.Usage(c, o)
+	u, err := h.Store.Usage(r.Context(), c, o)
 	if err != nil {
 		return err
 	}

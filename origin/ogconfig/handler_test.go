@@ -321,7 +321,7 @@ func TestCreateEveryField(t *testing.T) {
 		t.Fatalf("headers %v, origins %v", v.Headers, v.AdditionalHeaderOrigins)
 	}
 	// What the OG serving path reads.
-	c, err := s.h.Store.ByDomainID(v.DomainID)
+	c, err := s.h.Store.ByDomainID(t.Context(), v.DomainID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestDelete(t *testing.T) {
 		r := s.do(t, apitest.Request{Method: m, Path: "/v1/og-configs/" + v.ID, Creds: pro, JSON: htmlCSS("https://example.com")})
 		apitest.WantMessage(t, apitest.WantError(t, r, 404), "OG configuration not found")
 	}
-	if _, err := s.h.Store.ByDomainID(v.DomainID); !errors.Is(err, ogconfig.ErrNotFound) {
+	if _, err := s.h.Store.ByDomainID(t.Context(), v.DomainID); !errors.Is(err, ogconfig.ErrNotFound) {
 		t.Fatalf("ByDomainID after the deletion: %v", err)
 	}
 	if got := s.get(t, pro, keep.ID); got.ID != keep.ID {
@@ -805,7 +805,7 @@ func TestTemplateStoreAdapter(t *testing.T) {
 	tpls := template.NewStore(db, nil)
 	// As in origin/routes.go.
 	var adapter ogconfig.Templates = ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
-		_, _, err := tpls.Version(orgID, id, version)
+		_, _, err := tpls.Version(t.Context(), orgID, id, version)
 		if errors.Is(err, template.ErrNotFound) {
 			return fmt.Errorf("%w: %w", ogconfig.ErrTemplateNotFound, err)
 		}
@@ -884,7 +884,7 @@ func TestImageCaps(t *testing.T) {
 	}
 
 	// Counted images show in the answers.
-	c, err := s.h.Store.Get(orgID(free), v.ID)
+	c, err := s.h.Store.Get(ctx, orgID(free), v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -912,7 +912,7 @@ func TestImageCaps(t *testing.T) {
 	if u.MaxNewImagesPerDay != nil || u.MaxNewImagesPerPeriod == nil || *u.MaxNewImagesPerPeriod != 0 || u.Limits != want {
 		t.Fatalf("after the update: day %v period %v limits %+v", u.MaxNewImagesPerDay, u.MaxNewImagesPerPeriod, u.Limits)
 	}
-	c, _ = s.h.Store.Get(orgID(free), v.ID)
+	c, _ = s.h.Store.Get(ctx, orgID(free), v.ID)
 	if _, err := s.h.Store.Reserve(ctx, c, o, 1); !errors.Is(err, ogconfig.ErrCapped) {
 		t.Fatalf("a reservation under a period cap of 0: %v", err)
 	}

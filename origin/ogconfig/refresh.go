@@ -149,7 +149,7 @@ func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := h.Store.Get(p.Org.ID, id)
+	c, err := h.Store.Get(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return storeError(err)
 	}

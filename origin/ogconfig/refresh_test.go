@@ -102,7 +102,7 @@ func TestRequestRefresh(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got, err := s.ByDomainID(c.DomainID)
+	got, err := s.ByDomainID(t.Context(), c.DomainID)
 	if err != nil {
 		t.Fatal(err)
 	}

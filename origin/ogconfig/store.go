@@ -107,8 +107,8 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 
 // claimant returns the id of the organization's enabled configuration for
 // base, "" when none.
-func claimant(r kv.Reader, orgID, base string) (string, error) {
-	id, err := r.Get(claimKey(orgID, base))
+func claimant(ctx context.Context, r kv.Reader, orgID, base string) (string, error) {
+	id, err := r.Get(ctx, claimKey(orgID, base))
 	if errors.Is(err, kv.ErrNotFound) {
 		return "", nil
 	}
@@ -132,10 +132,10 @@ func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Config,
 	}
 	apply(c, req)
 	err := s.rs.Create(ctx, c, func(txn kv.Txn) error {
-		if err := checkClaim(txn, c); err != nil {
+		if err := checkClaim(ctx, txn, c); err != nil {
 			return err
 		}
-		domainID, err := freeDomainID(txn)
+		domainID, err := freeDomainID(ctx, txn)
 		c.DomainID = domainID
 		return err
 	})
@@ -147,11 +147,11 @@ func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Config,
 
 // checkClaim refuses an enabled c whose base_url another enabled
 // configuration of the organization holds: a *ConflictError.
-func checkClaim(r kv.Reader, c *Config) error {
+func checkClaim(ctx context.Context, r kv.Reader, c *Config) error {
 	if c.Disabled {
 		return nil
 	}
-	other, err := claimant(r, c.OrgID, c.BaseURL)
+	other, err := claimant(ctx, r, c.OrgID, c.BaseURL)
 	if err != nil {
 		return err
 	}
@@ -165,10 +165,10 @@ func checkClaim(r kv.Reader, c *Config) error {
 // collision is not expected; looking costs one read. (Domain ids are not
 // under one lock: two organizations drawing the same 128 bits at once is
 // not a case to guard.)
-func freeDomainID(r kv.Reader) (string, error) {
+func freeDomainID(ctx context.Context, r kv.Reader) (string, error) {
 	for range 4 {
 		id := newDomainID()
-		_, err := r.Get(domainKey(id))
+		_, err := r.Get(ctx, domainKey(id))
 		if errors.Is(err, kv.ErrNotFound) {
 			return id, nil
 		}
@@ -203,18 +203,18 @@ func apply(c *Config, req Request) {
 
 // Get returns the organization's configuration with the id; another
 // organization's is ErrNotFound, like a missing one.
-func (s *Store) Get(orgID, id string) (*Config, error) {
-	return s.rs.Get(orgID, id)
+func (s *Store) Get(ctx context.Context, orgID, id string) (*Config, error) {
+	return s.rs.Get(ctx, orgID, id)
 }
 
 // ByDomainID returns the configuration with the domain id, disabled or
 // not, whatever its organization: the OG serving path's look-up (one index
 // read and one record read).
-func (s *Store) ByDomainID(domainID string) (*Config, error) {
+func (s *Store) ByDomainID(ctx context.Context, domainID string) (*Config, error) {
 	if !validDomainID(domainID) {
 		return nil, ErrNotFound
 	}
-	return s.rs.ByIndex(domainKey(domainID), "domain id")
+	return s.rs.ByIndex(ctx, domainKey(domainID), "domain id")
 }
 
 // Update replaces the configuration's fields with req (a full
@@ -224,7 +224,7 @@ func (s *Store) ByDomainID(domainID string) (*Config, error) {
 func (s *Store) Update(ctx context.Context, orgID, id string, req Request) (*Config, error) {
 	return s.rs.Update(ctx, orgID, id, func(txn kv.Txn, c *Config) error {
 		apply(c, req)
-		if err := checkClaim(txn, c); err != nil {
+		if err := checkClaim(ctx, txn, c); err != nil {
 			return err
 		}
 		c.Revision++
@@ -254,6 +254,6 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) (*Config, error) {
 // List returns up to count of the organization's configurations newest
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
-func (s *Store) List(orgID, after string, count int) ([]*Config, bool, error) {
-	return s.rs.List(orgID, after, count, nil)
+func (s *Store) List(ctx context.Context, orgID, after string, count int) ([]*Config, bool, error) {
+	return s.rs.List(ctx, orgID, after, count, nil)
 }

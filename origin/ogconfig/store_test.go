@@ -38,7 +38,7 @@ func request(base string, disabled bool) Request {
 // keys lists every key of the package's families.
 func keys(t *testing.T, db kv.Store) []string {
 	t.Helper()
-	it := db.Iterate([]byte("ogc/"), kv.IterOptions{})
+	it := db.Iterate(t.Context(), []byte("ogc/"), kv.IterOptions{})
 	defer it.Close()
 	var out []string
 	for it.Next() {
@@ -142,7 +142,7 @@ func TestStoreRecord(t *testing.T) {
 			t.Fatalf("update %d: %+v (was %+v)", want, u, c)
 		}
 	}
-	got, err := s.ByDomainID(c.DomainID)
+	got, err := s.ByDomainID(t.Context(), c.DomainID)
 	if err != nil || got.ID != c.ID || got.Revision != 4 || !got.Disabled || got.OrgID != "org-b" {
 		t.Fatalf("ByDomainID = %+v, %v", got, err)
 	}
@@ -155,12 +155,12 @@ func TestStoreRecord(t *testing.T) {
 		{"empty", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, err := s.ByDomainID(tc.domainID); !errors.Is(err, ErrNotFound) {
+			if got, err := s.ByDomainID(t.Context(), tc.domainID); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("ByDomainID(%q) = %+v, %v", tc.domainID, got, err)
 			}
 		})
 	}
-	if _, err := s.Get("org-a", c.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(t.Context(), "org-a", c.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another organization's Get: %v", err)
 	}
 	if _, err := s.Update(context.Background(), "org-a", c.ID, request("https://x.example", true)); !errors.Is(err, ErrNotFound) {
@@ -244,7 +244,7 @@ func concurrentClaims(t *testing.T, dbs [2]kv.Store) {
 		winner := race(t, func(i int) (*Config, error) {
 			return stores[i%2].Update(context.Background(), "org-c", ids[i], request("https://same.example", false))
 		})
-		if got, err := claimant(dbs[1], "org-c", "https://same.example"); err != nil || got != winner.ID {
+		if got, err := claimant(t.Context(), dbs[1], "org-c", "https://same.example"); err != nil || got != winner.ID {
 			t.Fatalf("claim held by %q, %v; want %s", got, err, winner.ID)
 		}
 	})

@@ -61,10 +61,10 @@ func (s *Store) Create(name, planName string) (*Org, error) {
 }
 
 // Get returns the organization with the id.
-func (s *Store) Get(id string) (*Org, error) { return get(s.kv, id) }
+func (s *Store) Get(ctx context.Context, id string) (*Org, error) { return get(ctx, s.kv, id) }
 
-func get(r kv.Reader, id string) (*Org, error) {
-	raw, err := r.Get(key(id))
+func get(ctx context.Context, r kv.Reader, id string) (*Org, error) {
+	raw, err := r.Get(ctx, key(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}
@@ -79,19 +79,19 @@ func get(r kv.Reader, id string) (*Org, error) {
 }
 
 // SetSuspended suspends or resumes an organization.
-func (s *Store) SetSuspended(id string, suspended bool) (*Org, error) {
-	return s.modify(id, func(o *Org) error {
+func (s *Store) SetSuspended(ctx context.Context, id string, suspended bool) (*Org, error) {
+	return s.modify(ctx, id, func(o *Org) error {
 		o.Suspended = suspended
 		return nil
 	})
 }
 
 // SetPlan moves an organization to the named plan.
-func (s *Store) SetPlan(id, planName string) (*Org, error) {
+func (s *Store) SetPlan(ctx context.Context, id, planName string) (*Org, error) {
 	if _, ok := plan.Lookup(planName); !ok {
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPlan, planName, strings.Join(plan.Names(), ", "))
 	}
-	return s.modify(id, func(o *Org) error {
+	return s.modify(ctx, id, func(o *Org) error {
 		o.Plan = planName
 		return nil
 	})
@@ -100,10 +100,11 @@ func (s *Store) SetPlan(id, planName string) (*Org, error) {
 // modify changes an organization in one transaction under its lock, so
 // that two changes of it (a suspension and a plan change) never undo
 // each other.
-func (s *Store) modify(id string, change func(*Org) error) (*Org, error) {
+func (s *Store) modify(ctx context.Context, id string, change func(*Org) error) (*Org, error) {
 	var out *Org
-	err := s.kv.Update(context.Background(), "org/"+id, func(txn kv.Txn) error {
-		o, err := get(txn, id)
+	ctx = context.WithoutCancel(ctx) // a change, once started, is made
+	err := s.kv.Update(ctx, "org/"+id, func(txn kv.Txn) error {
+		o, err := get(ctx, txn, id)
 		if err != nil {
 			return err
 		}
@@ -128,8 +129,8 @@ func (s *Store) modify(id string, change func(*Org) error) (*Org, error) {
 }
 
 // List returns every organization in creation order.
-func (s *Store) List() ([]*Org, error) {
-	it := s.kv.Iterate([]byte("org/"), kv.IterOptions{})
+func (s *Store) List(ctx context.Context) ([]*Org, error) {
+	it := s.kv.Iterate(ctx, []byte("org/"), kv.IterOptions{})
 	defer it.Close()
 	var out []*Org
 	for it.Next() {
@@ -146,8 +147,8 @@ func (s *Store) List() ([]*Org, error) {
 }
 
 // Any reports whether at least one organization exists.
-func (s *Store) Any() (bool, error) {
-	it := s.kv.Iterate([]byte("org/"), kv.IterOptions{})
+func (s *Store) Any(ctx context.Context) (bool, error) {
+	it := s.kv.Iterate(ctx, []byte("org/"), kv.IterOptions{})
 	defer it.Close()
 	found := it.Next()
 	return found, it.Err()

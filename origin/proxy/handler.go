@@ -106,7 +106,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 // Get handles GET /v1/proxies/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	return routes.One(w, r, func(p *auth.Principal, id string) (*Proxy, error) {
-		return h.Store.Get(p.Org.ID, id)
+		return h.Store.Get(r.Context(), p.Org.ID, id)
 	})
 }
 
@@ -115,7 +115,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 // authentication.retain_password is judged with the other fields.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) error {
 	return routes.One(w, r, func(p *auth.Principal, id string) (*Proxy, error) {
-		current, err := h.Store.Get(p.Org.ID, id)
+		current, err := h.Store.Get(r.Context(), p.Org.ID, id)
 		if err != nil {
 			return nil, err
 		}

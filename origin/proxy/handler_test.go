@@ -196,7 +196,7 @@ func (s *site) get(t *testing.T, c *apitest.Creds, id string) view {
 // credentials is what the render path would send to the proxy.
 func (s *site) credentials(t *testing.T, c *apitest.Creds, id string) (string, string) {
 	t.Helper()
-	p, err := s.h.Store.Get(orgID(c), id)
+	p, err := s.h.Store.Get(t.Context(), orgID(c), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestCreateEveryField(t *testing.T) {
 	if user, pw := s.credentials(t, pro, v.ID); user != "alice" || pw != password {
 		t.Fatalf("credentials %q, %q", user, pw)
 	}
-	p, _ := s.h.Store.Get(orgID(pro), v.ID)
+	p, _ := s.h.Store.Get(t.Context(), orgID(pro), v.ID)
 	if p.Address() != "[2606:4700::1111]:8443" || p.Scheme() != "https" || !p.Bypasses("a.cdn.example") || p.Enabled() {
 		t.Fatalf("stored %+v", p)
 	}
@@ -447,7 +447,7 @@ func TestPlanGating(t *testing.T) {
 		}
 	}
 	// Nothing was created for them, and the pro proxy is intact.
-	if p, _, err := s.h.Store.List(orgID(free), "", 10); err != nil || len(p) != 0 {
+	if p, _, err := s.h.Store.List(t.Context(), orgID(free), "", 10); err != nil || len(p) != 0 {
 		t.Fatalf("free organization holds %d proxies, %v", len(p), err)
 	}
 	s.get(t, pro, v.ID)
@@ -541,7 +541,7 @@ func TestPasswordNeverLogged(t *testing.T) {
 		t.Fatal("wrong password")
 	}
 	// A failed open: the record's password sealed for another record.
-	p, _ := s.h.Store.Get(orgID(pro), v.ID)
+	p, _ := s.h.Store.Get(t.Context(), orgID(pro), v.ID)
 	p.ID = "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f0a0b"
 	if _, _, err := s.h.Store.Credentials(p); err == nil || strings.Contains(err.Error(), password) {
 		t.Fatalf("Credentials of a moved password: %v", err)
@@ -655,7 +655,7 @@ func TestDelete(t *testing.T) {
 		r := s.do(t, apitest.Request{Method: m, Path: "/v1/proxies/" + v.ID, Creds: pro, JSON: body("http://proxy.example.com")})
 		apitest.WantMessage(t, apitest.WantError(t, r, 404), "Proxy not found")
 	}
-	if _, err := s.h.Store.Get(orgID(pro), v.ID); err != proxy.ErrNotFound {
+	if _, err := s.h.Store.Get(t.Context(), orgID(pro), v.ID); err != proxy.ErrNotFound {
 		t.Fatalf("Store.Get after the deletion: %v", err)
 	}
 	if l := s.list(t, pro, ""); len(l.Data) != 1 || l.Data[0].ID != keep.ID {
@@ -695,7 +695,7 @@ func TestIsolation(t *testing.T) {
 	if _, pw := s.credentials(t, other, theirs.ID); pw != password {
 		t.Fatal("their password changed")
 	}
-	if _, err := s.h.Store.Get(orgID(pro), theirs.ID); err != proxy.ErrNotFound {
+	if _, err := s.h.Store.Get(t.Context(), orgID(pro), theirs.ID); err != proxy.ErrNotFound {
 		t.Fatalf("Store.Get of another organization's proxy: %v", err)
 	}
 	if l := s.list(t, pro, ""); len(l.Data) != 1 || l.Data[0].ID != mine.ID {

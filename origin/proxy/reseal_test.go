@@ -95,7 +95,7 @@ func TestReseal(t *testing.T) {
 	}
 	newOnly := NewStore(db, box(t, newKey), nil)
 	for i, id := range ids {
-		p, err := newOnly.Get(fmt.Sprint("org-", i%3), id)
+		p, err := newOnly.Get(ctx, fmt.Sprint("org-", i%3), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestReseal(t *testing.T) {
 			t.Fatalf("proxy %d under the new key alone: %q, %v", i, pw, err)
 		}
 	}
-	p, err := newOnly.Get("org-1", foreign.ID)
+	p, err := newOnly.Get(ctx, "org-1", foreign.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,8 +96,8 @@ func (s *Store) Create(ctx context.Context, orgID string, req Request) (*Proxy, 
 // Get returns the organization's proxy with the id, disabled or not;
 // another organization's is ErrNotFound, like a missing one. The render
 // path reads a proxy_id with it and Credentials.
-func (s *Store) Get(orgID, id string) (*Proxy, error) {
-	return s.rs.Get(orgID, id)
+func (s *Store) Get(ctx context.Context, orgID, id string) (*Proxy, error) {
+	return s.rs.Get(ctx, orgID, id)
 }
 
 // Update replaces the proxy's fields with req (a full replacement); its id
@@ -127,8 +127,8 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 // List returns up to count of the organization's proxies newest first,
 // disabled ones included, starting after the id after ("" for the first
 // page), and whether more follow.
-func (s *Store) List(orgID, after string, count int) ([]*Proxy, bool, error) {
-	return s.rs.List(orgID, after, count, nil)
+func (s *Store) List(ctx context.Context, orgID, after string, count int) ([]*Proxy, bool, error) {
+	return s.rs.List(ctx, orgID, after, count, nil)
 }
 
 // Credentials returns what a render sends to the proxy: its username and
@@ -158,5 +158,5 @@ func (s *Store) Credentials(p *Proxy) (username, password string, err error) {
 // format): the full pass of a master key rotation, under the lock every
 // write of proxies takes (seal.Reseal); updated_at stays.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind("proxy", sealedPassword))
+	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind(ctx, "proxy", sealedPassword))
 }

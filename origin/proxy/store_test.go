@@ -64,7 +64,7 @@ func request(name string) Request {
 // dump returns every key and value of the store.
 func dump(t *testing.T, db kv.Store) []byte {
 	t.Helper()
-	it := db.Iterate(nil, kv.IterOptions{})
+	it := db.Iterate(t.Context(), nil, kv.IterOptions{})
 	defer it.Close()
 	var out bytes.Buffer
 	for it.Next() {
@@ -99,7 +99,7 @@ func TestStoreKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func() []string {
-		it := db.Iterate([]byte("prx/"), kv.IterOptions{})
+		it := db.Iterate(t.Context(), []byte("prx/"), kv.IterOptions{})
 		defer it.Close()
 		var out []string
 		for it.Next() {
@@ -116,7 +116,7 @@ func TestStoreKeys(t *testing.T) {
 	if got := keys(); len(got) != 0 {
 		t.Fatalf("keys after the deletion: %q", got)
 	}
-	if _, err := s.Get("org-a", p.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(t.Context(), "org-a", p.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after the deletion: %v", err)
 	}
 	if err := s.Delete(context.Background(), "org-a", p.ID); !errors.Is(err, ErrNotFound) {
@@ -136,7 +136,7 @@ func TestStoreSealsPassword(t *testing.T) {
 	if !p.HasPassword() {
 		t.Fatal("no password stored")
 	}
-	got, err := s.Get("org-a", p.ID)
+	got, err := s.Get(t.Context(), "org-a", p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestStoreUpdatePassword(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			before, err := s.Get("org-a", p.ID)
+			before, err := s.Get(t.Context(), "org-a", p.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestStoreUpdatePassword(t *testing.T) {
 				if !errors.As(err, &re) || !errors.Is(err, ErrCannotRetain) || !strings.Contains(re.Problem, step.problem) {
 					t.Fatalf("Update = %v, want a RetainError mentioning %q", err, step.problem)
 				}
-				after, _ := s.Get("org-a", p.ID)
+				after, _ := s.Get(t.Context(), "org-a", p.ID)
 				if !bytes.Equal(after.SealedPassword, before.SealedPassword) || after.Name != before.Name {
 					t.Fatal("a refused update changed the proxy")
 				}
@@ -265,14 +265,14 @@ func TestStoreLegacyPasswordMigrates(t *testing.T) {
 	}
 	clock.Advance(time.Hour)
 
-	read, err := s.Get("org-a", p.ID)
+	read, err := s.Get(t.Context(), "org-a", p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, pw, err := s.Credentials(read); err != nil || pw != password {
 		t.Fatalf("Credentials of a legacy password = %q, %v", pw, err)
 	}
-	after, err := s.Get("org-a", p.ID)
+	after, err := s.Get(t.Context(), "org-a", p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestStoreList(t *testing.T) {
 	var walked []string
 	after := ""
 	for range 10 {
-		page, more, err := s.List("org-a", after, 3)
+		page, more, err := s.List(t.Context(), "org-a", after, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,7 @@ func TestStoreList(t *testing.T) {
 	if !slices.Equal(walked, ids) {
 		t.Fatalf("walked %q, want %q", walked, ids)
 	}
-	if page, more, err := s.List("org-c", "", 10); err != nil || len(page) != 0 || more {
+	if page, more, err := s.List(t.Context(), "org-c", "", 10); err != nil || len(page) != 0 || more {
 		t.Fatalf("an empty organization: %v, %v, %v", page, more, err)
 	}
 }
@@ -448,7 +448,7 @@ func storeConcurrent(t *testing.T, dbs [2]kv.Store) {
 				if _, err := s.Update(context.Background(), orgID, p.ID, keep); err != nil {
 					errs <- err
 				}
-				got, err := s.Get(orgID, p.ID)
+				got, err := s.Get(t.Context(), orgID, p.ID)
 				if err != nil {
 					errs <- err
 					continue
@@ -456,7 +456,7 @@ func storeConcurrent(t *testing.T, dbs [2]kv.Store) {
 				if _, pw, err := s.Credentials(got); err != nil || pw != string(r.Password) || got.Name != "renamed" {
 					errs <- fmt.Errorf("proxy %s: name %q, password opened %v, %v", p.ID, got.Name, pw == string(r.Password), err)
 				}
-				if _, _, err := s.List(orgID, "", 5); err != nil {
+				if _, _, err := s.List(t.Context(), orgID, "", 5); err != nil {
 					errs <- err
 				}
 			}
@@ -468,7 +468,7 @@ func storeConcurrent(t *testing.T, dbs [2]kv.Store) {
 		t.Error(err)
 	}
 	for _, orgID := range []string{"org-0", "org-1"} {
-		page, _, err := stores[1].List(orgID, "", 100)
+		page, _, err := stores[1].List(t.Context(), orgID, "", 100)
 		if err != nil || len(page) != workers/2*each {
 			t.Fatalf("%s lists %d proxies, %v", orgID, len(page), err)
 		}

@@ -68,7 +68,7 @@ var limiters = []struct {
 
 func countLogs(t *testing.T, s kv.Store) int {
 	t.Helper()
-	it := s.Iterate([]byte(storePrefix), kv.IterOptions{})
+	it := s.Iterate(t.Context(), []byte(storePrefix), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -236,11 +236,11 @@ func TestStoreExpiredLogReplaced(t *testing.T) {
 	}
 	c.advance(time.Minute)
 	allow(t, l, "k", 5, time.Minute)
-	raw, err := s.Get(logKey("k"))
+	raw, err := s.Get(t.Context(), logKey("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	times, err := readLog(s, logKey("k"), 5)
+	times, err := readLog(t.Context(), s, logKey("k"), 5)
 	if err != nil {
 		t.Fatal(err)
 	}

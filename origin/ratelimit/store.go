@@ -64,7 +64,7 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, window time.Du
 	}
 	var d Decision
 	err := s.kv.Update(ctx, lockName(key), func(txn kv.Txn) error {
-		times, err := readLog(txn, logKey(key), limit)
+		times, err := readLog(ctx, txn, logKey(key), limit)
 		if err != nil {
 			return err
 		}
@@ -88,8 +88,8 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, window time.Du
 
 // readLog returns the admissions of the log at key, oldest first; a log
 // kept for another limit starts again, as Memory's does.
-func readLog(r kv.Reader, key []byte, limit int) ([]time.Time, error) {
-	raw, err := r.Get(key)
+func readLog(ctx context.Context, r kv.Reader, key []byte, limit int) ([]time.Time, error) {
+	raw, err := r.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}
@@ -151,7 +151,7 @@ func (s *Store) sweep(ctx context.Context, now time.Time, window time.Duration) 
 	}
 	defer s.mu.Unlock()
 	var idleKeys []string
-	it := s.kv.Iterate([]byte(storePrefix), kv.IterOptions{After: s.after})
+	it := s.kv.Iterate(ctx, []byte(storePrefix), kv.IterOptions{After: s.after})
 	seen := 0
 	var last []byte
 	for seen < sweepPage && it.Next() {
@@ -173,7 +173,7 @@ func (s *Store) sweep(ctx context.Context, now time.Time, window time.Duration) 
 	}
 	for _, key := range idleKeys {
 		err := s.kv.Update(ctx, lockName(key), func(txn kv.Txn) error {
-			raw, err := txn.Get(logKey(key))
+			raw, err := txn.Get(ctx, logKey(key))
 			if errors.Is(err, kv.ErrNotFound) {
 				return nil
 			}

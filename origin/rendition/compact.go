@@ -51,7 +51,7 @@ func (s *Service) compactor() {
 func (s *Service) Compact(id string) error { return s.compactOne(id) }
 
 func (s *Service) compactOne(id string) error {
-	before, err := s.records.get(id)
+	before, err := s.records.get(s.ctx, id)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 					out[i] = Created{Image: img, Reused: true}
 					continue
 				}
-				if img, err := dedupeHit(txn, o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
+				if img, err := dedupeHit(ctx, txn, o.ID, dkey, now.Add(-it.Dedupe)); err != nil {
 					return err
 				} else if img != nil && img.StorageOnly == it.StorageOnly {
 					out[i] = Created{Image: img, Reused: true}
@@ -83,7 +83,7 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 					out[i] = Created{Image: img, Reused: true}
 					continue
 				}
-				img, err := recs.get(id)
+				img, err := recs.get(ctx, id)
 				if err == nil && img.OrgID == o.ID {
 					out[i] = Created{Image: img, Reused: true}
 					continue
@@ -109,7 +109,7 @@ func (s *Service) Create(ctx context.Context, o *org.Org, items []Item) ([]Creat
 				pending[it.ID] = img
 			}
 		}
-		used, err := usage.Charge(txn, o, now, credits)
+		used, err := usage.Charge(ctx, txn, o, now, credits)
 		charge = Charge{Allowed: o.PlanInfo().Credits, Consumed: credits, Used: used}
 		if err != nil {
 			charge.Consumed = 0
@@ -183,15 +183,15 @@ func ContentID(orgID string, p *imageparams.Params, extra string) string {
 
 // dedupeHit returns the image the dedupe index of r holds for key when it
 // was created after since and still exists.
-func dedupeHit(r kv.Reader, orgID, key string, since time.Time) (*Image, error) {
-	raw, err := r.Get(dedupeKey(orgID, key))
+func dedupeHit(ctx context.Context, r kv.Reader, orgID, key string, since time.Time) (*Image, error) {
+	raw, err := r.Get(ctx, dedupeKey(orgID, key))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get dedupe entry: %w", err)
 	}
-	img, err := (records{r}).get(string(raw))
+	img, err := (records{r}).get(ctx, string(raw))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -59,8 +59,8 @@ func TestDedupe(t *testing.T) {
 			e := newEnv(t)
 			o := e.newOrg("pro")
 			first := e.create(o, Item{Params: html("same"), Dedupe: time.Hour})
-			if first.Reused || e.used(o) != 1 {
-				t.Fatalf("first creation: reused %v, %d credits used", first.Reused, e.used(o))
+			if first.Reused || e.used(t.Context(), o) != 1 {
+				t.Fatalf("first creation: reused %v, %d credits used", first.Reused, e.used(t.Context(), o))
 			}
 			if tt.between != nil {
 				tt.between(e, first.Image)
@@ -69,11 +69,11 @@ func TestDedupe(t *testing.T) {
 			if tt.second != nil {
 				orgID, it = tt.second(e, first.Image)
 			}
-			owner, err := e.orgs.Get(orgID)
+			owner, err := e.orgs.Get(t.Context(), orgID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := e.used(owner)
+			before := e.used(t.Context(), owner)
 			created, charge, err := e.svc.Create(context.Background(), owner, []Item{it})
 			if err != nil {
 				t.Fatal(err)
@@ -86,9 +86,9 @@ func TestDedupe(t *testing.T) {
 			if tt.reused {
 				wantCharge = 0
 			}
-			if got := e.used(owner) - before; got != wantCharge || charge.Consumed != wantCharge || charge.Used != e.used(owner) {
+			if got := e.used(t.Context(), owner) - before; got != wantCharge || charge.Consumed != wantCharge || charge.Used != e.used(t.Context(), owner) {
 				t.Fatalf("second creation charged %d (reported consumed %d, used %d of %d), want %d",
-					got, charge.Consumed, charge.Used, e.used(owner), wantCharge)
+					got, charge.Consumed, charge.Used, e.used(t.Context(), owner), wantCharge)
 			}
 			if !tt.reused && it.Dedupe > 0 {
 				// The newest image is the one later creations reuse.
@@ -142,10 +142,10 @@ func TestCreateWithinOneCall(t *testing.T) {
 			if len(created) != len(items) || len(ids) != tt.images {
 				t.Fatalf("%d items gave %d answers and %d images, want %d images", len(items), len(created), len(ids), tt.images)
 			}
-			if charge.Consumed != tt.credits || e.used(o) != tt.credits || charge.Allowed != o.PlanInfo().Credits {
-				t.Fatalf("charge %+v, %d used; want %d of %d", charge, e.used(o), tt.credits, o.PlanInfo().Credits)
+			if charge.Consumed != tt.credits || e.used(t.Context(), o) != tt.credits || charge.Allowed != o.PlanInfo().Credits {
+				t.Fatalf("charge %+v, %d used; want %d of %d", charge, e.used(t.Context(), o), tt.credits, o.PlanInfo().Credits)
 			}
-			if n := len(e.keys("org-list/" + o.ID + "/")); n != tt.images {
+			if n := len(e.keys(t.Context(), "org-list/"+o.ID+"/")); n != tt.images {
 				t.Fatalf("%d list entries for %d images", n, tt.images)
 			}
 		})
@@ -166,8 +166,8 @@ func TestSignedImageIsChargedOnce(t *testing.T) {
 	for _, step := range []func(){func() {}, func() { e.ready(id, testPNG(t, 4, 4, 1)) }} {
 		step()
 		again := e.create(o, Item{Params: p, ID: id})
-		if again.ID != id || !again.Reused || e.used(o) != 1 {
-			t.Fatalf("again: %s reused %v, %d credits used", again.ID, again.Reused, e.used(o))
+		if again.ID != id || !again.Reused || e.used(t.Context(), o) != 1 {
+			t.Fatalf("again: %s reused %v, %d credits used", again.ID, again.Reused, e.used(t.Context(), o))
 		}
 	}
 }
@@ -185,7 +185,7 @@ func TestCreateIsAllOrNothing(t *testing.T) {
 	if _, _, err := e.svc.Create(context.Background(), o, items); err != nil {
 		t.Fatal(err)
 	}
-	listed := len(e.keys("org-list/"))
+	listed := len(e.keys(t.Context(), "org-list/"))
 	_, charge, err := e.svc.Create(context.Background(), o, []Item{{Params: html("y")}, {Params: html("z")}})
 	var le *usage.LimitError
 	if !errors.Is(err, usage.ErrPlanLimit) || !errors.As(err, &le) || le.Used != 49 || le.Allowed != 50 || le.Wanted != 2 {
@@ -194,8 +194,8 @@ func TestCreateIsAllOrNothing(t *testing.T) {
 	if charge != (Charge{Allowed: 50, Used: 49}) {
 		t.Fatalf("charge of a refused creation: %+v", charge)
 	}
-	if e.used(o) != 49 || len(e.keys("org-list/")) != listed || len(e.keys("img/")) != listed {
-		t.Fatalf("a refused creation left %d credits used, %d list entries (%d before)", e.used(o), len(e.keys("org-list/")), listed)
+	if e.used(t.Context(), o) != 49 || len(e.keys(t.Context(), "org-list/")) != listed || len(e.keys(t.Context(), "img/")) != listed {
+		t.Fatalf("a refused creation left %d credits used, %d list entries (%d before)", e.used(t.Context(), o), len(e.keys(t.Context(), "org-list/")), listed)
 	}
 	// The last credit, then only reuse.
 	e.create(o, Item{Params: html("y")})

@@ -41,7 +41,7 @@ func (s *Service) Delete(ctx context.Context, orgID string, ids []string) (int, 
 func (s *Service) deleteOne(ctx context.Context, orgID, id string) (bool, error) {
 	var deleted bool
 	err := s.cfg.Store.Update(ctx, recordLock(id), func(txn kv.Txn) error {
-		img, err := (records{txn}).get(id)
+		img, err := (records{txn}).get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -56,7 +56,7 @@ func (s *Service) deleteOne(ctx context.Context, orgID, id string) (bool, error)
 			keys = append(keys, listKey(orgID, img.SortKey))
 		}
 		if img.DedupeKey != "" {
-			if cur, err := txn.Get(dedupeKey(orgID, img.DedupeKey)); err == nil && string(cur) == id {
+			if cur, err := txn.Get(ctx, dedupeKey(orgID, img.DedupeKey)); err == nil && string(cur) == id {
 				keys = append(keys, dedupeKey(orgID, img.DedupeKey))
 			}
 		}

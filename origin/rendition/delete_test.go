@@ -38,7 +38,7 @@ func TestDeleteFailurePurgesWhatWasDeleted(t *testing.T) {
 		t.Fatal("the delete did not fail")
 	}
 	for _, id := range []string{a, b} {
-		if _, err := e.svc.Get(id); err == nil {
+		if _, err := e.svc.Get(t.Context(), id); err == nil {
 			t.Fatalf("image %s is still there", id)
 		}
 	}

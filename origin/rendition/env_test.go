@@ -57,7 +57,7 @@ func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
 		t.Fatal(err)
 	}
 	e.orgs = org.NewStore(store, e.clock.Now)
-	e.svc, err = NewService(Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
+	e.svc, err = NewService(t.Context(), Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +76,9 @@ func (e *env) newOrg(plan string) *org.Org {
 }
 
 // used is the credits o used in the current billing period.
-func (e *env) used(o *org.Org) int64 {
+func (e *env) used(ctx context.Context, o *org.Org) int64 {
 	e.t.Helper()
-	n, err := usage.Used(e.store, o, e.clock.Now())
+	n, err := usage.Used(ctx, e.store, o, e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -96,9 +96,9 @@ func (e *env) create(o *org.Org, it Item) Created {
 }
 
 // get returns the stored record of id.
-func (e *env) get(id string) *Image {
+func (e *env) get(ctx context.Context, id string) *Image {
 	e.t.Helper()
-	img, err := e.svc.Get(id)
+	img, err := e.svc.Get(ctx, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func (e *env) ready(id string, data []byte) *Image {
 }
 
 // keys returns every key of the store under prefix and its value.
-func (e *env) keys(prefix string) map[string]string {
+func (e *env) keys(ctx context.Context, prefix string) map[string]string {
 	e.t.Helper()
 	out := map[string]string{}
-	it := e.store.Iterate([]byte(prefix), kv.IterOptions{})
+	it := e.store.Iterate(ctx, []byte(prefix), kv.IterOptions{})
 	for it.Next() {
 		out[string(it.Key())] = string(it.Value())
 	}

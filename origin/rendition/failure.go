@@ -50,10 +50,10 @@ func (s *Service) Fail(img *Image, err error, pdf bool) error {
 func (s *Service) failMaster(id string, f *Failure, refund bool) error {
 	var img *Image
 	var owed bool
-	err := s.updateRecord(id, func(txn kv.Txn) error {
+	err := s.updateRecord(id, func(ctx context.Context, txn kv.Txn) error {
 		recs := records{txn}
 		var err error
-		if img, err = recs.get(id); err != nil {
+		if img, err = recs.get(ctx, id); err != nil {
 			return err
 		}
 		if img.State == StateReady {
@@ -77,14 +77,14 @@ func (s *Service) failMaster(id string, f *Failure, refund bool) error {
 	if err != nil || !owed {
 		return err
 	}
-	o, err := org.NewStore(s.cfg.Store, s.cfg.Now).Get(img.OrgID)
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	o, err := org.NewStore(s.cfg.Store, s.cfg.Now).Get(ctx, img.OrgID)
 	if err != nil {
 		return fmt.Errorf("refund image %s: %w", id, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
-	defer cancel()
 	if err := s.cfg.Store.Update(ctx, usage.Lock(o.ID), func(txn kv.Txn) error {
-		_, err := usage.Settle(txn, o)
+		_, err := usage.Settle(ctx, txn, o)
 		return err
 	}); err != nil {
 		return fmt.Errorf("refund image %s (owed; the next charge settles it): %w", id, err)

@@ -75,12 +75,12 @@ func TestRenderFailures(t *testing.T) {
 				if ra := ae.Header.Get("Retry-After"); ra != tt.retryAfter {
 					t.Fatalf("attempt %d: Retry-After %q, want %q", attempt, ra, tt.retryAfter)
 				}
-				if used := e.used(o); used != wantUsed {
+				if used := e.used(t.Context(), o); used != wantUsed {
 					t.Fatalf("attempt %d: %d credits used, want %d", attempt, used, wantUsed)
 				}
 			}
 
-			rec := e.get(img.ID)
+			rec := e.get(t.Context(), img.ID)
 			failure, format := rec.Failure, imageparams.FormatPNG
 			if tt.pdf {
 				failure, format = rec.PDFFailure, imageparams.FormatPDF
@@ -144,7 +144,7 @@ func TestRefundExactlyOnceUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	want := int64(2 - 1 + workers*creations/2)
-	if used := e.used(o); used != want {
+	if used := e.used(t.Context(), o); used != want {
 		t.Fatalf("%d credits used, want %d", used, want)
 	}
 }
@@ -162,12 +162,12 @@ func TestRefundGoesToTheChargedPeriod(t *testing.T) {
 	e.clock.Advance(40 * 24 * time.Hour) // the next billing period
 	e.create(o, Item{Params: html("z")})
 	e.svc.Fail(created[0].Image, render.ErrUnreachable, false)
-	then, err := usage.Used(e.store, o, charged)
+	then, err := usage.Used(t.Context(), e.store, o, charged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if then != 1 || e.used(o) != 1 {
-		t.Fatalf("after the refund: %d used in the charged period, %d in this one; want 1 and 1", then, e.used(o))
+	if then != 1 || e.used(t.Context(), o) != 1 {
+		t.Fatalf("after the refund: %d used in the charged period, %d in this one; want 1 and 1", then, e.used(t.Context(), o))
 	}
 }
 
@@ -189,7 +189,7 @@ func TestFileOfDeletedImageIsRemoved(t *testing.T) {
 	if err := e.svc.failMaster(img.ID, &Failure{Status: 502, Message: "x"}, true); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("failMaster after delete: %v", err)
 	}
-	if _, err := e.svc.Get(img.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := e.svc.Get(t.Context(), img.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a failure recorded after delete brought the image back: %v", err)
 	}
 }

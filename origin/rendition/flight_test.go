@@ -46,7 +46,7 @@ func flightEnv(t *testing.T, hold string) (*env, *heldBlobs, *testEngine) {
 	e := newEnv(t)
 	held := newHeldBlobs(e.blobs, hold)
 	eng := newTestEngine(t, 7, false)
-	svc, err := NewService(Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
+	svc, err := NewService(t.Context(), Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	if first.err == nil || first.err.Error() != "disk full" {
 		t.Fatalf("the flight ended with %v, want the store's error", first.err)
 	}
-	if got := e.get(img.ID); got.State != StatePending || len(got.Renditions) != 0 {
+	if got := e.get(ctx, img.ID); got.State != StatePending || len(got.Renditions) != 0 {
 		t.Fatalf("a master that was not stored is recorded: %+v", got)
 	}
 
@@ -95,7 +95,7 @@ func TestGetAnsweredStoreFails(t *testing.T) {
 	if _, err := e.svc.master(ctx, img.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get(img.ID); got.State != StateReady || got.Renditions["png"].ETag != f.Rendition.ETag {
+	if got := e.get(ctx, img.ID); got.State != StateReady || got.Renditions["png"].ETag != f.Rendition.ETag {
 		t.Fatalf("record after the second render: %+v, answered %+v", got, f.Rendition)
 	}
 	if n := eng.calls.Load(); n != 2 {
@@ -140,7 +140,7 @@ func TestOpenWaitsForStore(t *testing.T) {
 	if err := <-opened; err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get(img.ID); got.State != StateReady {
+	if got := e.get(ctx, img.ID); got.State != StateReady {
 		t.Fatalf("Open returned before the record held the master: %+v", got)
 	}
 }
@@ -182,7 +182,7 @@ func TestDeleteAfterAnsweredGet(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(e.dir, "images", "*", img.ID, "*")); len(files) > 0 {
 		t.Fatalf("files of the deleted image left: %v", files)
 	}
-	if _, err := e.svc.Get(img.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := e.svc.Get(ctx, img.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the record after the delete: %v", err)
 	}
 }

@@ -54,8 +54,8 @@ type lease struct {
 // holder was silent past its expiry) or deleted with the image.
 var errLeaseLost = errors.New("render lease lost")
 
-func getLease(r kv.Reader, id string, format imageparams.Format) (*lease, error) {
-	raw, err := r.Get(leaseKey(id, format))
+func getLease(ctx context.Context, r kv.Reader, id string, format imageparams.Format) (*lease, error) {
+	raw, err := r.Get(ctx, leaseKey(id, format))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}
@@ -96,7 +96,7 @@ const (
 // transaction. With leaseDone the error is done's.
 func (s *Service) takeLease(ctx context.Context, id string, format imageparams.Format, done finished) (*Image, leaseState, error) {
 	if !s.cfg.Shared {
-		img, err := s.records.get(id)
+		img, err := s.records.get(ctx, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -110,7 +110,7 @@ func (s *Service) takeLease(ctx context.Context, id string, format imageparams.F
 	var doneErr error
 	err := s.cfg.Store.Update(ctx, recordLock(id), func(txn kv.Txn) error {
 		var err error
-		if img, err = (records{txn}).get(id); err != nil {
+		if img, err = (records{txn}).get(ctx, id); err != nil {
 			return err
 		}
 		var fin bool
@@ -118,7 +118,7 @@ func (s *Service) takeLease(ctx context.Context, id string, format imageparams.F
 			state = leaseDone
 			return nil
 		}
-		l, err := getLease(txn, id, format)
+		l, err := getLease(ctx, txn, id, format)
 		if err != nil {
 			return err
 		}
@@ -180,14 +180,14 @@ func (s *Service) waitLease(ctx context.Context, id string, format imageparams.F
 			return nil, false, ctx.Err()
 		case <-tick.C:
 		}
-		img, err := s.records.get(id)
+		img, err := s.records.get(ctx, id)
 		if err != nil {
 			return nil, false, err
 		}
 		if fin, err := done(img); fin {
 			return img, true, err
 		}
-		l, err := getLease(s.cfg.Store, id, format)
+		l, err := getLease(ctx, s.cfg.Store, id, format)
 		if err != nil {
 			return nil, false, err
 		}
@@ -253,7 +253,7 @@ func (h *held) confirm(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.s.cfg.RenderLease/3)
 	defer cancel()
 	return h.s.cfg.Store.Update(ctx, recordLock(h.id), func(txn kv.Txn) error {
-		l, err := getLease(txn, h.id, h.format)
+		l, err := getLease(ctx, txn, h.id, h.format)
 		if err != nil {
 			return err
 		}
@@ -273,8 +273,8 @@ func (h *held) release() {
 	}
 	close(h.stop)
 	<-h.done
-	err := h.s.updateRecord(h.id, func(txn kv.Txn) error {
-		l, err := getLease(txn, h.id, h.format)
+	err := h.s.updateRecord(h.id, func(ctx context.Context, txn kv.Txn) error {
+		l, err := getLease(ctx, txn, h.id, h.format)
 		if err != nil || l == nil || l.Holder != h.s.instance {
 			return err
 		}

@@ -65,11 +65,11 @@ func TestCreditsExactAcrossOrigins(t *testing.T) {
 			if ok != 50 || refused != creations-50 {
 				t.Fatalf("%d created, %d refused; want 50 and %d", ok, refused, creations-50)
 			}
-			used, err := usage.Used(o.stores[0], g, o.clock.Now())
+			used, err := usage.Used(t.Context(), o.stores[0], g, o.clock.Now())
 			if err != nil || used != 50 {
 				t.Fatalf("usage reads %d (%v), want 50", used, err)
 			}
-			list, more, err := o.svcs[len(o.svcs)-1].List(g.ID, "", 100)
+			list, more, err := o.svcs[len(o.svcs)-1].List(t.Context(), g.ID, "", 100)
 			if err != nil || len(list) != 50 || more {
 				t.Fatalf("the organization lists %d images (more %v, %v), want 50", len(list), more, err)
 			}
@@ -140,7 +140,7 @@ func TestOneRenderAcrossOrigins(t *testing.T) {
 				t.Fatalf("%d renders, want 1", n)
 			}
 			for i, svc := range o.svcs {
-				if _, err := svc.cfg.Store.Get(leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
+				if _, err := svc.cfg.Store.Get(ctx, leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
 					t.Fatalf("service %d: the lease is still there after the render (%v)", i, err)
 				}
 			}
@@ -197,7 +197,7 @@ func TestLeaseTakeover(t *testing.T) {
 			if err != nil || !bytes.Equal(after, o.engines[1].data) || f.Rendition.Size != int64(len(after)) {
 				t.Fatalf("after the dead origin's render ended: %d bytes (%v), recorded %d", len(after), err, f.Rendition.Size)
 			}
-			if _, err := live.cfg.Store.Get(leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
+			if _, err := live.cfg.Store.Get(ctx, leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
 				t.Fatalf("the lease is still there after the render (%v)", err)
 			}
 		})
@@ -276,13 +276,13 @@ func TestDeleteDropsLeases(t *testing.T) {
 	}
 	id := created[0].ID
 	<-o.engines[0].started
-	if _, err := svc.cfg.Store.Get(leaseKey(id, imageparams.FormatPNG)); err != nil {
+	if _, err := svc.cfg.Store.Get(t.Context(), leaseKey(id, imageparams.FormatPNG)); err != nil {
 		t.Fatalf("no lease while the render runs: %v", err)
 	}
 	if n, err := svc.Delete(context.Background(), g.ID, []string{id}); n != 1 || err != nil {
 		t.Fatalf("delete: %d, %v", n, err)
 	}
-	if _, err := svc.cfg.Store.Get(leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := svc.cfg.Store.Get(t.Context(), leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("the lease outlived its image (%v)", err)
 	}
 	o.engines[0].release()
@@ -290,7 +290,7 @@ func TestDeleteDropsLeases(t *testing.T) {
 	if _, err := svc.cfg.Blobs.Read(context.Background(), id, fileNames[imageparams.FormatPNG]); err == nil {
 		t.Fatal("the render of a deleted image left its file")
 	}
-	if _, err := svc.cfg.Store.Get(leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := svc.cfg.Store.Get(t.Context(), leaseKey(id, imageparams.FormatPNG)); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("the render of a deleted image left a lease (%v)", err)
 	}
 }
@@ -357,7 +357,7 @@ func TestOpenDuringCompactionElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("after the compaction")
-			img, err := reader.Get(id)
+			img, err := reader.Get(t.Context(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -409,7 +409,7 @@ func TestLeasesOnlyOnASharedStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng := newTestEngine(t, 1, false)
-			svc, err := NewService(Config{Store: store, Blobs: blobs, Engine: eng, Now: clock.Now, CompactIdle: -1, Shared: shared})
+			svc, err := NewService(t.Context(), Config{Store: store, Blobs: blobs, Engine: eng, Now: clock.Now, CompactIdle: -1, Shared: shared})
 			if err != nil {
 				t.Fatal(err)
 			}

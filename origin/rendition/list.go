@@ -1,6 +1,7 @@
 package rendition
 
 import (
+	"context"
 	"errors"
 
 	"github.com/google/uuid"
@@ -12,7 +13,7 @@ import (
 // after the sort key after, and whether more follow. A position that is a
 // signed URL's image id (a page token issued before sort keys) is read as
 // that image's sort key.
-func (s *Service) List(orgID, after string, count int) ([]*Image, bool, error) {
+func (s *Service) List(ctx context.Context, orgID, after string, count int) ([]*Image, bool, error) {
 	snap := s.cfg.Store.Snapshot()
 	defer snap.Close()
 	recs := records{snap}
@@ -20,20 +21,20 @@ func (s *Service) List(orgID, after string, count int) ([]*Image, bool, error) {
 	opts := kv.IterOptions{Reverse: true}
 	if after != "" {
 		if u, err := uuid.Parse(after); err == nil && u.Version() != 7 {
-			if img, err := recs.get(after); err == nil && img.OrgID == orgID && img.SortKey != "" {
+			if img, err := recs.get(ctx, after); err == nil && img.OrgID == orgID && img.SortKey != "" {
 				after = img.SortKey
 			}
 		}
 		opts.After = listKey(orgID, after)
 	}
-	it := snap.Iterate(prefix, opts)
+	it := snap.Iterate(ctx, prefix, opts)
 	defer it.Close()
 	var out []*Image
 	for it.Next() {
 		if len(out) == count {
 			return out, true, nil
 		}
-		img, err := recs.get(string(it.Value()))
+		img, err := recs.get(ctx, string(it.Value()))
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

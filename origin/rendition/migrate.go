@@ -1,6 +1,7 @@
 package rendition
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,11 +31,11 @@ const migrateBatch = 256
 // removes the old entries it moved, so an interrupted run resumes where it
 // stopped, and a run with nothing left to move reads one empty range. It
 // returns how many images it moved.
-func migrateIndex(store kv.Store) (int, error) {
+func migrateIndex(ctx context.Context, store kv.Store) (int, error) {
 	moved := 0
 	for {
 		var keys []string
-		it := store.Iterate([]byte(legacyPrefix), kv.IterOptions{})
+		it := store.Iterate(ctx, []byte(legacyPrefix), kv.IterOptions{})
 		for len(keys) < migrateBatch && it.Next() {
 			keys = append(keys, string(it.Key()))
 		}
@@ -44,7 +45,7 @@ func migrateIndex(store kv.Store) (int, error) {
 		if len(keys) == 0 {
 			return moved, nil
 		}
-		n, err := migrateStep(store, keys)
+		n, err := migrateStep(ctx, store, keys)
 		moved += n
 		if err != nil {
 			return moved, fmt.Errorf("migrate image index: %w", err)
@@ -52,14 +53,14 @@ func migrateIndex(store kv.Store) (int, error) {
 	}
 }
 
-func migrateStep(store kv.Store, keys []string) (int, error) {
+func migrateStep(ctx context.Context, store kv.Store, keys []string) (int, error) {
 	b := store.NewBatch()
 	defer b.Close()
 	moved := 0
 	for _, k := range keys {
 		b.Delete([]byte(k))
 		_, id, _ := strings.Cut(k[len(legacyPrefix):], "/")
-		img, err := (records{store}).get(id)
+		img, err := (records{store}).get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // an entry its image outlived
 		}

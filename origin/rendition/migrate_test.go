@@ -55,7 +55,7 @@ func listAll(t *testing.T, s *Service, org string, n int) []string {
 	var ids []string
 	after := ""
 	for range 1000 {
-		page, more, err := s.List(org, after, n)
+		page, more, err := s.List(t.Context(), org, after, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,14 +98,14 @@ func TestLegacyIndexMigrates(t *testing.T) {
 	if got := listAll(t, s, other, 50); !slices.Equal(got, []string{foreign.ID}) {
 		t.Fatalf("the other organization lists %v", got)
 	}
-	if left := e.keys(legacyPrefix); len(left) > 0 {
+	if left := e.keys(t.Context(), legacyPrefix); len(left) > 0 {
 		t.Fatalf("legacy entries left: %v", sortedKeys(left))
 	}
-	if n, err := migrateIndex(e.store); n != 0 || err != nil {
+	if n, err := migrateIndex(t.Context(), e.store); n != 0 || err != nil {
 		t.Fatalf("a second migration moved %d (%v)", n, err)
 	}
 	// A page token issued before the move holds the last image's id.
-	page, _, err := s.List(org, newestFirst[4], 3)
+	page, _, err := s.List(t.Context(), org, newestFirst[4], 3)
 	if err != nil || len(page) != 3 || page[0].ID != newestFirst[5] {
 		t.Fatalf("page after the id %s: %v (%v)", newestFirst[4], page, err)
 	}
@@ -133,29 +133,29 @@ func TestMigrationResumes(t *testing.T) {
 		newestFirst = legacyImages(t, store, org, n, t0)
 		// The first run moved 100 entries, then stopped.
 		var keys []string
-		it := store.Iterate([]byte(legacyPrefix), kv.IterOptions{})
+		it := store.Iterate(t.Context(), []byte(legacyPrefix), kv.IterOptions{})
 		for len(keys) < 100 && it.Next() {
 			keys = append(keys, string(it.Key()))
 		}
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if moved, err := migrateStep(store, keys); moved != 100 || err != nil {
+		if moved, err := migrateStep(t.Context(), store, keys); moved != 100 || err != nil {
 			t.Fatalf("first step moved %d (%v)", moved, err)
 		}
 	})
-	if left := e.keys(legacyPrefix); len(left) > 0 {
+	if left := e.keys(t.Context(), legacyPrefix); len(left) > 0 {
 		t.Fatalf("%d legacy entries left", len(left))
 	}
 	if got := listAll(t, e.svc, org, 50); !slices.Equal(got, newestFirst) {
 		t.Fatalf("after a resumed migration the list is\n%v\nwant\n%v", got, newestFirst)
 	}
-	list := e.keys(listPrefix + org + "/")
+	list := e.keys(t.Context(), listPrefix+org+"/")
 	if len(list) != n {
 		t.Fatalf("%d list entries for %d images", len(list), n)
 	}
 	for k, id := range list {
-		img := e.get(id)
+		img := e.get(t.Context(), id)
 		if want := legacySortKey(img); img.SortKey != want || k != string(listKey(org, want)) {
 			t.Fatalf("image %s: sort key %q filed under %q, want %q", id, img.SortKey, k, want)
 		}

@@ -54,7 +54,7 @@ func newOrigins(t *testing.T, b storetest.Backend, lease time.Duration, engines 
 			t.Fatal(err)
 		}
 		cs := &cutStore{Store: s}
-		svc, err := NewService(Config{Store: cs, Blobs: blobs, Engine: engines[i], Now: o.clock.Now, CompactIdle: -1,
+		svc, err := NewService(t.Context(), Config{Store: cs, Blobs: blobs, Engine: engines[i], Now: o.clock.Now, CompactIdle: -1,
 			RenderLease: lease, Shared: true})
 		if err != nil {
 			t.Fatal(err)
@@ -87,11 +87,11 @@ type cutStore struct {
 	cut atomic.Bool
 }
 
-func (c *cutStore) Get(key []byte) ([]byte, error) {
+func (c *cutStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if c.cut.Load() {
 		return nil, kv.ErrUnavailable
 	}
-	return c.Store.Get(key)
+	return c.Store.Get(ctx, key)
 }
 
 func (c *cutStore) Put(key, value []byte) error {

@@ -1,6 +1,7 @@
 package rendition
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -103,8 +104,8 @@ func legacyListKey(org, id string) []byte { return []byte(legacyPrefix + org + "
 // records reads and writes image records.
 type records struct{ kv kv.Reader }
 
-func (r records) get(id string) (*Image, error) {
-	raw, err := r.kv.Get(recordKey(id))
+func (r records) get(ctx context.Context, id string) (*Image, error) {
+	raw, err := r.kv.Get(ctx, recordKey(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}

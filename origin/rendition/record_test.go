@@ -51,13 +51,13 @@ func TestKeyLayout(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, prefix := range []string{"img/", "org-list/", "dedupe/", legacyPrefix} {
-				maps.Copy(got, e.keys(prefix))
+				maps.Copy(got, e.keys(t.Context(), prefix))
 			}
 			got["img/"+img.ID] = "" // the record's value is its JSON, checked below
 			if !maps.Equal(got, want) {
 				t.Fatalf("keys:\n got %v\nwant %v", got, want)
 			}
-			rec := e.get(img.ID)
+			rec := e.get(t.Context(), img.ID)
 			if rec.OrgID != o.ID || rec.State != StatePending || rec.SortKey != img.SortKey || rec.Credits != 1 {
 				t.Fatalf("stored record %+v", rec)
 			}
@@ -67,7 +67,7 @@ func TestKeyLayout(t *testing.T) {
 				t.Fatalf("delete: %d, %v", n, err)
 			}
 			for _, prefix := range []string{"img/", "org-list/", "dedupe/"} {
-				if left := e.keys(prefix); len(left) > 0 {
+				if left := e.keys(t.Context(), prefix); len(left) > 0 {
 					t.Fatalf("after delete: %v", sortedKeys(left))
 				}
 			}
@@ -114,11 +114,11 @@ func TestListNewestFirst(t *testing.T) {
 			}
 		})
 	}
-	page, more, err := e.svc.List(o.ID, "", 7)
+	page, more, err := e.svc.List(t.Context(), o.ID, "", 7)
 	if err != nil || len(page) != 7 || more {
 		t.Fatalf("a page of exactly the 7 images: %d images, more = %v (%v)", len(page), more, err)
 	}
-	page, more, err = e.svc.List(o.ID, "", 6)
+	page, more, err = e.svc.List(t.Context(), o.ID, "", 6)
 	if err != nil || len(page) != 6 || !more {
 		t.Fatalf("a page of 6 of 7 images: %d images, more = %v (%v)", len(page), more, err)
 	}
@@ -128,7 +128,7 @@ func TestListNewestFirst(t *testing.T) {
 func TestGetUnknown(t *testing.T) {
 	e := newEnv(t)
 	const id = "0195f0a0-0000-7000-8000-000000000000"
-	if _, err := e.svc.Get(id); !errors.Is(err, ErrNotFound) {
+	if _, err := e.svc.Get(t.Context(), id); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get: %v", err)
 	}
 	if _, err := e.svc.Open(context.Background(), id, imageparams.FormatPNG); !errors.Is(err, ErrNotFound) {

@@ -47,7 +47,7 @@ func (s *Service) OpenForGet(ctx context.Context, id string, format imageparams.
 }
 
 func (s *Service) open(ctx context.Context, id string, format imageparams.Format, early bool) (*File, error) {
-	img, err := s.records.get(id)
+	img, err := s.records.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ var errFileChanged = errors.New("the file changed while it was opened")
 // recorded one (a compactor that died between the two) is served as it
 // is, with its own size.
 func (s *Service) openFile(ctx context.Context, id string, format imageparams.Format, last bool) (*File, error) {
-	img, err := s.records.get(id)
+	img, err := s.records.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) openFile(ctx context.Context, id string, format imageparams.Fo
 	}
 	f, err := s.cfg.Blobs.Open(ctx, id, fileNames[format])
 	if err != nil {
-		if again, gerr := s.records.get(id); gerr == nil && again.Renditions[string(format)] != rend {
+		if again, gerr := s.records.get(ctx, id); gerr == nil && again.Renditions[string(format)] != rend {
 			return nil, fmt.Errorf("open %s of image %s: %w", format, id, errFileChanged)
 		}
 		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
@@ -128,7 +128,7 @@ func (s *Service) openFile(ctx context.Context, id string, format imageparams.Fo
 		f.Close()
 		return nil, fmt.Errorf("open %s of image %s: %w", format, id, err)
 	}
-	again, err := s.records.get(id)
+	again, err := s.records.get(ctx, id)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -180,7 +180,7 @@ func (s *Service) makeMaster(id string) func(context.Context, *flight) (*Image, 
 	return func(ctx context.Context, f *flight) (*Image, error) {
 		img, err := s.leased(ctx, id, imageparams.FormatPNG, masterDone, func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, false)
-			if err := s.route(img, req); err != nil {
+			if err := s.route(ctx, img, req); err != nil {
 				return nil, s.Fail(img, err, false)
 			}
 			res, err := s.cfg.Engine.Render(ctx, req)
@@ -243,7 +243,7 @@ func (s *Service) makePDF(id string) func(context.Context, *flight) (*Image, err
 	return func(ctx context.Context, f *flight) (*Image, error) {
 		return s.leased(ctx, id, imageparams.FormatPDF, renditionDone(imageparams.FormatPDF), func(ctx context.Context, img *Image, h *held) (*Image, error) {
 			req := renderRequest(img, true)
-			if err := s.route(img, req); err != nil {
+			if err := s.route(ctx, img, req); err != nil {
 				return nil, s.Fail(img, err, true)
 			}
 			res, err := s.cfg.Engine.Render(ctx, req)
@@ -305,10 +305,10 @@ func (s *Service) store(ctx context.Context, id string, format imageparams.Forma
 // file is removed again, once the transaction found the record gone.
 func (s *Service) update(id string, change func(*Image)) (*Image, error) {
 	var img *Image
-	err := s.updateRecord(id, func(txn kv.Txn) error {
+	err := s.updateRecord(id, func(ctx context.Context, txn kv.Txn) error {
 		var err error
 		recs := records{txn}
-		if img, err = recs.get(id); err != nil {
+		if img, err = recs.get(ctx, id); err != nil {
 			return err
 		}
 		change(img)
@@ -396,7 +396,7 @@ func renderRequest(img *Image, pdf bool) *render.Request {
 // route sets the render's upstream proxy when the image names one. A proxy
 // deleted or disabled since the image was created fails the render (502,
 // naming it), as a proxy that cannot be reached does.
-func (s *Service) route(img *Image, req *render.Request) error {
+func (s *Service) route(ctx context.Context, img *Image, req *render.Request) error {
 	id := img.Params.ProxyID
 	if id == "" {
 		return nil
@@ -404,7 +404,7 @@ func (s *Service) route(img *Image, req *render.Request) error {
 	if s.cfg.Proxies == nil {
 		return fmt.Errorf("%w: proxy %s: proxies are not available", render.ErrInvalidProxy, id)
 	}
-	up, err := s.cfg.Proxies.Upstream(img.OrgID, id)
+	up, err := s.cfg.Proxies.Upstream(ctx, img.OrgID, id)
 	if err != nil {
 		return fmt.Errorf("%w: proxy %s: %v", render.ErrInvalidProxy, id, err)
 	}

@@ -75,7 +75,7 @@ func TestConversionsAreMadeOnce(t *testing.T) {
 			if err != nil || format != tt.decode || cfg.Width != 40 || cfg.Height != 30 {
 				t.Fatalf("the rendition decodes as %s %dx%d (%v)", format, cfg.Width, cfg.Height, err)
 			}
-			if master := e.get(img.ID).Renditions["png"]; master.ETag == first.rend.ETag {
+			if master := e.get(t.Context(), img.ID).Renditions["png"]; master.ETag == first.rend.ETag {
 				t.Fatal("the rendition has the master's ETag")
 			}
 		})
@@ -139,7 +139,7 @@ func TestCompactKeepsETag(t *testing.T) {
 	}
 
 	pending := e.create(o, Item{Params: html("pending")})
-	if err := e.svc.Compact(pending.ID); err != nil || len(e.get(pending.ID).Renditions) != 0 {
+	if err := e.svc.Compact(pending.ID); err != nil || len(e.get(t.Context(), pending.ID).Renditions) != 0 {
 		t.Fatalf("compacting an image without a master: %v", err)
 	}
 }

@@ -102,7 +102,7 @@ var _ Engine = (*render.Engine)(nil)
 type Proxies interface {
 	// Upstream returns the proxy's route with its credentials, or an error
 	// saying why the proxy cannot be used (deleted, disabled).
-	Upstream(orgID, proxyID string) (*egress.Upstream, error)
+	Upstream(ctx context.Context, orgID, proxyID string) (*egress.Upstream, error)
 }
 
 // Service creates images and produces their files.
@@ -137,7 +137,7 @@ type Service struct {
 // NewService returns a service; Close stops its background work. It first
 // moves a list index written by an older version to the current layout
 // (migrateIndex).
-func NewService(cfg Config) (*Service, error) {
+func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -147,7 +147,7 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.RenderLease <= 0 {
 		cfg.RenderLease = DefaultRenderLease
 	}
-	if n, err := migrateIndex(cfg.Store); err != nil {
+	if n, err := migrateIndex(ctx, cfg.Store); err != nil {
 		return nil, err
 	} else if n > 0 {
 		slog.Info("image list index migrated to sort keys", "images", n)
@@ -207,10 +207,12 @@ func recordLock(id string) string { return "image/" + id }
 const storeWait = 30 * time.Second
 
 // updateRecord runs fn as one transaction under the image's record lock.
-func (s *Service) updateRecord(id string, fn func(txn kv.Txn) error) error {
+// fn reads with the ctx it is given: the transaction's, which the
+// caller's cancellation does not end.
+func (s *Service) updateRecord(id string, fn func(ctx context.Context, txn kv.Txn) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
 	defer cancel()
-	return s.cfg.Store.Update(ctx, recordLock(id), fn)
+	return s.cfg.Store.Update(ctx, recordLock(id), func(txn kv.Txn) error { return fn(ctx, txn) })
 }
 
 // Credits returns what creating an image with p costs.
@@ -223,4 +225,4 @@ func Credits(p *imageparams.Params) int {
 }
 
 // Get returns the record of an image.
-func (s *Service) Get(id string) (*Image, error) { return s.records.get(id) }
+func (s *Service) Get(ctx context.Context, id string) (*Image, error) { return s.records.get(ctx, id) }

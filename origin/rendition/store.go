@@ -22,11 +22,11 @@ type Destinations interface {
 	// its destinations: an *apierr.Error saying why not (the plan 403, an
 	// unknown destination 404, a disabled one 400), or whether the
 	// destination keeps no service copy (hcti_storage_disabled).
-	Check(o *org.Org, id string) (storageOnly bool, err error)
+	Check(ctx context.Context, o *org.Org, id string) (storageOnly bool, err error)
 	// Open returns the bucket of an organization's destination, or an
 	// error saying why it cannot be written (deleted, disabled, its
 	// secret does not open).
-	Open(orgID, id string) (Bucket, error)
+	Open(ctx context.Context, orgID, id string) (Bucket, error)
 	// Describe puts a write error in words fit for the organization (no
 	// secret, no server-sent text).
 	Describe(err error) string
@@ -61,11 +61,11 @@ type ObjectResult struct {
 // CheckDestination tells whether an organization may send a new image to
 // its storage destination id (see Destinations.Check); without
 // Destinations every id is refused (400).
-func (s *Service) CheckDestination(o *org.Org, id string) (storageOnly bool, err error) {
+func (s *Service) CheckDestination(ctx context.Context, o *org.Org, id string) (storageOnly bool, err error) {
 	if s.cfg.Destinations == nil {
 		return false, apierr.Field("storage_destination_id", "storage destinations are not available")
 	}
-	return s.cfg.Destinations.Check(o, id)
+	return s.cfg.Destinations.Check(ctx, o, id)
 }
 
 // DescribeStoreError words an error of StoreObject for the organization.
@@ -121,7 +121,7 @@ func (s *Service) storer() {
 			return
 		case id := <-s.stores:
 			ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
-			img, err := s.records.get(id)
+			img, err := s.records.get(ctx, id)
 			if err == nil {
 				var res ObjectResult
 				res, err = s.StoreObject(ctx, img, Variant{Format: BaseFormat(img)})
@@ -180,13 +180,13 @@ func (s *Service) StoreObject(ctx context.Context, img *Image, v Variant) (Objec
 	if s.cfg.Destinations == nil || img.Params.StorageDestinationID == "" {
 		return res, errNoDestination
 	}
-	b, err := s.cfg.Destinations.Open(img.OrgID, img.Params.StorageDestinationID)
+	b, err := s.cfg.Destinations.Open(ctx, img.OrgID, img.Params.StorageDestinationID)
 	if err != nil {
 		return res, fmt.Errorf("storage destination %s: %w", img.Params.StorageDestinationID, err)
 	}
 	res.Bucket, res.Key = b.Bucket(), b.Key(ObjectName(img.ID, v))
 	mark := res.Bucket + "/" + res.Key
-	if cur, err := s.records.get(img.ID); err != nil {
+	if cur, err := s.records.get(ctx, img.ID); err != nil {
 		return res, err
 	} else if _, ok := cur.Stored[mark]; ok {
 		res.Status = ObjectAlreadyStored
@@ -257,8 +257,8 @@ func (s *Service) putTransformed(ctx context.Context, b Bucket, key, id string, 
 // store), and a later store renders it again. The files go first, then
 // the record forgets them: a file made in between is left unrecorded
 // (the next render replaces it), never recorded without its file.
-func (s *Service) Drop(id string) error {
-	img, err := s.records.get(id)
+func (s *Service) Drop(ctx context.Context, id string) error {
+	img, err := s.records.get(ctx, id)
 	if err != nil {
 		return err
 	}

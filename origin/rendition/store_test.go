@@ -1,6 +1,7 @@
 package rendition
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -20,9 +21,11 @@ type blockedDestinations struct {
 	release chan struct{}
 }
 
-func (d blockedDestinations) Check(*org.Org, string) (bool, error) { return false, nil }
-func (d blockedDestinations) Describe(err error) string            { return err.Error() }
-func (d blockedDestinations) Open(orgID, id string) (Bucket, error) {
+func (d blockedDestinations) Check(context.Context, *org.Org, string) (bool, error) {
+	return false, nil
+}
+func (d blockedDestinations) Describe(err error) string { return err.Error() }
+func (d blockedDestinations) Open(_ context.Context, orgID, id string) (Bucket, error) {
 	d.opened <- id
 	<-d.release
 	return nil, errors.New("destination unreachable")
@@ -34,7 +37,7 @@ func TestStoreQueueFull(t *testing.T) {
 	e := newEnv(t)
 	dests := blockedDestinations{opened: make(chan string, 4), release: make(chan struct{})}
 	stored := make(chan string, 4)
-	svc, err := NewService(Config{Store: e.store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1,
+	svc, err := NewService(t.Context(), Config{Store: e.store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1,
 		Destinations: dests, StorageWrites: 1, StorageQueue: 1,
 		OnStored: func(id string, err error) { stored <- id }})
 	if err != nil {

@@ -186,13 +186,13 @@ func (rt Routes[T, V]) Remove(w http.ResponseWriter, r *http.Request, del func(p
 // List answers the caller's cursor list (ServeList in the scope Scope and
 // the organization's id): list's records after a position, each shown
 // as View.
-func (rt Routes[T, V]) List(w http.ResponseWriter, r *http.Request, c cursor.Codec, list func(orgID, after string, count int) ([]*T, bool, error)) error {
+func (rt Routes[T, V]) List(w http.ResponseWriter, r *http.Request, c cursor.Codec, list func(ctx context.Context, orgID, after string, count int) ([]*T, bool, error)) error {
 	p, err := rt.Caller(r)
 	if err != nil {
 		return err
 	}
 	return ServeList(w, r, c, rt.Scope+p.Org.ID, func(after string, count int) ([]*T, bool, error) {
-		return list(p.Org.ID, after, count)
+		return list(r.Context(), p.Org.ID, after, count)
 	}, rt.View, rt.ID)
 }
 

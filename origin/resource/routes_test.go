@@ -75,7 +75,7 @@ func startItems(t *testing.T) *itemSite {
 		return body.Label, nil
 	}
 	taken := func(txn kv.Txn, label string) error {
-		if _, err := txn.Get(labelKey(label)); err == nil {
+		if _, err := txn.Get(t.Context(), labelKey(label)); err == nil {
 			return errTaken
 		}
 		return nil
@@ -107,15 +107,15 @@ func startItems(t *testing.T) *itemSite {
 		})
 	}))
 	mux.Handle("GET /items", wrap(func(w http.ResponseWriter, r *http.Request) error {
-		return itemRoutes.List(w, r, codec, func(orgID, after string, count int) ([]*item, bool, error) {
+		return itemRoutes.List(w, r, codec, func(ctx context.Context, orgID, after string, count int) ([]*item, bool, error) {
 			s.works.Add(1)
-			return s.store.List(orgID, after, count, nil)
+			return s.store.List(ctx, orgID, after, count, nil)
 		})
 	}))
 	mux.Handle("GET /items/{id}", wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return itemRoutes.One(w, r, func(p *auth.Principal, id string) (*item, error) {
 			s.works.Add(1)
-			return s.store.Get(p.Org.ID, id)
+			return s.store.Get(r.Context(), p.Org.ID, id)
 		})
 	}))
 	mux.Handle("POST /items/{id}", wrap(func(w http.ResponseWriter, r *http.Request) error {

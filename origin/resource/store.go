@@ -87,8 +87,8 @@ func (s *Store[T]) Decode(raw []byte) (*T, error) {
 
 // Load reads record id from r, whatever its organization: NotFound when
 // there is none.
-func (s *Store[T]) Load(r kv.Reader, id string) (*T, error) {
-	raw, err := r.Get(s.RecordKey(id))
+func (s *Store[T]) Load(ctx context.Context, r kv.Reader, id string) (*T, error) {
+	raw, err := r.Get(ctx, s.RecordKey(id))
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, s.spec.NotFound
 	}
@@ -119,11 +119,13 @@ func (s *Store[T]) Put(w kv.Writer, t *T) error {
 
 // Get returns the organization's record with the id; another
 // organization's is NotFound, like a missing one.
-func (s *Store[T]) Get(orgID, id string) (*T, error) { return s.GetIn(s.kv, orgID, id) }
+func (s *Store[T]) Get(ctx context.Context, orgID, id string) (*T, error) {
+	return s.GetIn(ctx, s.kv, orgID, id)
+}
 
 // GetIn is Get reading r (a transaction or a snapshot).
-func (s *Store[T]) GetIn(r kv.Reader, orgID, id string) (*T, error) {
-	t, err := s.Load(r, id)
+func (s *Store[T]) GetIn(ctx context.Context, r kv.Reader, orgID, id string) (*T, error) {
+	t, err := s.Load(ctx, r, id)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +191,7 @@ func (s *Store[T]) Create(ctx context.Context, t *T, prepare func(txn kv.Txn) er
 func (s *Store[T]) edit(ctx context.Context, orgID, id string, fn func(txn kv.Txn, cur *T) (*T, error)) (*T, error) {
 	var out *T
 	err := s.Txn(ctx, orgID, func(txn kv.Txn) error {
-		cur, err := s.GetIn(txn, orgID, id)
+		cur, err := s.GetIn(ctx, txn, orgID, id)
 		if err == nil {
 			out, err = fn(txn, cur)
 		}
@@ -210,7 +212,7 @@ func (s *Store[T]) Update(ctx context.Context, orgID, id string, change func(txn
 		var old *T
 		if s.spec.Index != nil {
 			var err error
-			if old, err = s.Load(txn, id); err != nil {
+			if old, err = s.Load(ctx, txn, id); err != nil {
 				return nil, err
 			}
 		}
@@ -240,23 +242,23 @@ func (s *Store[T]) Delete(ctx context.Context, orgID, id string) (*T, error) {
 // ByIndex returns the record whose id an index of the resource's own
 // keeps at key (what names the index in errors), whatever its
 // organization: NotFound when the key is absent.
-func (s *Store[T]) ByIndex(key []byte, what string) (*T, error) {
-	id, err := s.kv.Get(key)
+func (s *Store[T]) ByIndex(ctx context.Context, key []byte, what string) (*T, error) {
+	id, err := s.kv.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, s.spec.NotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up %s: %w", what, err)
 	}
-	return s.Load(s.kv, string(id))
+	return s.Load(ctx, s.kv, string(id))
 }
 
 // Limit returns a prepare for Create that refuses with err once the
 // organization has max records, counted in the creation's transaction so
 // that every process sharing the store counts the same records.
-func (s *Store[T]) Limit(orgID string, max int, err error) func(txn kv.Txn) error {
+func (s *Store[T]) Limit(ctx context.Context, orgID string, max int, err error) func(txn kv.Txn) error {
 	return func(txn kv.Txn) error {
-		n, cerr := s.Count(txn, orgID)
+		n, cerr := s.Count(ctx, txn, orgID)
 		if cerr != nil {
 			return cerr
 		}
@@ -271,7 +273,7 @@ func (s *Store[T]) Limit(orgID string, max int, err error) func(txn kv.Txn) erro
 // (their ids are time-ordered), starting after the id after ("" for the
 // first page), read from one snapshot, and whether more follow. keep, when
 // set, selects records: then more says whether more selected ones follow.
-func (s *Store[T]) List(orgID, after string, count int, keep func(*T) bool) ([]*T, bool, error) {
+func (s *Store[T]) List(ctx context.Context, orgID, after string, count int, keep func(*T) bool) ([]*T, bool, error) {
 	snap := s.kv.Snapshot()
 	defer snap.Close()
 	prefix := s.OrgPrefix(orgID)
@@ -279,14 +281,14 @@ func (s *Store[T]) List(orgID, after string, count int, keep func(*T) bool) ([]*
 	if after != "" {
 		opts.After = s.OrgKey(orgID, after)
 	}
-	it := snap.Iterate(prefix, opts)
+	it := snap.Iterate(ctx, prefix, opts)
 	defer it.Close()
 	var out []*T
 	for it.Next() {
 		if keep == nil && len(out) == count {
 			return out, true, nil
 		}
-		t, err := s.Load(snap, string(it.Key()[len(prefix):]))
+		t, err := s.Load(ctx, snap, string(it.Key()[len(prefix):]))
 		if err != nil {
 			return nil, false, err
 		}
@@ -303,8 +305,8 @@ func (s *Store[T]) List(orgID, after string, count int, keep func(*T) bool) ([]*
 
 // Count returns how many records the organization has, read from r (in
 // its transaction, to hold a limit across processes).
-func (s *Store[T]) Count(r kv.Reader, orgID string) (int, error) {
-	it := r.Iterate(s.OrgPrefix(orgID), kv.IterOptions{})
+func (s *Store[T]) Count(ctx context.Context, r kv.Reader, orgID string) (int, error) {
+	it := r.Iterate(ctx, s.OrgPrefix(orgID), kv.IterOptions{})
 	defer it.Close()
 	n := 0
 	for it.Next() {
@@ -325,7 +327,7 @@ func (s *Store[T]) Reseal(ctx context.Context, t *T, secret Sealed[T], upgraded 
 	id := s.spec.ID(t)
 	wrote := false
 	err := s.Txn(ctx, s.spec.OrgID(t), func(txn kv.Txn) error {
-		cur, err := s.Load(txn, id)
+		cur, err := s.Load(ctx, txn, id)
 		if err != nil {
 			return err
 		}
@@ -347,7 +349,7 @@ func (s *Store[T]) Reseal(ctx context.Context, t *T, secret Sealed[T], upgraded 
 
 // SealKind describes the records' secrets to seal.Reseal, the full pass
 // of a master key rotation; kind names them in its errors and logs.
-func (s *Store[T]) SealKind(kind string, secret Sealed[T]) seal.Kind {
+func (s *Store[T]) SealKind(ctx context.Context, kind string, secret Sealed[T]) seal.Kind {
 	return seal.Kind{
 		Name:   kind,
 		Prefix: []byte(s.spec.Record),
@@ -363,7 +365,7 @@ func (s *Store[T]) SealKind(kind string, secret Sealed[T]) seal.Kind {
 		},
 		Lock: s.LockName,
 		Reload: func(txn kv.Txn, id string) ([]byte, func([]byte) error, error) {
-			t, err := s.Load(txn, id)
+			t, err := s.Load(ctx, txn, id)
 			if errors.Is(err, s.spec.NotFound) {
 				return nil, nil, nil
 			}

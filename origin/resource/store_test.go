@@ -58,7 +58,7 @@ func newItem(orgID, label string) *item {
 func dump(t *testing.T, s kv.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	it := s.Iterate(nil, kv.IterOptions{})
+	it := s.Iterate(t.Context(), nil, kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		out[string(it.Key())] = string(it.Value())
@@ -152,7 +152,7 @@ func TestStoreNotFound(t *testing.T) {
 		{"foreign", "org-b", a.ID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.Get(tc.org, tc.id); err != errNoItem {
+			if _, err := s.Get(ctx, tc.org, tc.id); err != errNoItem {
 				t.Errorf("Get: %v", err)
 			}
 			called := false
@@ -168,7 +168,7 @@ func TestStoreNotFound(t *testing.T) {
 		})
 	}
 	// Load reads whatever the organization.
-	if got, err := s.Load(db, a.ID); err != nil || got.OrgID != "org-a" {
+	if got, err := s.Load(ctx, db, a.ID); err != nil || got.OrgID != "org-a" {
 		t.Fatalf("Load: %+v, %v", got, err)
 	}
 }
@@ -255,7 +255,7 @@ func TestStoreList(t *testing.T) {
 		{"kept, no more selected", ids[2], 1, even, []string{ids[0]}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			list, more, err := s.List("org-a", tc.after, tc.count, tc.keep)
+			list, more, err := s.List(ctx, "org-a", tc.after, tc.count, tc.keep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +264,7 @@ func TestStoreList(t *testing.T) {
 			}
 		})
 	}
-	if n, err := s.Count(db, "org-a"); err != nil || n != 5 {
+	if n, err := s.Count(ctx, db, "org-a"); err != nil || n != 5 {
 		t.Fatalf("Count = %d, %v", n, err)
 	}
 }
@@ -288,16 +288,16 @@ func TestStoreEncode(t *testing.T) {
 	if err := s.Create(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
 	}
-	if raw, err := db.Get(s.RecordKey(a.ID)); err != nil || string(raw) != a.ID+"|org-a|enc" {
+	if raw, err := db.Get(t.Context(), s.RecordKey(a.ID)); err != nil || string(raw) != a.ID+"|org-a|enc" {
 		t.Fatalf("stored %q, %v", raw, err)
 	}
-	if got, err := s.Get("org-a", a.ID); err != nil || got.Label != "enc" {
+	if got, err := s.Get(t.Context(), "org-a", a.ID); err != nil || got.Label != "enc" {
 		t.Fatalf("Get: %+v, %v", got, err)
 	}
 	if err := db.Put(s.RecordKey(a.ID), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get("org-a", a.ID); err == nil || errors.Is(err, errNoItem) {
+	if _, err := s.Get(t.Context(), "org-a", a.ID); err == nil || errors.Is(err, errNoItem) {
 		t.Fatalf("a record that does not decode: %v", err)
 	}
 }
@@ -331,7 +331,7 @@ func TestStoreReseal(t *testing.T) {
 		return it
 	}
 	opensUnderNewOnly := func(it *item) bool {
-		stored, err := s.Load(db, it.ID)
+		stored, err := s.Load(ctx, db, it.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +363,7 @@ func TestStoreReseal(t *testing.T) {
 
 	two, three := mk("two", true), mk("three", true)
 	mk("none", false)
-	c, err := seal.Reseal(ctx, db, box, s.SealKind("item", secretOf))
+	c, err := seal.Reseal(ctx, db, box, s.SealKind(ctx, "item", secretOf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestStoreShared(t *testing.T) {
 			for i := range tries {
 				wg.Go(func() {
 					s := stores[i%2]
-					results[i] = s.Create(ctx, newItem("org-a", fmt.Sprint("c", i)), s.Limit("org-a", limit, errLimit))
+					results[i] = s.Create(ctx, newItem("org-a", fmt.Sprint("c", i)), s.Limit(ctx, "org-a", limit, errLimit))
 				})
 			}
 			wg.Wait()
@@ -407,7 +407,7 @@ func TestStoreShared(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n, err := stores[1].Count(dbs[1], "org-a"); created != limit || err != nil || n != limit {
+			if n, err := stores[1].Count(ctx, dbs[1], "org-a"); created != limit || err != nil || n != limit {
 				t.Fatalf("%d creates succeeded, %d records (%v), want %d", created, n, err, limit)
 			}
 
@@ -429,12 +429,12 @@ func TestStoreShared(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			got, err := stores[1].Get("org-b", a.ID)
+			got, err := stores[1].Get(ctx, "org-b", a.ID)
 			if err != nil || got.N != updates {
 				t.Fatalf("after %d updates: %+v, %v", updates, got, err)
 			}
 			// Only the last label is indexed.
-			it := dbs[0].Iterate([]byte("it/l/u"), kv.IterOptions{})
+			it := dbs[0].Iterate(ctx, []byte("it/l/u"), kv.IterOptions{})
 			defer it.Close()
 			var labels []string
 			for it.Next() {
@@ -456,10 +456,10 @@ func TestStoreByIndex(t *testing.T) {
 	if err := s.Create(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.ByIndex(labelKey("findme"), "label"); err != nil || got.ID != a.ID {
+	if got, err := s.ByIndex(t.Context(), labelKey("findme"), "label"); err != nil || got.ID != a.ID {
 		t.Fatalf("ByIndex: %+v, %v", got, err)
 	}
-	if _, err := s.ByIndex(labelKey("absent"), "label"); err != errNoItem {
+	if _, err := s.ByIndex(t.Context(), labelKey("absent"), "label"); err != errNoItem {
 		t.Fatalf("absent: %v", err)
 	}
 }
@@ -480,11 +480,11 @@ func TestStoreNormalize(t *testing.T) {
 	if err := s.Create(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Get("org-a", a.ID)
+	got, err := s.Get(t.Context(), "org-a", a.ID)
 	if err != nil || got.Secret == nil {
 		t.Fatalf("Get: %+v, %v", got, err)
 	}
-	if raw, err := db.Get(s.RecordKey(a.ID)); err != nil || string(raw) != mustJSON(t, a) {
+	if raw, err := db.Get(t.Context(), s.RecordKey(a.ID)); err != nil || string(raw) != mustJSON(t, a) {
 		t.Fatalf("stored %s, %v", raw, err)
 	}
 }

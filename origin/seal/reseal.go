@@ -69,7 +69,7 @@ type Sealed struct {
 func Reseal(ctx context.Context, store kv.Store, box *Box, k Kind) (ResealCount, error) {
 	var c ResealCount
 	var todo []Sealed
-	it := store.Iterate(k.Prefix, kv.IterOptions{})
+	it := store.Iterate(ctx, k.Prefix, kv.IterOptions{})
 	for it.Next() {
 		s, err := k.Scan(it.Value())
 		if err != nil {

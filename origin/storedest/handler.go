@@ -341,7 +341,7 @@ func (h *Handler) describe(err error, secret string) string {
 // Get handles GET /v1/storage-destinations/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	return routes.One(w, r, func(p *auth.Principal, id string) (*Destination, error) {
-		return h.Store.Get(p.Org.ID, id)
+		return h.Store.Get(r.Context(), p.Org.ID, id)
 	})
 }
 

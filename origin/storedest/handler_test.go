@@ -229,7 +229,7 @@ func (s *site) get(t *testing.T, creds *apitest.Creds, id string) view {
 // connection is what the render path would connect to d with.
 func (s *site) connection(t *testing.T, creds *apitest.Creds, id string) storage.Connection {
 	t.Helper()
-	d, err := s.h.Store.Get(orgID(creds), id)
+	d, err := s.h.Store.Get(t.Context(), orgID(creds), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestCreateEveryProvider(t *testing.T) {
 			if c := s.connection(t, pro, id); c != tc.want {
 				t.Fatalf("Store.Connection %+v, want %+v", c, tc.want)
 			}
-			d, _ := s.h.Store.Get(orgID(pro), id)
+			d, _ := s.h.Store.Get(t.Context(), orgID(pro), id)
 			if d.Disabled || d.HctiStorageDisabled {
 				t.Fatalf("stored %+v", d)
 			}
@@ -449,7 +449,7 @@ func TestValidation(t *testing.T) {
 	if got := s.tests.take(); len(got) != 0 {
 		t.Fatalf("invalid requests were tested: %+v", got)
 	}
-	if list, _, _ := s.h.Store.List(orgID(pro), "", 10); len(list) != 0 {
+	if list, _, _ := s.h.Store.List(t.Context(), orgID(pro), "", 10); len(list) != 0 {
 		t.Fatalf("invalid requests stored %d destinations", len(list))
 	}
 }
@@ -517,7 +517,7 @@ func TestFullReplacement(t *testing.T) {
 	if !u.Enabled || u.HctiStorageDisabled || !reflect.DeepEqual(u.ConnectionInfo, want) {
 		t.Fatalf("after a replacement %+v", u)
 	}
-	d, _ := s.h.Store.Get(orgID(pro), v.ID)
+	d, _ := s.h.Store.Get(t.Context(), orgID(pro), v.ID)
 	if d.Disabled || d.HctiStorageDisabled || d.Revision != 2 {
 		t.Fatalf("stored %+v", d)
 	}
@@ -594,7 +594,7 @@ func TestFailingTest(t *testing.T) {
 	r := s.do(t, apitest.Request{Method: "POST", Path: path(""), Creds: pro, JSON: dest("Renders", bad)})
 	apitest.WantField(t, r, "connection_info")
 	apitest.WantMessage(t, r.Object(t), "Connection test failed", "the bucket answered: AccessDenied: Access Denied")
-	if list, _, _ := s.h.Store.List(orgID(pro), "", 10); len(list) != 0 {
+	if list, _, _ := s.h.Store.List(t.Context(), orgID(pro), "", 10); len(list) != 0 {
 		t.Fatalf("a failed enabled destination was stored: %+v", list)
 	}
 
@@ -702,7 +702,7 @@ func TestSecretNeverShown(t *testing.T) {
 		!strings.Contains(l, "storage destination connection test failed") {
 		t.Fatalf("logs hold the secret, or nothing was logged:\n%s", l)
 	}
-	it := s.db.Iterate(nil, kv.IterOptions{})
+	it := s.db.Iterate(t.Context(), nil, kv.IterOptions{})
 	defer it.Close()
 	for it.Next() {
 		if bytes.Contains(it.Value(), []byte(secret)) {
@@ -825,7 +825,7 @@ func TestPlanGating(t *testing.T) {
 	if got := s.tests.take(); len(got) != 0 {
 		t.Fatalf("tests ran: %+v", got)
 	}
-	if list, _, _ := s.h.Store.List(orgID(pro), "", 10); len(list) != 1 {
+	if list, _, _ := s.h.Store.List(t.Context(), orgID(pro), "", 10); len(list) != 1 {
 		t.Fatalf("the organization holds %d destinations", len(list))
 	}
 	if got := s.get(t, pro, mine.ID); !reflect.DeepEqual(got, mine) {
@@ -864,7 +864,7 @@ func TestIsolation(t *testing.T) {
 	if len(p.Data) != 1 || p.Data[0].ID != mine.ID {
 		t.Fatalf("my list %+v", p.Data)
 	}
-	if _, err := s.h.Store.Get(orgID(pro), theirs.ID); !errors.Is(err, storedest.ErrNotFound) {
+	if _, err := s.h.Store.Get(t.Context(), orgID(pro), theirs.ID); !errors.Is(err, storedest.ErrNotFound) {
 		t.Fatalf("Store.Get of another organization's destination: %v", err)
 	}
 }
@@ -892,7 +892,7 @@ func TestDelete(t *testing.T) {
 	if got := s.tests.take(); len(got) != 0 {
 		t.Fatalf("tests ran: %+v", got)
 	}
-	if _, err := s.h.Store.Get(orgID(pro), a.ID); !errors.Is(err, storedest.ErrNotFound) {
+	if _, err := s.h.Store.Get(t.Context(), orgID(pro), a.ID); !errors.Is(err, storedest.ErrNotFound) {
 		t.Fatalf("Store.Get after deletion: %v", err)
 	}
 	apitest.WantStatus(t, s.do(t, apitest.Request{Method: "DELETE", Path: path(b.ID), Creds: readOnly}), http.StatusForbidden)

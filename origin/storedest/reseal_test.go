@@ -74,7 +74,7 @@ func TestReseal(t *testing.T) {
 				}
 				name := fmt.Sprintf("dest %d round %d", i, round)
 				err := renamer.rs.Txn(ctx, d.OrgID, func(txn kv.Txn) error {
-					cur, err := renamer.rs.Load(txn, d.ID)
+					cur, err := renamer.rs.Load(ctx, txn, d.ID)
 					if err != nil {
 						return err
 					}
@@ -104,7 +104,7 @@ func TestReseal(t *testing.T) {
 	}
 	newOnly := NewStore(db, mustBox(newKey), clock.Now)
 	for i, d := range made {
-		cur, err := newOnly.Get(d.OrgID, d.ID)
+		cur, err := newOnly.Get(ctx, d.OrgID, d.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestReseal(t *testing.T) {
 			t.Fatalf("destination %d under the new key alone: %v", i, err)
 		}
 	}
-	f, err := newOnly.Get("org-1", foreign.ID)
+	f, err := newOnly.Get(ctx, "org-1", foreign.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,8 +200,8 @@ func (s *Store) Create(ctx context.Context, orgID string, in Input) (*Destinatio
 // not; another organization's is ErrNotFound, like a missing one. This is
 // the render path's look-up (one read); Connection gives what to connect
 // with.
-func (s *Store) Get(orgID, id string) (*Destination, error) {
-	return s.rs.Get(orgID, id)
+func (s *Store) Get(ctx context.Context, orgID, id string) (*Destination, error) {
+	return s.rs.Get(ctx, orgID, id)
 }
 
 // updateAttempts bounds how many times Update starts again from the
@@ -232,7 +232,7 @@ func (s *Store) Update(ctx context.Context, orgID, id string, change func(cur *D
 
 // update is one attempt of Update.
 func (s *Store) update(ctx context.Context, orgID, id string, change func(cur *Destination) (Input, error)) (*Destination, error) {
-	cur, err := s.Get(orgID, id)
+	cur, err := s.Get(ctx, orgID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -262,8 +262,8 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) (*Destination, err
 // List returns up to count of the organization's destinations newest
 // first, disabled ones included, starting after the id after ("" for the
 // first page), and whether more follow.
-func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, error) {
-	return s.rs.List(orgID, after, count, nil)
+func (s *Store) List(ctx context.Context, orgID, after string, count int) ([]*Destination, bool, error) {
+	return s.rs.List(ctx, orgID, after, count, nil)
 }
 
 // ExternalID returns the organization's AWS external id, which aws_s3
@@ -272,7 +272,7 @@ func (s *Store) List(orgID, after string, count int) ([]*Destination, bool, erro
 // life. Concurrent first calls get the same id, in every process sharing
 // the store.
 func (s *Store) ExternalID(ctx context.Context, orgID string) (string, error) {
-	id, err := s.rs.KV().Get(externalKey(orgID))
+	id, err := s.rs.KV().Get(ctx, externalKey(orgID))
 	if err == nil {
 		return string(id), nil
 	}
@@ -281,7 +281,7 @@ func (s *Store) ExternalID(ctx context.Context, orgID string) (string, error) {
 	}
 	var ext string
 	err = s.rs.Txn(ctx, orgID, func(txn kv.Txn) error {
-		switch id, err := txn.Get(externalKey(orgID)); {
+		switch id, err := txn.Get(ctx, externalKey(orgID)); {
 		case err == nil:
 			ext = string(id)
 			return nil
@@ -368,5 +368,5 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 // every write of destinations takes (seal.Reseal); revision and
 // updated_at stay.
 func (s *Store) Reseal(ctx context.Context) (seal.ResealCount, error) {
-	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind("storage destination", sealedSecret))
+	return seal.Reseal(ctx, s.rs.KV(), s.box, s.rs.SealKind(ctx, "storage destination", sealedSecret))
 }

@@ -60,7 +60,7 @@ func wasabiInput(name, secret string) Input {
 // entries returns every key of the package with its value.
 func entries(t *testing.T, db kv.Store) map[string][]byte {
 	t.Helper()
-	it := db.Iterate([]byte("sd/"), kv.IterOptions{})
+	it := db.Iterate(t.Context(), []byte("sd/"), kv.IterOptions{})
 	defer it.Close()
 	out := map[string][]byte{}
 	for it.Next() {
@@ -103,7 +103,7 @@ func TestStoreKeys(t *testing.T) {
 	if e := entries(t, db); len(e) != 1 || string(e["sd/x/org-a"]) != ext {
 		t.Fatalf("after deletion: %q", e)
 	}
-	if _, err := s.Get("org-a", d.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(t.Context(), "org-a", d.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get after deletion: %v", err)
 	}
 	if _, err := s.Delete(context.Background(), "org-a", d.ID); !errors.Is(err, ErrNotFound) {
@@ -130,7 +130,7 @@ func TestStoreSealsSecrets(t *testing.T) {
 			t.Fatalf("%s holds the secret in clear: %s", k, v)
 		}
 	}
-	got, err := s.Get("org-a", a.ID)
+	got, err := s.Get(t.Context(), "org-a", a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestStoreSealsSecrets(t *testing.T) {
 		t.Fatalf("Connection = %+v, %v", c, err)
 	}
 	// a's sealed secret in b's record.
-	moved, _ := s.Get("org-a", b.ID)
+	moved, _ := s.Get(t.Context(), "org-a", b.ID)
 	moved.sealed = got.sealed
 	if _, err := s.Connection(moved); !errors.Is(err, ErrSecret) {
 		t.Fatalf("a secret moved to another record opened: %v", err)
@@ -211,12 +211,12 @@ func TestLegacySecretMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	legacy := bytes.Clone(d.sealed)
-	stored, _ := s.Get("org-a", d.ID)
+	stored, _ := s.Get(t.Context(), "org-a", d.ID)
 	c, err := s.Connection(stored)
 	if err != nil || c.SecretAccessKey != "legacy-secret" {
 		t.Fatalf("Connection = %+v, %v", c, err)
 	}
-	after, _ := s.Get("org-a", d.ID)
+	after, _ := s.Get(t.Context(), "org-a", d.ID)
 	if bytes.Equal(after.sealed, legacy) {
 		t.Fatal("the legacy sealed secret is still stored after a read")
 	}
@@ -303,7 +303,7 @@ func TestUpdate(t *testing.T) {
 	if _, err := s.Update(context.Background(), "org-a", d.ID, func(*Destination) (Input, error) { return Input{}, boom }); err != boom {
 		t.Fatalf("err = %v", err)
 	}
-	if again, _ := s.Get("org-a", d.ID); again.Revision != 3 {
+	if again, _ := s.Get(t.Context(), "org-a", d.ID); again.Revision != 3 {
 		t.Fatalf("revision %d after a failed change", again.Revision)
 	}
 	// Another organization's id is not found.
@@ -356,7 +356,7 @@ func TestUpdateRaces(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("update of a destination deleted meanwhile: %v", err)
 	}
-	if _, err := s.Get("org-a", d.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(t.Context(), "org-a", d.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the deleted destination came back: %v", err)
 	}
 
@@ -410,7 +410,7 @@ func TestList(t *testing.T) {
 	var walked []string
 	after := ""
 	for {
-		page, more, err := s.List("org-a", after, 2)
+		page, more, err := s.List(t.Context(), "org-a", after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,7 +425,7 @@ func TestList(t *testing.T) {
 	if !slices.Equal(walked, ids) {
 		t.Fatalf("walked %q, want %q", walked, ids)
 	}
-	if page, more, _ := s.List("org-a", "", 5); len(page) != 5 || more {
+	if page, more, _ := s.List(t.Context(), "org-a", "", 5); len(page) != 5 || more {
 		t.Fatalf("a page of exactly the rest: %d, more %v", len(page), more)
 	}
 }
@@ -513,7 +513,7 @@ func TestSharedStore(t *testing.T) {
 					t.Fatalf("updates wrote over revisions %v, want 1 to %d once each", from, updates)
 				}
 			}
-			if got, err := stores[1].Get("org-a", d.ID); err != nil || got.Revision != updates+1 {
+			if got, err := stores[1].Get(ctx, "org-a", d.ID); err != nil || got.Revision != updates+1 {
 				t.Fatalf("after %d updates: %+v, %v", updates, got, err)
 			}
 		})

@@ -151,8 +151,8 @@ func unknownHelpers(calls []wasm.HelperCall) string {
 // from the top level of template_values (wasm.Outline), sorted. A part
 // the host cannot outline (saved under another parser) adds none: it
 // renders as it did.
-func (h *Handler) Variables(orgID, id string, version int) ([]string, error) {
-	_, v, err := h.Store.Version(orgID, id, version)
+func (h *Handler) Variables(ctx context.Context, orgID, id string, version int) ([]string, error) {
+	_, v, err := h.Store.Version(ctx, orgID, id, version)
 	if err != nil {
 		return nil, notFound(id, err)
 	}
@@ -346,7 +346,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	versions, more, err := h.Store.List(p.Org.ID, after, count)
+	versions, more, err := h.Store.List(r.Context(), p.Org.ID, after, count)
 	if err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) Versions(w http.ResponseWriter, r *http.Request) error {
 	p := auth.FromContext(r.Context())
 	id := r.PathValue("id")
-	versions, err := h.Store.Versions(p.Org.ID, id)
+	versions, err := h.Store.Versions(r.Context(), p.Org.ID, id)
 	if err != nil {
 		return notFound(id, err)
 	}
@@ -396,13 +396,13 @@ func (h *Handler) Expand(ctx context.Context, orgID string, obj *field.Object, p
 }
 
 // CountRenders counts images made from a template version.
-func (h *Handler) CountRenders(id string, version int, n int64) error {
-	return h.Store.CountRenders(id, version, n)
+func (h *Handler) CountRenders(ctx context.Context, id string, version int, n int64) error {
+	return h.Store.CountRenders(ctx, id, version, n)
 }
 
 // Owner returns the organization a template belongs to.
-func (h *Handler) Owner(id string) (string, error) {
-	t, err := h.Store.rs.Load(h.Store.kv, id)
+func (h *Handler) Owner(ctx context.Context, id string) (string, error) {
+	t, err := h.Store.rs.Load(ctx, h.Store.kv, id)
 	if err != nil {
 		return "", err
 	}
@@ -435,7 +435,7 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 	if err := errs.Err(); err != nil {
 		return nil, nil, err
 	}
-	_, v, err := h.Store.Version(orgID, id, version)
+	_, v, err := h.Store.Version(ctx, orgID, id, version)
 	if err != nil {
 		if version != 0 && errors.Is(err, ErrNotFound) {
 			return nil, nil, apierr.NotFound("Template %s has no version %d", id, version)

@@ -273,7 +273,7 @@ func TestEditAndVersions(t *testing.T) {
 	if v := edit(map[string]any{"html": "<p>{{a}}!</p>", "name": "Card"}); v != 1 {
 		t.Fatalf("an edit of the unrendered version made version %d", v)
 	}
-	if err := s.h.CountRenders(id, 1, 2); err != nil {
+	if err := s.h.CountRenders(t.Context(), id, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	s.clock.Advance(time.Second)
@@ -409,7 +409,7 @@ func TestList(t *testing.T) {
 func TestExpand(t *testing.T) {
 	s := start(t)
 	id := s.save(t, pro, map[string]any{"html": "<p>{{title}}</p>", "css": "p{color:{{ink}} }", "device_scale": 1, "viewport_width": 300, "viewport_height": 200})
-	if err := s.h.CountRenders(id, 1, 1); err != nil {
+	if err := s.h.CountRenders(t.Context(), id, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/template/" + id, Creds: pro, JSON: map[string]any{"html": "<h1>{{title}}</h1>"}})
@@ -521,10 +521,10 @@ func TestExpand(t *testing.T) {
 	_, _, _, err = s.h.Expand(context.Background(), orgID, obj(map[string]any{"template_values": values}), helper.ID, 0)
 	wantAPIError(t, err, 400, "template_values", "")
 
-	if owner, err := s.h.Owner(id); err != nil || owner != orgID {
+	if owner, err := s.h.Owner(t.Context(), id); err != nil || owner != orgID {
 		t.Fatalf("Owner = %q, %v", owner, err)
 	}
-	if _, err := s.h.Owner("t-nope"); !errors.Is(err, template.ErrNotFound) {
+	if _, err := s.h.Owner(t.Context(), "t-nope"); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("Owner of an unknown template: %v", err)
 	}
 }

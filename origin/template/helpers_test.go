@@ -130,7 +130,7 @@ func TestStoredUnknownHelpers(t *testing.T) {
 	if raw, _ := out.Raw("html"); json.Unmarshal(raw, &html) != nil || html != "<p>Hi</p>" {
 		t.Fatalf("html %s", raw)
 	}
-	if vars, err := s.h.Variables(orgID, quiet, 0); err != nil || !slices.Equal(vars, []string{"title"}) {
+	if vars, err := s.h.Variables(t.Context(), orgID, quiet, 0); err != nil || !slices.Equal(vars, []string{"title"}) {
 		t.Fatalf("Variables = %q, %v", vars, err)
 	}
 }
@@ -144,7 +144,7 @@ func TestVariables(t *testing.T) {
 		"html": "<h1>{{title}}</h1>{{#each items}}<i>{{label}} {{../brand}}</i>{{else}}{{empty}}{{/each}}{{#if show}}{{author.name}}{{/if}}{{#with site}}{{url}}{{/with}}",
 		"css":  "h1{color:{{ink}} }",
 	})
-	if err := s.h.CountRenders(id, 1, 1); err != nil {
+	if err := s.h.CountRenders(t.Context(), id, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	r := s.do(t, apitest.Request{Method: "POST", Path: "/v1/template/" + id, Creds: pro, JSON: map[string]any{"html": "{{headline}}"}})
@@ -158,13 +158,13 @@ func TestVariables(t *testing.T) {
 		{2, []string{"headline"}},
 		{0, []string{"headline"}},
 	} {
-		got, err := s.h.Variables(orgID, id, tc.version)
+		got, err := s.h.Variables(t.Context(), orgID, id, tc.version)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Fatalf("version %d: Variables = %q, %v; want %q", tc.version, got, err, tc.want)
 		}
 	}
-	_, err := s.h.Variables(orgID, "t-nope", 0)
+	_, err := s.h.Variables(t.Context(), orgID, "t-nope", 0)
 	wantAPIError(t, err, 404, "", "Template t-nope not found")
-	_, err = s.h.Variables("org-"+other.APIID, id, 0)
+	_, err = s.h.Variables(t.Context(), "org-"+other.APIID, id, 0)
 	wantAPIError(t, err, 404, "", "not found")
 }

@@ -77,8 +77,8 @@ func NewStore(s kv.Store, now func() time.Time) *Store {
 // tplLock guards the changes of one template.
 func tplLock(id string) string { return "template/" + id }
 
-func getJSON(r kv.Reader, key []byte, v any) error {
-	raw, err := r.Get(key)
+func getJSON(ctx context.Context, r kv.Reader, key []byte, v any) error {
+	raw, err := r.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return ErrNotFound
 	}
@@ -102,7 +102,7 @@ func (s *Store) Create(ctx context.Context, orgID string, limit int, v Version) 
 	now := s.now().UTC()
 	t := &Template{ID: "t-" + uuid.Must(uuid.NewV7()).String(), OrgID: orgID, Latest: 1, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.Version, v.CreatedAt, v.UpdatedAt, v.RenderCount = t.ID, 1, now, now, 0
-	within := s.rs.Limit(orgID, limit, ErrLimit)
+	within := s.rs.Limit(ctx, orgID, limit, ErrLimit)
 	err := s.rs.Create(ctx, t, func(txn kv.Txn) error {
 		if err := within(txn); err != nil {
 			return err
@@ -117,17 +117,17 @@ func (s *Store) Create(ctx context.Context, orgID string, limit int, v Version) 
 
 // Get returns the organization's template; another organization's is
 // ErrNotFound.
-func (s *Store) Get(orgID, id string) (*Template, error) {
-	return s.rs.Get(orgID, id)
+func (s *Store) Get(ctx context.Context, orgID, id string) (*Template, error) {
+	return s.rs.Get(ctx, orgID, id)
 }
 
 // Version returns one version (0: the latest) of the organization's template.
-func (s *Store) Version(orgID, id string, version int) (*Template, *Version, error) {
-	return s.getVersion(s.kv, orgID, id, version)
+func (s *Store) Version(ctx context.Context, orgID, id string, version int) (*Template, *Version, error) {
+	return s.getVersion(ctx, s.kv, orgID, id, version)
 }
 
-func (s *Store) getVersion(r kv.Reader, orgID, id string, version int) (*Template, *Version, error) {
-	t, err := s.rs.GetIn(r, orgID, id)
+func (s *Store) getVersion(ctx context.Context, r kv.Reader, orgID, id string, version int) (*Template, *Version, error) {
+	t, err := s.rs.GetIn(ctx, r, orgID, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,7 +135,7 @@ func (s *Store) getVersion(r kv.Reader, orgID, id string, version int) (*Templat
 		version = t.Latest
 	}
 	var v Version
-	if err := getJSON(r, verKey(id, version), &v); err != nil {
+	if err := getJSON(ctx, r, verKey(id, version), &v); err != nil {
 		return nil, nil, err
 	}
 	return t, &v, nil
@@ -145,7 +145,7 @@ func (s *Store) getVersion(r kv.Reader, orgID, id string, version int) (*Templat
 // image was rendered from it yet.
 func (s *Store) Update(ctx context.Context, orgID, id string, v Version) (*Version, error) {
 	err := s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
-		t, latest, err := s.getVersion(txn, orgID, id, 0)
+		t, latest, err := s.getVersion(ctx, txn, orgID, id, 0)
 		if err != nil {
 			return err
 		}
@@ -169,10 +169,11 @@ func (s *Store) Update(ctx context.Context, orgID, id string, v Version) (*Versi
 }
 
 // CountRenders adds n to a version's render count.
-func (s *Store) CountRenders(id string, version int, n int64) error {
-	return s.kv.Update(context.Background(), tplLock(id), func(txn kv.Txn) error {
+func (s *Store) CountRenders(ctx context.Context, id string, version int, n int64) error {
+	ctx = context.WithoutCancel(ctx) // a render made is counted
+	return s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
 		var v Version
-		if err := getJSON(txn, verKey(id, version), &v); err != nil {
+		if err := getJSON(ctx, txn, verKey(id, version), &v); err != nil {
 			return err
 		}
 		v.RenderCount += n
@@ -183,11 +184,11 @@ func (s *Store) CountRenders(id string, version int, n int64) error {
 // Delete removes the template and all its versions.
 func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 	return s.kv.Update(ctx, tplLock(id), func(txn kv.Txn) error {
-		if _, err := s.rs.GetIn(txn, orgID, id); err != nil {
+		if _, err := s.rs.GetIn(ctx, txn, orgID, id); err != nil {
 			return err
 		}
 		var keys [][]byte
-		it := txn.Iterate(verPrefix(id), kv.IterOptions{})
+		it := txn.Iterate(ctx, verPrefix(id), kv.IterOptions{})
 		for it.Next() {
 			keys = append(keys, bytes.Clone(it.Key()))
 		}
@@ -204,13 +205,13 @@ func (s *Store) Delete(ctx context.Context, orgID, id string) error {
 
 // List returns up to count of the organization's templates (latest
 // versions) newest first, after the template id after, and whether more follow.
-func (s *Store) List(orgID, after string, count int) ([]*Version, bool, error) {
+func (s *Store) List(ctx context.Context, orgID, after string, count int) ([]*Version, bool, error) {
 	opts := kv.IterOptions{Reverse: true}
 	if after != "" {
 		opts.After = s.rs.OrgKey(orgID, after)
 	}
 	prefix := s.rs.OrgPrefix(orgID)
-	it := s.kv.Iterate(prefix, opts)
+	it := s.kv.Iterate(ctx, prefix, opts)
 	defer it.Close()
 	var out []*Version
 	for it.Next() {
@@ -218,7 +219,7 @@ func (s *Store) List(orgID, after string, count int) ([]*Version, bool, error) {
 			return out, true, nil
 		}
 		id := string(it.Key()[len(prefix):])
-		_, v, err := s.Version(orgID, id, 0)
+		_, v, err := s.Version(ctx, orgID, id, 0)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -231,11 +232,11 @@ func (s *Store) List(orgID, after string, count int) ([]*Version, bool, error) {
 }
 
 // Versions returns every version of the template, newest first.
-func (s *Store) Versions(orgID, id string) ([]*Version, error) {
-	if _, err := s.Get(orgID, id); err != nil {
+func (s *Store) Versions(ctx context.Context, orgID, id string) ([]*Version, error) {
+	if _, err := s.Get(ctx, orgID, id); err != nil {
 		return nil, err
 	}
-	it := s.kv.Iterate(verPrefix(id), kv.IterOptions{Reverse: true})
+	it := s.kv.Iterate(ctx, verPrefix(id), kv.IterOptions{Reverse: true})
 	defer it.Close()
 	var out []*Version
 	for it.Next() {

@@ -62,7 +62,7 @@ func TestStoreVersions(t *testing.T) {
 		t.Fatalf("edit of an unrendered version: %+v", replaced)
 	}
 
-	if err := s.CountRenders(tpl.ID, 1, 3); err != nil {
+	if err := s.CountRenders(t.Context(), tpl.ID, 1, 3); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
@@ -74,7 +74,7 @@ func TestStoreVersions(t *testing.T) {
 		t.Fatalf("edit of a rendered version: %+v", v2)
 	}
 
-	all, err := s.Versions("org-1", tpl.ID)
+	all, err := s.Versions(t.Context(), "org-1", tpl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +92,13 @@ func TestStoreVersions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, v, err := s.Version("org-1", tpl.ID, tc.version)
+			got, v, err := s.Version(t.Context(), "org-1", tpl.ID, tc.version)
 			if err != nil || v.HTML != tc.want || got.Latest != 2 {
 				t.Fatalf("Version(%d) = %+v, %+v, %v", tc.version, got, v, err)
 			}
 		})
 	}
-	if _, _, err := s.Version("org-1", tpl.ID, 3); !errors.Is(err, template.ErrNotFound) {
+	if _, _, err := s.Version(t.Context(), "org-1", tpl.ID, 3); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("a version past the latest: %v", err)
 	}
 }
@@ -115,13 +115,13 @@ func TestStoreOrganizations(t *testing.T) {
 		name string
 		op   func() error
 	}{
-		{"Get", func() error { _, err := s.Get("org-2", tpl.ID); return err }},
-		{"Version", func() error { _, _, err := s.Version("org-2", tpl.ID, 0); return err }},
-		{"Versions", func() error { _, err := s.Versions("org-2", tpl.ID); return err }},
+		{"Get", func() error { _, err := s.Get(t.Context(), "org-2", tpl.ID); return err }},
+		{"Version", func() error { _, _, err := s.Version(t.Context(), "org-2", tpl.ID, 0); return err }},
+		{"Versions", func() error { _, err := s.Versions(t.Context(), "org-2", tpl.ID); return err }},
 		{"Update", func() error { _, err := s.Update(context.Background(), "org-2", tpl.ID, version("y")); return err }},
 		{"Delete", func() error { return s.Delete(context.Background(), "org-2", tpl.ID) }},
-		{"unknown id", func() error { _, err := s.Get("org-1", "t-nope"); return err }},
-		{"renders of an unknown version", func() error { return s.CountRenders(tpl.ID, 2, 1) }},
+		{"unknown id", func() error { _, err := s.Get(t.Context(), "org-1", "t-nope"); return err }},
+		{"renders of an unknown version", func() error { return s.CountRenders(t.Context(), tpl.ID, 2, 1) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,10 +130,10 @@ func TestStoreOrganizations(t *testing.T) {
 			}
 		})
 	}
-	if _, v, err := s.Version("org-1", tpl.ID, 0); err != nil || v.HTML != "x" {
+	if _, v, err := s.Version(t.Context(), "org-1", tpl.ID, 0); err != nil || v.HTML != "x" {
 		t.Fatalf("the owner's template after the others' attempts: %+v, %v", v, err)
 	}
-	if list, _, err := s.List("org-2", "", 10); err != nil || len(list) != 0 {
+	if list, _, err := s.List(t.Context(), "org-2", "", 10); err != nil || len(list) != 0 {
 		t.Fatalf("another organization lists %v (%v)", list, err)
 	}
 }
@@ -157,22 +157,22 @@ func TestStoreLimitAndDelete(t *testing.T) {
 		t.Fatalf("another organization is held by org-1's count: %v", err)
 	}
 
-	s.CountRenders(a.ID, 1, 1)
+	s.CountRenders(t.Context(), a.ID, 1, 1)
 	if _, err := s.Update(context.Background(), "org-1", a.ID, version("a2")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(context.Background(), "org-1", a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Versions("org-1", a.ID); !errors.Is(err, template.ErrNotFound) {
+	if _, err := s.Versions(t.Context(), "org-1", a.ID); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("versions of a deleted template: %v", err)
 	}
-	if err := s.CountRenders(a.ID, 2, 1); !errors.Is(err, template.ErrNotFound) {
+	if err := s.CountRenders(t.Context(), a.ID, 2, 1); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("renders of a deleted template: %v", err)
 	}
 	// Nothing of it is left in the store (the key layout of store.go).
 	for _, prefix := range []string{"tpl/" + a.ID, "tpl-ver/" + a.ID + "/", "org-tpl/org-1/" + a.ID} {
-		it := db.Iterate([]byte(prefix), kv.IterOptions{})
+		it := db.Iterate(t.Context(), []byte(prefix), kv.IterOptions{})
 		if it.Next() {
 			t.Errorf("key %q left after the deletion", it.Key())
 		}
@@ -209,7 +209,7 @@ func TestStoreList(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			list, more, err := s.List("org-1", tc.after, tc.count)
+			list, more, err := s.List(t.Context(), "org-1", tc.after, tc.count)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +260,7 @@ func TestStoreConcurrency(t *testing.T) {
 			for i := range counters {
 				wg.Go(func() {
 					for range each {
-						if err := stores[i%2].CountRenders(tpl.ID, 1, 1); err != nil {
+						if err := stores[i%2].CountRenders(ctx, tpl.ID, 1, 1); err != nil {
 							t.Error(err)
 						}
 					}
@@ -274,7 +274,7 @@ func TestStoreConcurrency(t *testing.T) {
 				}
 			})
 			wg.Wait()
-			all, err := stores[1].Versions("org-2", tpl.ID)
+			all, err := stores[1].Versions(ctx, "org-2", tpl.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

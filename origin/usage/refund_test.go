@@ -20,7 +20,7 @@ import (
 func dump(t *testing.T, s kv.Store, o *org.Org) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	it := s.Iterate([]byte("usage/"+o.ID+"/"), kv.IterOptions{})
+	it := s.Iterate(t.Context(), []byte("usage/"+o.ID+"/"), kv.IterOptions{})
 	for it.Next() {
 		out[string(it.Key())] = string(it.Value())
 	}
@@ -48,15 +48,15 @@ func TestRefund(t *testing.T) {
 	}
 	charge := func(at time.Time, n int64) {
 		t.Helper()
-		apply(func(txn kv.Txn) error { _, err := Charge(txn, o, at, n); return err })
+		apply(func(txn kv.Txn) error { _, err := Charge(t.Context(), txn, o, at, n); return err })
 	}
 	refund := func(at time.Time, n int64) {
 		t.Helper()
-		apply(func(txn kv.Txn) error { return Refund(txn, o, at, n) })
+		apply(func(txn kv.Txn) error { return Refund(t.Context(), txn, o, at, n) })
 	}
 	report := func(now time.Time) string {
 		t.Helper()
-		rep, err := Read(s, o, now)
+		rep, err := Read(t.Context(), s, o, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,20 +82,20 @@ func TestRefund(t *testing.T) {
 	if got := report(feb); got != afterCharges {
 		t.Fatalf("after a refund:\n%s\nwant\n%s", got, afterCharges)
 	}
-	if used, err := Used(s, o, feb); err != nil || used != 3 {
+	if used, err := Used(t.Context(), s, o, feb); err != nil || used != 3 {
 		t.Fatalf("February used %d (%v), want 3", used, err)
 	}
-	if used, err := Used(s, o, jan); err != nil || used != 7 {
+	if used, err := Used(t.Context(), s, o, jan); err != nil || used != 7 {
 		t.Fatalf("January used %d (%v), want 7", used, err)
 	}
 	// Never below zero, and nothing for nothing.
 	refund(feb, 5)
 	refund(feb, 0)
 	refund(feb, -4)
-	if used, err := Used(s, o, feb); err != nil || used != 0 {
+	if used, err := Used(t.Context(), s, o, feb); err != nil || used != 0 {
 		t.Fatalf("February used %d (%v) after refunding more than was charged, want 0", used, err)
 	}
-	rep, err := Read(s, o, feb)
+	rep, err := Read(t.Context(), s, o, feb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestOweAndSettle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	update(Lock(o.ID), func(txn kv.Txn) error { _, err := Charge(txn, o, jan, allowed); return err })
+	update(Lock(o.ID), func(txn kv.Txn) error { _, err := Charge(t.Context(), txn, o, jan, allowed); return err })
 	// Owed under another lock (the image's), as images does.
 	update("image/a", func(txn kv.Txn) error {
 		return errors.Join(Owe(txn, o.ID, "a", jan, 2), Owe(txn, o.ID, "a", jan.Add(time.Second), 1), Owe(txn, o.ID, "b", jan, 0))
@@ -138,7 +138,7 @@ func TestOweAndSettle(t *testing.T) {
 	var used int64
 	update(Lock(o.ID), func(txn kv.Txn) error {
 		var err error
-		used, err = Charge(txn, o, jan.Add(time.Hour), 3)
+		used, err = Charge(t.Context(), txn, o, jan.Add(time.Hour), 3)
 		return err
 	})
 	if used != allowed {
@@ -147,7 +147,7 @@ func TestOweAndSettle(t *testing.T) {
 	var again int64
 	update(Lock(o.ID), func(txn kv.Txn) error {
 		var err error
-		again, err = Settle(txn, o)
+		again, err = Settle(t.Context(), txn, o)
 		return err
 	})
 	if again != 0 || len(dump(t, s, o)) != 5 {
@@ -174,7 +174,7 @@ func TestChargesHammer(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
-					_, err := Charge(txn, o, now, 1)
+					_, err := Charge(t.Context(), txn, o, now, 1)
 					return err
 				})
 				if errors.Is(err, ErrPlanLimit) {
@@ -202,7 +202,7 @@ func TestChargesHammer(t *testing.T) {
 				mu.Unlock()
 				if i%2 == 0 { // else the next charge settles it
 					if err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
-						_, err := Settle(txn, o)
+						_, err := Settle(t.Context(), txn, o)
 						return err
 					}); err != nil {
 						t.Error(err)
@@ -214,12 +214,12 @@ func TestChargesHammer(t *testing.T) {
 	}
 	wg.Wait()
 	if err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
-		_, err := Settle(txn, o)
+		_, err := Settle(t.Context(), txn, o)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	used, err := Used(s, o, now)
+	used, err := Used(t.Context(), s, o, now)
 	if err != nil {
 		t.Fatal(err)
 	}

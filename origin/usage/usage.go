@@ -2,6 +2,7 @@ package usage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -71,8 +72,8 @@ func bucketKey(orgID, kind, label string) []byte {
 	return []byte("usage/" + orgID + "/" + kind + "/" + label)
 }
 
-func read(r kv.Reader, key []byte) (int64, error) {
-	v, err := r.Get(key)
+func read(ctx context.Context, r kv.Reader, key []byte) (int64, error) {
+	v, err := r.Get(ctx, key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return 0, nil
 	}
@@ -88,8 +89,8 @@ func read(r kv.Reader, key []byte) (int64, error) {
 func encode(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
 // Used returns the credits o used in the period containing now.
-func Used(r kv.Reader, o *org.Org, now time.Time) (int64, error) {
-	return read(r, periodKey(o.ID, PeriodAt(o, now).Start))
+func Used(ctx context.Context, r kv.Reader, o *org.Org, now time.Time) (int64, error) {
+	return read(ctx, r, periodKey(o.ID, PeriodAt(o, now).Start))
 }
 
 // Charge adds credits to o's period and buckets in txn, after settling
@@ -97,13 +98,13 @@ func Used(r kv.Reader, o *org.Org, now time.Time) (int64, error) {
 // Update holding the organization's credit lock (Lock), so that concurrent
 // charges, in this process or another, see each other. It returns the
 // credits used after the charge.
-func Charge(txn kv.Txn, o *org.Org, now time.Time, credits int64) (int64, error) {
-	if _, err := Settle(txn, o); err != nil {
+func Charge(ctx context.Context, txn kv.Txn, o *org.Org, now time.Time, credits int64) (int64, error) {
+	if _, err := Settle(ctx, txn, o); err != nil {
 		return 0, err
 	}
 	allowed := o.PlanInfo().Credits
 	pk := periodKey(o.ID, PeriodAt(o, now).Start)
-	used, err := read(txn, pk)
+	used, err := read(ctx, txn, pk)
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +120,7 @@ func Charge(txn kv.Txn, o *org.Org, now time.Time, credits int64) (int64, error)
 		bucketKey(o.ID, "day", now.Format("2006-01-02")),
 		bucketKey(o.ID, "month", now.Format("2006-01")),
 	} {
-		n, err := read(txn, k)
+		n, err := read(ctx, txn, k)
 		if err != nil {
 			return 0, err
 		}
@@ -142,7 +143,7 @@ func Lock(orgID string) string { return "credits/" + orgID }
 // counter it brings to zero is removed, so a charge and its refund leave
 // the store as it was. txn holds the organization's credit lock (Lock),
 // as for Charge.
-func Refund(txn kv.Txn, o *org.Org, chargedAt time.Time, credits int64) error {
+func Refund(ctx context.Context, txn kv.Txn, o *org.Org, chargedAt time.Time, credits int64) error {
 	if credits <= 0 {
 		return nil
 	}
@@ -153,7 +154,7 @@ func Refund(txn kv.Txn, o *org.Org, chargedAt time.Time, credits int64) error {
 		bucketKey(o.ID, "day", chargedAt.Format("2006-01-02")),
 		bucketKey(o.ID, "month", chargedAt.Format("2006-01")),
 	} {
-		n, err := read(txn, k)
+		n, err := read(ctx, txn, k)
 		if err != nil {
 			return err
 		}
@@ -201,14 +202,14 @@ func Owe(w kv.Writer, orgID, ref string, chargedAt time.Time, credits int64) err
 
 // Settle applies the refunds o is owed (Owe) in txn, which holds o's
 // credit lock (Lock), and removes them. It returns the credits given back.
-func Settle(txn kv.Txn, o *org.Org) (int64, error) {
+func Settle(ctx context.Context, txn kv.Txn, o *org.Org) (int64, error) {
 	prefix := []byte("usage/" + o.ID + "/owed/")
 	type due struct {
 		key []byte
 		owed
 	}
 	var dues []due
-	it := txn.Iterate(prefix, kv.IterOptions{})
+	it := txn.Iterate(ctx, prefix, kv.IterOptions{})
 	for it.Next() {
 		var d due
 		if err := json.Unmarshal(it.Value(), &d.owed); err != nil {
@@ -223,7 +224,7 @@ func Settle(txn kv.Txn, o *org.Org) (int64, error) {
 	}
 	var total int64
 	for _, d := range dues {
-		if err := Refund(txn, o, d.ChargedAt, d.Credits); err != nil {
+		if err := Refund(ctx, txn, o, d.ChargedAt, d.Credits); err != nil {
 			return 0, err
 		}
 		if err := txn.Delete(d.key); err != nil {
@@ -256,7 +257,7 @@ type PeriodReport struct {
 
 // Read builds the report of o as of now: the last 72 hours, 60 days and 12
 // months that have usage, and every billing period oldest first.
-func Read(r kv.Reader, o *org.Org, now time.Time) (*Report, error) {
+func Read(ctx context.Context, r kv.Reader, o *org.Org, now time.Time) (*Report, error) {
 	now = now.UTC()
 	rep := &Report{Data: Buckets{Hour: map[string]int64{}, Day: map[string]int64{}, Month: map[string]int64{}}}
 	windows := []struct {
@@ -270,7 +271,7 @@ func Read(r kv.Reader, o *org.Org, now time.Time) (*Report, error) {
 	}
 	for _, w := range windows {
 		prefix := bucketKey(o.ID, w.kind, "")
-		it := r.Iterate(prefix, kv.IterOptions{})
+		it := r.Iterate(ctx, prefix, kv.IterOptions{})
 		for it.Next() {
 			label := string(it.Key()[len(prefix):])
 			start, err := time.Parse(w.layout, label)
@@ -288,7 +289,7 @@ func Read(r kv.Reader, o *org.Org, now time.Time) (*Report, error) {
 	current := PeriodAt(o, now)
 	used := map[int64]int64{}
 	prefix := []byte("usage/" + o.ID + "/period/")
-	it := r.Iterate(prefix, kv.IterOptions{})
+	it := r.Iterate(ctx, prefix, kv.IterOptions{})
 	for it.Next() {
 		k := it.Key()[len(prefix):]
 		if len(k) == 8 && len(it.Value()) == 8 {

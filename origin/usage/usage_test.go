@@ -49,7 +49,7 @@ func TestChargeAndRead(t *testing.T) {
 		var used int64
 		err := s.Update(context.Background(), Lock(o.ID), func(txn kv.Txn) error {
 			var err error
-			used, err = Charge(txn, o, at, n)
+			used, err = Charge(t.Context(), txn, o, at, n)
 			return err
 		})
 		return used, err
@@ -70,7 +70,7 @@ func TestChargeAndRead(t *testing.T) {
 	if used, err := charge(feb, 5); err != nil || used != 5 {
 		t.Fatalf("next period: %d %v", used, err)
 	}
-	rep, err := Read(s, o, feb.Add(time.Hour))
+	rep, err := Read(t.Context(), s, o, feb.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
