@@ -72,8 +72,8 @@ type Engine struct {
 	// Instances of the Go guest made (goGuest).
 	goInstances atomic.Uint64
 
-	programs *programCache
-	outlines *outlineCache
+	programs *sizedLRU[[]byte]
+	outlines *sizedLRU[*Outline]
 
 	// pool holds ready instances; dirty the used ones waiting for the
 	// filler to reset them; busy counts the instances evaluating. The

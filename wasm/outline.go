@@ -1,12 +1,10 @@
 package wasm
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/pictorhq/pictor/wasm/internal/hbs"
 )
@@ -110,61 +108,7 @@ func (o *Outline) size() int {
 // outlineCacheBytes bounds the outlines kept.
 const outlineCacheBytes = 4 << 20
 
-// outlineCache keeps the outlines of the templates outlined lately, by
-// the template's SHA-256, least recently used first out once their total
-// size passes outlineCacheBytes.
-type outlineCache struct {
-	mu    sync.Mutex
-	size  int
-	ll    *list.List // of *outlineEntry, most recent first
-	items map[[sha256.Size]byte]*list.Element
-}
-
-type outlineEntry struct {
-	key  [sha256.Size]byte
-	out  *Outline
-	size int
-}
-
-func newOutlineCache() *outlineCache {
-	return &outlineCache{ll: list.New(), items: map[[sha256.Size]byte]*list.Element{}}
-}
-
-func (c *outlineCache) get(key [sha256.Size]byte) (*Outline, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[key]
-	if !ok {
-		return nil, false
-	}
-	c.ll.MoveToFront(el)
-	return el.Value.(*outlineEntry).out, true
-}
-
-func (c *outlineCache) add(key [sha256.Size]byte, out *Outline) {
-	size := out.size()
-	if size > outlineCacheBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok {
-		return
-	}
-	c.items[key] = c.ll.PushFront(&outlineEntry{key: key, out: out, size: size})
-	c.size += size
-	for c.size > outlineCacheBytes {
-		el := c.ll.Back()
-		e := el.Value.(*outlineEntry)
-		c.ll.Remove(el)
-		delete(c.items, e.key)
-		c.size -= e.size
-	}
-}
-
-// len returns the number of outlines kept.
-func (c *outlineCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items)
+// newOutlineCache keeps up to outlineCacheBytes of outlines.
+func newOutlineCache() *sizedLRU[*Outline] {
+	return newSizedLRU(outlineCacheBytes, (*Outline).size)
 }

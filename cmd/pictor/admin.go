@@ -14,6 +14,7 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/admin"
+	"github.com/pictorhq/pictor/origin/durable"
 	"github.com/pictorhq/pictor/origin/seal"
 )
 
@@ -290,7 +291,7 @@ func runBackup(ctx context.Context, args []string, e env) error {
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return fmt.Errorf("write the backup: %w", err)
 	}
-	if err := syncDir(filepath.Dir(out)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(out)); err != nil {
 		return fmt.Errorf("write the backup: %w", err)
 	}
 	if !m.HasMasterKey() {
@@ -343,15 +344,6 @@ func runRestore(args []string, e env) error {
 	}
 	return json.NewEncoder(e.stdout).Encode(backupSummary{Path: abs, CreatedAt: m.CreatedAt, Files: len(m.Files),
 		Images: m.Images, Bytes: m.Size(), MasterKey: m.HasMasterKey()})
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // withCommands runs fn on the store directly, or through the running

@@ -19,23 +19,10 @@ set -euo pipefail
 
 AUTOCONSENT_VERSION=15.1.0
 AUTOCONSENT_SHA256=6e6b2ac0c9f9d85d0200d0f67ca7c5aa0fe0b1a8c91729dcd2d52f041c5cc30a
-SPDX_VERSION=6.12.0
-SPDX_SHA256=54cc8d13086187333ca1457c8edaa06d9a412144f076aa7f7c1b59c4f3b0a1ef
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/npm-pack.sh"
 out=$root/origin/consent
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-
-fetch() { # name version sha256
-  local file
-  file=$(npm pack --silent "$1@$2" 2>/dev/null | tail -n 1)
-  echo "$3  $file" | sha256sum -c --quiet - || { echo "checksum mismatch for $1@$2" >&2; exit 1; }
-  mkdir -p "$1" && tar -xzf "$file" -C "$1" --strip-components=1
-}
 fetch @duckduckgo/autoconsent "$AUTOCONSENT_VERSION" "$AUTOCONSENT_SHA256"
-fetch spdx-license-list "$SPDX_VERSION" "$SPDX_SHA256"
 
 list=@duckduckgo/autoconsent/rules/filterlist.txt
 grep -q '^! Based on EasyList ' "$list" || { echo "$list is not the EasyList Cookie compilation" >&2; exit 1; }
@@ -44,7 +31,6 @@ rules=$(grep -c '##' "$list")
 gzip -9 -n -c "$list" > "$out/easylist-cookie.txt.gz"
 
 cp @duckduckgo/autoconsent/LICENSE "$out/LICENSE-autoconsent"
-node -e 'process.stdout.write(require(process.argv[1]).licenseText.trim() + "\n")' \
-    "$tmp/spdx-license-list/licenses/CC-BY-SA-3.0.json" > "$out/LICENSE-EasyList"
+license_text CC-BY-SA-3.0 > "$out/LICENSE-EasyList"
 
 echo "easylist-cookie.txt.gz: $rules rules ($(sed -n 's/^! Based on //p' "$list")), $(wc -c < "$out/easylist-cookie.txt.gz") bytes"

@@ -17,24 +17,11 @@ SVG_SHA256=1d2907557a422c7c4e3feca50ef915c39da1db3d76b4a4d7e73fb59bce4403c3
 # names some text-default emoji with U+FE0F wrongly ("" instead of 1f3cb).
 API_VERSION=15.1.0
 API_SHA256=05e2ff1360bf8c558382e3e9f87e93166f6569d91da8d3ffff84b71ddce7de13
-SPDX_VERSION=6.12.0
-SPDX_SHA256=54cc8d13086187333ca1457c8edaa06d9a412144f076aa7f7c1b59c4f3b0a1ef
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/npm-pack.sh"
 out=$root/origin/twemoji
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-
-fetch() { # name version sha256
-  local file
-  file=$(npm pack --silent "$1@$2" 2>/dev/null | tail -n 1)
-  echo "$3  $file" | sha256sum -c --quiet - || { echo "checksum mismatch for $1@$2" >&2; exit 1; }
-  mkdir -p "$1" && tar -xzf "$file" -C "$1" --strip-components=1
-}
 fetch @twemoji/svg "$SVG_VERSION" "$SVG_SHA256"
 fetch @twemoji/api "$API_VERSION" "$API_SHA256"
-fetch spdx-license-list "$SPDX_VERSION" "$SPDX_SHA256"
 
 # SVGs: one solid bzip2 stream (the files share most of their text, so a
 # solid archive is a third of a zip with one deflate stream per file).
@@ -55,7 +42,6 @@ if grep -Eq 'https?://' "$out/twemoji.min.js"; then
 fi
 
 cp @twemoji/api/LICENSE "$out/LICENSE"
-node -e 'process.stdout.write(require(process.argv[1]).licenseText.trim() + "\n")' \
-    "$tmp/spdx-license-list/licenses/CC-BY-4.0.json" > "$out/LICENSE-GRAPHICS"
+license_text CC-BY-4.0 > "$out/LICENSE-GRAPHICS"
 
 echo "svg.tar.bz2: $count SVGs, $(wc -c < "$out/svg.tar.bz2") bytes; twemoji.min.js: $(wc -c < "$out/twemoji.min.js") bytes"

@@ -14,29 +14,16 @@ import (
 const lockStripes = 64
 
 // locks are Update's named locks: only this process writes a pebble store
-// (the directory lock), so in-process stripes are exclusive enough. Each
-// stripe is a one-slot semaphore so that a wait honours its context.
+// (the directory lock), so in-process stripes are exclusive enough.
 type locks struct {
 	seed    maphash.Seed
-	stripes [lockStripes]chan struct{}
+	stripes kv.Stripes
 }
 
-func newLocks() *locks {
-	l := &locks{seed: maphash.MakeSeed()}
-	for i := range l.stripes {
-		l.stripes[i] = make(chan struct{}, 1)
-	}
-	return l
-}
+func newLocks() *locks { return &locks{seed: maphash.MakeSeed(), stripes: kv.NewStripes(lockStripes)} }
 
 func (l *locks) acquire(ctx context.Context, name string) (release func(), err error) {
-	ch := l.stripes[maphash.String(l.seed, name)%lockStripes]
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return l.stripes.Acquire(ctx, maphash.String(l.seed, name))
 }
 
 // Update implements kv.Store: fn runs once, on an indexed batch (reads see

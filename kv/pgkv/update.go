@@ -38,27 +38,17 @@ func lockKey(name string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
-// locks are the in-process stripes taken before the advisory lock, so that
-// Updates waiting on one name wait here, without a connection. Each stripe
-// is a one-slot semaphore, so that a wait honours its context.
-type locks struct{ stripes []chan struct{} }
+// locks are the in-process stripes (kv.Stripes) taken before the advisory
+// lock, so that Updates waiting on one name wait here, without a
+// connection.
+type locks struct{ stripes kv.Stripes }
 
 func newLocks(maxConns int32) *locks {
-	l := &locks{stripes: make([]chan struct{}, min(maxUpdateStripes, max(1, int(maxConns)/2)))}
-	for i := range l.stripes {
-		l.stripes[i] = make(chan struct{}, 1)
-	}
-	return l
+	return &locks{stripes: kv.NewStripes(min(maxUpdateStripes, int(maxConns)/2))}
 }
 
 func (l *locks) acquire(ctx context.Context, key int64) (release func(), err error) {
-	ch := l.stripes[uint64(key)%uint64(len(l.stripes))]
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return l.stripes.Acquire(ctx, uint64(key))
 }
 
 // Update implements kv.Store. It takes the lock name's in-process stripe,

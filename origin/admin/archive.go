@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pictorhq/pictor/origin/durable"
 )
 
 // A backup archive is one gzip-compressed tar file. Its entries are
@@ -381,7 +383,7 @@ func Restore(archivePath, dataDir string, check func(dir string) error) (*Manife
 	if err := syscall.Rename(staging, target); err != nil {
 		return nil, fmt.Errorf("restore: move the unpacked data to %s: %w", target, err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := durable.SyncDir(parent); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	return got, nil
@@ -460,15 +462,6 @@ func syncTree(root string) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		return syncDir(p)
+		return durable.SyncDir(p)
 	})
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pictorhq/pictor/origin/durable"
 )
 
 // Store is the files store: a directory of per-image folders on the
@@ -80,16 +82,7 @@ func (s *Store) Put(_ context.Context, id, name string, data []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("blob put %s/%s: %w", id, name, err)
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }
 
 // Open opens id/name for reading. The Object is an *os.File, so that

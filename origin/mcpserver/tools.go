@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
+	"github.com/pictorhq/pictor/origin/imageparams/schema"
 	"github.com/pictorhq/pictor/origin/perm"
 	"github.com/pictorhq/pictor/origin/usage"
 )
@@ -129,7 +130,7 @@ func tools() []*tool {
 	}
 	add(restTool(tool{name: "get_aws_storage_external_id", title: "Get the AWS external id", permission: perm.StorageDestinationsRead,
 		description: "The organization's external id for aws_s3 storage destinations: put it in the trust policy of the IAM role (role_arn) that Pictor assumes. It never changes. Needs storage_destinations:read." + delivery + managed,
-		input:       noArgs(), output: required(props("", "external_id", str("The external id.", nil)), "external_id"), hints: hints{readOnly: true, idempotent: true}},
+		input:       noArgs(), output: required(props("", "external_id", schema.String("The external id.", nil)), "external_id"), hints: hints{readOnly: true, idempotent: true}},
 		route{method: http.MethodGet, path: "/v1/storage-destinations/aws-external-id"}))
 	return out
 }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pictorhq/pictor/origin/durable"
 )
 
 // Key files inside the data directory: the current master key, and the
@@ -339,22 +341,10 @@ func CreateFile(path string, text []byte) ([]byte, error) {
 		return nil, fmt.Errorf("link %s to %s: %w", tmp, path, err)
 	}
 	// The new name must survive a crash as well as the file's contents.
-	if err := syncDir(dir); err != nil {
-		return nil, err
+	if err := durable.SyncDir(dir); err != nil {
+		return nil, fmt.Errorf("sync key directory: %w", err)
 	}
 	return text, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open key directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync key directory: %w", err)
-	}
-	return nil
 }
 
 // ParseKey decodes a 32-byte key written as hex or standard/URL base64.
