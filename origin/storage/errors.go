@@ -242,7 +242,7 @@ func classify(ctx context.Context, err error, op opInfo) error {
 		if code, ok := apiCode(stsErr); ok {
 			return wrap(ErrRoleNotAssumable, "role %s cannot be assumed (%s from STS): its trust policy must allow the service's AWS account with the organization's external id", op.roleARN, code)
 		}
-		if _, network := describeNetwork(stsErr, op.stsHost, op.timeout); network != "" {
+		if network, _ := describeNetwork(stsErr, op.stsHost, op.timeout); network != "" {
 			return wrap(ErrRoleNotAssumable, "role %s cannot be assumed: %s", op.roleARN, network)
 		}
 		return wrap(ErrRoleNotAssumable, "role %s cannot be assumed: STS failed", op.roleARN)
@@ -256,7 +256,7 @@ func classify(ctx context.Context, err error, op opInfo) error {
 		return wrap(ErrNotS3, "%s answered HTTP %d with %s, not an S3 API response: check that the endpoint is the S3 API", op.host, answer.status, mediaType(answer.contentType))
 	}
 
-	if kind, network := describeNetwork(err, op.host, op.timeout); kind != nil {
+	if network, kind := describeNetwork(err, op.host, op.timeout); kind != nil {
 		return wrap(kind, "%s", network)
 	}
 
@@ -304,7 +304,7 @@ func classify(ctx context.Context, err error, op opInfo) error {
 
 // describeNetwork words a transport failure reaching host and gives its
 // Kind; "" and nil if err is not one.
-func describeNetwork(err error, host string, timeout time.Duration) (kind error, text string) {
+func describeNetwork(err error, host string, timeout time.Duration) (text string, kind error) {
 	var (
 		dns        *net.DNSError
 		opErr      *net.OpError
@@ -313,39 +313,39 @@ func describeNetwork(err error, host string, timeout time.Duration) (kind error,
 	switch tlsFault := egress.TLSFaultOf(err); {
 	case errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &timeoutErr) && timeoutErr.Timeout() && !errors.As(err, &dns):
-		return ErrTimeout, fmt.Sprintf("no answer from %s within %s", host, timeout)
+		return fmt.Sprintf("no answer from %s within %s", host, timeout), ErrTimeout
 	case tlsFault == egress.UnknownAuthority:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is not signed by a trusted authority", host)
+		return fmt.Sprintf("TLS with %s failed: its certificate is not signed by a trusted authority", host), ErrTLS
 	case tlsFault == egress.WrongHost:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is not valid for that host name", host)
+		return fmt.Sprintf("TLS with %s failed: its certificate is not valid for that host name", host), ErrTLS
 	case tlsFault == egress.InvalidCertificate:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate is expired or otherwise invalid", host)
+		return fmt.Sprintf("TLS with %s failed: its certificate is expired or otherwise invalid", host), ErrTLS
 	case tlsFault == egress.Unverified:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: its certificate could not be verified", host)
+		return fmt.Sprintf("TLS with %s failed: its certificate could not be verified", host), ErrTLS
 	case errors.Is(err, http.ErrSchemeMismatch), tlsFault == egress.NotTLS:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: it answered plain HTTP on an https endpoint", host)
+		return fmt.Sprintf("TLS with %s failed: it answered plain HTTP on an https endpoint", host), ErrTLS
 	case tlsFault == egress.HandshakeRefused:
-		return ErrTLS, fmt.Sprintf("TLS with %s failed: the server refused the handshake", host)
+		return fmt.Sprintf("TLS with %s failed: the server refused the handshake", host), ErrTLS
 	case errors.Is(err, egress.ErrBlockedAddress):
-		return ErrBlockedEndpoint, fmt.Sprintf("%s resolves to a loopback, private or internal address, which storage destinations may not use", host)
+		return fmt.Sprintf("%s resolves to a loopback, private or internal address, which storage destinations may not use", host), ErrBlockedEndpoint
 	case errors.As(err, &dns), errors.Is(err, egress.ErrResolve):
-		return ErrUnreachable, fmt.Sprintf("cannot resolve host %s", host)
+		return fmt.Sprintf("cannot resolve host %s", host), ErrUnreachable
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ErrUnreachable, fmt.Sprintf("connection to %s refused", host)
+		return fmt.Sprintf("connection to %s refused", host), ErrUnreachable
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return ErrUnreachable, fmt.Sprintf("%s closed the connection", host)
+		return fmt.Sprintf("%s closed the connection", host), ErrUnreachable
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return ErrUnreachable, fmt.Sprintf("no route to %s", host)
+		return fmt.Sprintf("no route to %s", host), ErrUnreachable
 	case errors.As(err, &opErr):
-		return ErrUnreachable, fmt.Sprintf("cannot connect to %s", host)
+		return fmt.Sprintf("cannot connect to %s", host), ErrUnreachable
 	}
-	return nil, ""
+	return "", nil
 }
 
 // networkKind is the Kind of a transport failure (describeNetwork's), nil
 // for another error.
 func networkKind(err error) error {
-	kind, _ := describeNetwork(err, "", 0)
+	_, kind := describeNetwork(err, "", 0)
 	return kind
 }
 
