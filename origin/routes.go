@@ -22,6 +22,10 @@ import (
 	"github.com/pictorhq/pictor/origin/template"
 )
 
+// The template handler answers the images handler's optional question
+// (a type assertion there): a change of either signature must not compile.
+var _ images.TemplateVariables = (*template.Handler)(nil)
+
 // routes is the route table: every route of the origin with the permission
 // it requires, its rate-limit group, and its description in the OpenAPI
 // document (Doc, an operation of origin/openapi) or why the document leaves

@@ -35,7 +35,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) error {
 	}
 	params, ref, err := h.parseAny(r.Context(), p.Org, o, r.PathValue("template_id"), pathVersion)
 	if err == nil {
-		err = h.checkTemplateFields(p.Org.ID, o, ref)
+		err = h.checkTemplateFields(r.Context(), p.Org.ID, o, ref)
 	}
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -13,7 +14,7 @@ import (
 // Templates that implement it have a template render refuse such a
 // name sent beside template_values.
 type TemplateVariables interface {
-	Variables(orgID, id string, version int) ([]string, error)
+	Variables(ctx context.Context, orgID, id string, version int) ([]string, error)
 }
 
 // requestFields are the fields a template render reads at its top level:
@@ -31,7 +32,7 @@ var requestFields = sync.OnceValue(func() map[string]bool {
 // a variable of the template: its value belongs in template_values, and
 // the render would leave the variable blank. Other unknown fields are
 // ignored, as in any creation request.
-func (h *Handler) checkTemplateFields(orgID string, obj *field.Object, ref *templateRef) error {
+func (h *Handler) checkTemplateFields(ctx context.Context, orgID string, obj *field.Object, ref *templateRef) error {
 	tv, ok := h.Templates.(TemplateVariables)
 	if !ok || ref == nil {
 		return nil
@@ -45,7 +46,7 @@ func (h *Handler) checkTemplateFields(orgID string, obj *field.Object, ref *temp
 	if len(stray) == 0 {
 		return nil // the template is not parsed again
 	}
-	vars, err := tv.Variables(orgID, ref.id, ref.version)
+	vars, err := tv.Variables(ctx, orgID, ref.id, ref.version)
 	if err != nil {
 		return err
 	}
