@@ -186,11 +186,14 @@ func (o *Origin) open(ctx context.Context) error {
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
-	o.images, err = rendition.NewService(ctx, rendition.Config{Store: store, Blobs: blobs, Engine: o.engine, Now: o.cfg.Now, BackgroundRenders: rc.Tabs, RenderLease: o.cfg.RenderLease, Shared: o.cfg.Store != "",
-		CompactIdle: o.cfg.CompactIdle, Proxies: proxyRoutes{o.proxies},
-		Destinations: deliver.Destinations{Dests: o.dests, Connector: o.storage},
-		OnStored:     o.cfg.StorageWritten,
-		OnDelete:     func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }})
+	ic := rendition.DefaultConfig()
+	ic.Store, ic.Blobs, ic.Engine, ic.Now = store, blobs, o.engine, o.cfg.Now
+	ic.BackgroundRenders, ic.RenderLease, ic.CompactIdle, ic.Shared = rc.Tabs, o.cfg.RenderLease, o.cfg.CompactIdle, o.cfg.Store != ""
+	ic.Proxies = proxyRoutes{o.proxies}
+	ic.Destinations = deliver.Destinations{Dests: o.dests, Connector: o.storage}
+	ic.OnStored = o.cfg.StorageWritten
+	ic.OnDelete = func(ctx context.Context, ids []string) error { return o.purge(ctx, contract.ImagesDeleted, ids) }
+	o.images, err = rendition.NewService(ctx, ic)
 	if err != nil {
 		return err
 	}

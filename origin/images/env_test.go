@@ -63,7 +63,8 @@ func newEnv(t *testing.T, configure ...func(*rendition.Config)) *env {
 		t.Fatal(err)
 	}
 	e.orgs = org.NewStore(store, e.clock.Now)
-	cfg := rendition.Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1}
+	cfg := rendition.DefaultConfig()
+	cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = store, e.blobs, rendertest.Stopped(t), e.clock.Now, -1
 	for _, c := range configure {
 		c(&cfg)
 	}

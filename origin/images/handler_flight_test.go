@@ -69,7 +69,9 @@ func flightEnv(t *testing.T, hold string) (*env, *heldBlobs, *testEngine) {
 	e := newEnv(t)
 	held := newHeldBlobs(e.blobs, hold)
 	eng := &testEngine{data: testPNG(t, 8, 6, 7)}
-	svc, err := rendition.NewService(t.Context(), rendition.Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
+	cfg := rendition.DefaultConfig()
+	cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = e.store, held, eng, e.clock.Now, -1
+	svc, err := rendition.NewService(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

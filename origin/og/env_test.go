@@ -51,7 +51,9 @@ func newOrigin(t *testing.T, store kv.Store, clock *apitest.Clock, shared bool, 
 		t.Fatal(err)
 	}
 	o := &origin{store: store, orgs: org.NewStore(store, clock.Now), configs: ogconfig.NewStore(store, clock.Now), reg: prometheus.NewRegistry()}
-	o.images, err = rendition.NewService(t.Context(), rendition.Config{Store: store, Blobs: blobs, Engine: rendertest.Stopped(t), Now: clock.Now, CompactIdle: -1, Shared: shared})
+	ic := rendition.DefaultConfig()
+	ic.Store, ic.Blobs, ic.Engine, ic.Now, ic.CompactIdle, ic.Shared = store, blobs, rendertest.Stopped(t), clock.Now, -1, shared
+	o.images, err = rendition.NewService(t.Context(), ic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,9 @@ func newEnv(t *testing.T, seed ...func(kv.Store)) *env {
 		t.Fatal(err)
 	}
 	e.orgs = org.NewStore(store, e.clock.Now)
-	e.svc, err = NewService(t.Context(), Config{Store: store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1})
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = store, e.blobs, rendertest.Stopped(t), e.clock.Now, -1
+	e.svc, err = NewService(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

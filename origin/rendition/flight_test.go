@@ -46,7 +46,9 @@ func flightEnv(t *testing.T, hold string) (*env, *heldBlobs, *testEngine) {
 	e := newEnv(t)
 	held := newHeldBlobs(e.blobs, hold)
 	eng := newTestEngine(t, 7, false)
-	svc, err := NewService(t.Context(), Config{Store: e.store, Blobs: held, Engine: eng, Now: e.clock.Now, CompactIdle: -1})
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = e.store, held, eng, e.clock.Now, -1
+	svc, err := NewService(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -409,7 +409,9 @@ func TestLeasesOnlyOnASharedStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng := newTestEngine(t, 1, false)
-			svc, err := NewService(t.Context(), Config{Store: store, Blobs: blobs, Engine: eng, Now: clock.Now, CompactIdle: -1, Shared: shared})
+			cfg := DefaultConfig()
+			cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle, cfg.Shared = store, blobs, eng, clock.Now, -1, shared
+			svc, err := NewService(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,8 +54,10 @@ func newOrigins(t *testing.T, b storetest.Backend, lease time.Duration, engines 
 			t.Fatal(err)
 		}
 		cs := &cutStore{Store: s}
-		svc, err := NewService(t.Context(), Config{Store: cs, Blobs: blobs, Engine: engines[i], Now: o.clock.Now, CompactIdle: -1,
-			RenderLease: lease, Shared: true})
+		cfg := DefaultConfig()
+		cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = cs, blobs, engines[i], o.clock.Now, -1
+		cfg.RenderLease, cfg.Shared = lease, true
+		svc, err := NewService(t.Context(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@ package rendition
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -45,14 +47,16 @@ func FileName(format string) (string, bool) {
 	return name, ok
 }
 
-// Config wires the service.
+// Config wires the service: its parts (Store, Blobs, Engine, ...) and its
+// settings. Start from DefaultConfig, which holds the settings' defaults,
+// and set the parts.
 type Config struct {
 	Store  kv.Store
 	Blobs  blob.Blobs
 	Engine Engine
 	Now    func() time.Time
-	// RenderLease is how long a render lease lasts unless renewed (default
-	// DefaultRenderLease): the longest another origin waits for a render
+	// RenderLease is how long a render lease lasts unless renewed
+	// (DefaultRenderLease): the longest another origin waits for a render
 	// whose origin died before taking it over (see lease.go).
 	RenderLease time.Duration
 	// Shared says other processes use the same store (origins on one
@@ -69,9 +73,8 @@ type Config struct {
 	// so that a batch cannot fill the queue GETs need.
 	BackgroundRenders int
 	// CompactIdle is how long the engine must have been idle before the
-	// background worker re-compresses a fresh master; 0 means
-	// DefaultCompactIdle, a negative value turns the worker off (Compact
-	// still works).
+	// background worker re-compresses a fresh master (DefaultCompactIdle);
+	// a negative value turns the worker off (Compact still works).
 	CompactIdle time.Duration
 	// Proxies resolves an image's proxy_id when it is rendered; nil
 	// refuses every image that names one.
@@ -80,7 +83,7 @@ type Config struct {
 	// nil refuses every image that names one.
 	Destinations Destinations
 	// StorageWrites is how many background writes to storage destinations
-	// run at once (default 4); up to StorageQueue more wait (default 256),
+	// run at once (default 1); up to StorageQueue more wait (default 256),
 	// the rest are dropped with a warning and counted (a PUT /v1/store
 	// writes them).
 	StorageWrites, StorageQueue int
@@ -134,18 +137,36 @@ type Service struct {
 	cancel     context.CancelFunc
 }
 
+// DefaultConfig returns the settings' defaults, without the parts.
+func DefaultConfig() Config {
+	return Config{Now: time.Now, RenderLease: DefaultRenderLease, BackgroundRenders: 1, CompactIdle: DefaultCompactIdle,
+		StorageWrites: 1, StorageQueue: storeQueue}
+}
+
+// Validate refuses a Config missing a part NewService needs, or with a
+// setting out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil || c.Blobs == nil || c.Engine == nil || c.Now == nil:
+		return errors.New("rendition: Store, Blobs, Engine and Now are required")
+	case c.RenderLease <= 0:
+		return fmt.Errorf("rendition: RenderLease %v: want more than 0", c.RenderLease)
+	case c.BackgroundRenders < 1:
+		return fmt.Errorf("rendition: BackgroundRenders %d: want at least 1", c.BackgroundRenders)
+	case c.CompactIdle == 0:
+		return errors.New("rendition: CompactIdle 0: want a wait, or a negative value to turn compaction off")
+	case c.StorageWrites < 1 || c.StorageQueue < 1:
+		return fmt.Errorf("rendition: StorageWrites %d, StorageQueue %d: want at least 1 each", c.StorageWrites, c.StorageQueue)
+	}
+	return nil
+}
+
 // NewService returns a service; Close stops its background work. It first
 // moves a list index written by an older version to the current layout
 // (migrateIndex).
 func NewService(ctx context.Context, cfg Config) (*Service, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.CompactIdle == 0 {
-		cfg.CompactIdle = DefaultCompactIdle
-	}
-	if cfg.RenderLease <= 0 {
-		cfg.RenderLease = DefaultRenderLease
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if n, err := migrateIndex(ctx, cfg.Store); err != nil {
 		return nil, err
@@ -154,17 +175,14 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, records: records{cfg.Store}, instance: rand.Text(), compact: make(chan string, 256), flights: map[string]*flight{},
-		ahead: make(chan struct{}, max(1, cfg.BackgroundRenders)), ctx: ctx, cancel: cancel}
+		ahead: make(chan struct{}, cfg.BackgroundRenders), ctx: ctx, cancel: cancel}
 	if cfg.CompactIdle > 0 {
 		s.wg.Add(1)
 		go s.compactor()
 	}
 	if cfg.Destinations != nil {
-		if cfg.StorageQueue <= 0 {
-			cfg.StorageQueue = storeQueue
-		}
 		s.stores = make(chan string, cfg.StorageQueue)
-		for range max(1, cfg.StorageWrites) {
+		for range cfg.StorageWrites {
 			s.wg.Add(1)
 			go s.storer()
 		}

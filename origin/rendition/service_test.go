@@ -70,3 +70,49 @@ func TestCloseWaitsForRenders(t *testing.T) {
 		t.Fatalf("work asked for after Close: ran = %v, err = %v", ran, err)
 	}
 }
+
+// TestConfigValidate: NewService starts from what it is given, no zero
+// stands for a default: a Config missing a part or with a setting out of
+// range is refused, DefaultConfig with the parts is not.
+func TestConfigValidate(t *testing.T) {
+	e := newEnv(t)
+	valid := func() Config {
+		c := DefaultConfig()
+		c.Store, c.Blobs, c.Engine = e.store, e.blobs, e.svc.cfg.Engine
+		return c
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("DefaultConfig with its parts: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+	}{
+		{"no store", func(c *Config) { c.Store = nil }},
+		{"no blobs", func(c *Config) { c.Blobs = nil }},
+		{"no engine", func(c *Config) { c.Engine = nil }},
+		{"no clock", func(c *Config) { c.Now = nil }},
+		{"no render lease", func(c *Config) { c.RenderLease = 0 }},
+		{"no background renders", func(c *Config) { c.BackgroundRenders = 0 }},
+		{"compaction wait 0", func(c *Config) { c.CompactIdle = 0 }},
+		{"no storage writers", func(c *Config) { c.StorageWrites = 0 }},
+		{"no storage queue", func(c *Config) { c.StorageQueue = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.change(&c)
+			if err := c.Validate(); err == nil {
+				t.Error("Validate accepted it")
+			}
+			if svc, err := NewService(t.Context(), c); err == nil {
+				svc.Close()
+				t.Error("NewService accepted it")
+			}
+		})
+	}
+	off := valid()
+	off.CompactIdle = -1
+	if err := off.Validate(); err != nil {
+		t.Errorf("compaction off (CompactIdle < 0): %v", err)
+	}
+}

@@ -37,9 +37,11 @@ func TestStoreQueueFull(t *testing.T) {
 	e := newEnv(t)
 	dests := blockedDestinations{opened: make(chan string, 4), release: make(chan struct{})}
 	stored := make(chan string, 4)
-	svc, err := NewService(t.Context(), Config{Store: e.store, Blobs: e.blobs, Engine: rendertest.Stopped(t), Now: e.clock.Now, CompactIdle: -1,
-		Destinations: dests, StorageWrites: 1, StorageQueue: 1,
-		OnStored: func(id string, err error) { stored <- id }})
+	cfg := DefaultConfig()
+	cfg.Store, cfg.Blobs, cfg.Engine, cfg.Now, cfg.CompactIdle = e.store, e.blobs, rendertest.Stopped(t), e.clock.Now, -1
+	cfg.Destinations, cfg.StorageWrites, cfg.StorageQueue = dests, 1, 1
+	cfg.OnStored = func(id string, err error) { stored <- id }
+	svc, err := NewService(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
