@@ -59,15 +59,12 @@ func (o *Origin) openMCP() error {
 	if o.oauth == nil {
 		return nil
 	}
+	mc := mcpserver.DefaultConfig()
+	mc.API, mc.Verify, mc.Challenge = o.router, o.oauth.Verify, o.oauth.Challenge
+	mc.IsInvalidToken = func(err error) bool { return errors.Is(err, oauth.ErrInvalidToken) }
+	mc.Version, mc.Registerer = o.cfg.Version, o.registry
 	var err error
-	o.mcp, err = mcpserver.New(mcpserver.Config{
-		API:            o.router,
-		Verify:         o.oauth.Verify,
-		Challenge:      o.oauth.Challenge,
-		IsInvalidToken: func(err error) bool { return errors.Is(err, oauth.ErrInvalidToken) },
-		Version:        o.cfg.Version,
-		Registerer:     o.registry,
-	})
+	o.mcp, err = mcpserver.New(mc)
 	return err
 }
 

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -39,19 +40,16 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{DialTimeout: 10 * time.Second}
+	return Config{DialTimeout: 10 * time.Second, Resolver: net.DefaultResolver, Logger: slog.Default()}
 }
 
-// Validate reports the first invalid setting and fills the defaults.
+// Validate reports the first invalid setting.
 func (c *Config) Validate() error {
 	if c.DialTimeout <= 0 {
 		return fmt.Errorf("egress DialTimeout %v: must be positive", c.DialTimeout)
 	}
-	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	if c.Resolver == nil || c.Logger == nil {
+		return errors.New("egress Resolver and Logger: required (DefaultConfig sets them)")
 	}
 	return nil
 }

@@ -35,7 +35,9 @@ func newGateway(t *testing.T, res Resolver) (*Gateway, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := testConfig()
-	cfg.Resolver = res
+	if res != nil { // nil: the system's resolver, DefaultConfig's
+		cfg.Resolver = res
+	}
 	cfg.Registerer = reg
 	g, err := New(cfg)
 	if err != nil {

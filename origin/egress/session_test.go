@@ -856,6 +856,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "default", mutate: func(*Config) {}},
 		{name: "zero dial timeout", mutate: func(c *Config) { c.DialTimeout = 0 }, wantErr: true},
 		{name: "negative dial timeout", mutate: func(c *Config) { c.DialTimeout = -time.Second }, wantErr: true},
+		{name: "no resolver", mutate: func(c *Config) { c.Resolver = nil }, wantErr: true},
+		{name: "no logger", mutate: func(c *Config) { c.Logger = nil }, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -865,8 +867,8 @@ func TestConfigValidate(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("New: %v, want error %v", err, tc.wantErr)
 			}
-			if err == nil && (cfg.Validate() != nil || cfg.Resolver == nil || cfg.Logger == nil) {
-				t.Fatal("Validate did not fill the defaults")
+			if err == nil && cfg.Validate() != nil {
+				t.Fatal("New accepted what Validate refuses")
 			}
 		})
 	}

@@ -126,7 +126,9 @@ func newLoggedGateway(t *testing.T, res Resolver, mutate func(*Config)) (*Gatewa
 	logs := &apitest.Buffer{}
 	cfg := DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.Resolver = res
+	if res != nil { // nil: the system's resolver, DefaultConfig's
+		cfg.Resolver = res
+	}
 	cfg.Registerer = prometheus.NewRegistry()
 	if mutate != nil {
 		mutate(&cfg)

@@ -45,7 +45,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultMaxImageBytes is MaxImageBytes when it is 0.
+// DefaultMaxImageBytes is MaxImageBytes's default.
 const DefaultMaxImageBytes = 1 << 20
 
 // DefaultConfig returns the defaults; API, Verify, Challenge and
@@ -65,8 +65,8 @@ func (c Config) Validate() error {
 		return errors.New("mcpserver: Challenge is required")
 	case c.IsInvalidToken == nil:
 		return errors.New("mcpserver: IsInvalidToken is required")
-	case c.MaxImageBytes < 0:
-		return fmt.Errorf("mcpserver: MaxImageBytes %d must not be negative", c.MaxImageBytes)
+	case c.MaxImageBytes <= 0:
+		return fmt.Errorf("mcpserver: MaxImageBytes %d must be positive", c.MaxImageBytes)
 	}
 	return nil
 }
@@ -110,9 +110,6 @@ var _ http.Handler = (*Server)(nil)
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.MaxImageBytes == 0 {
-		cfg.MaxImageBytes = DefaultMaxImageBytes
 	}
 	s := &Server{cfg: cfg, decoding: semaphore.NewWeighted(decodeBudget), calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pictor_origin_mcp_tool_calls_total",

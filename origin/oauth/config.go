@@ -109,6 +109,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Now:                     time.Now,
+		Logger:                  slog.Default(),
 		AccessTTL:               10 * time.Minute,
 		RefreshTTL:              30 * 24 * time.Hour,
 		CodeTTL:                 60 * time.Second,
@@ -143,6 +144,9 @@ func defaultScopes() []perm.Permission {
 func (c Config) Validate() error {
 	if c.Store == nil {
 		return errors.New("oauth: Store is required")
+	}
+	if c.Now == nil || c.Logger == nil {
+		return errors.New("oauth: Now and Logger are required (DefaultConfig sets them)")
 	}
 	switch {
 	case c.Seed != nil && len(c.Seed) != ed25519.SeedSize:

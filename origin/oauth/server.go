@@ -61,12 +61,6 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	var key ed25519.PrivateKey
 	if cfg.Seed != nil {
 		key = ed25519.NewKeyFromSeed(cfg.Seed)

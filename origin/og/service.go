@@ -100,7 +100,7 @@ type Config struct {
 // rechecks at once.
 func DefaultConfig() Config {
 	return Config{Budget: DefaultBudget, ClientRate: DefaultClientRate, ClientBurst: DefaultClientBurst, ClientKeys: DefaultClientKeys,
-		StaleRetry: 10 * time.Second, Rechecks: 4, Now: time.Now}
+		StaleRetry: 10 * time.Second, Rechecks: 4, Now: time.Now, Logger: slog.Default()}
 }
 
 // Validate reports the first missing part.
@@ -114,12 +114,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("og: per-client limit %d a minute, burst %d, %d addresses: must be positive", c.ClientRate, c.ClientBurst, c.ClientKeys)
 	case c.StaleRetry <= 0 || c.Rechecks <= 0:
 		return errors.New("og: stale retry and rechecks must be positive")
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	case c.Now == nil || c.Logger == nil:
+		return errors.New("og: Now and Logger are required (DefaultConfig sets them)")
 	}
 	return nil
 }

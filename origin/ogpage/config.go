@@ -50,10 +50,11 @@ func DefaultConfig() Config {
 		MaxBytes:     2 << 20,
 		MaxRedirects: 5,
 		UserAgent:    DefaultUserAgent,
+		Logger:       slog.Default(),
 	}
 }
 
-// Validate reports the first invalid setting and fills the defaults.
+// Validate reports the first invalid setting.
 func (c *Config) Validate() error {
 	if c.Gateway == nil {
 		return errors.New("ogpage Gateway: required")
@@ -67,11 +68,8 @@ func (c *Config) Validate() error {
 	if c.MaxRedirects < 0 {
 		return fmt.Errorf("ogpage MaxRedirects %d: must not be negative", c.MaxRedirects)
 	}
-	if c.UserAgent == "" {
-		c.UserAgent = DefaultUserAgent
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	if c.UserAgent == "" || c.Logger == nil {
+		return errors.New("ogpage UserAgent and Logger: required (DefaultConfig sets them)")
 	}
 	return nil
 }

@@ -237,7 +237,6 @@ func TestFetch(t *testing.T) {
 		{
 			name:    "the default User-Agent",
 			handler: func(w http.ResponseWriter, r *http.Request) { echoPage(w, r, "User-Agent") },
-			cfg:     func(c *Config) { c.UserAgent = "" },
 			check: func(t *testing.T, p *Page, _ error) {
 				if got := p.Meta["got-user-agent"]; got != DefaultUserAgent {
 					t.Errorf("User-Agent = %q", got)
