@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -189,14 +190,29 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("updated %s", updated.Body)
 	}
 
-	apitest.WantError(t, s.do(t, "DELETE", "/items/"+v.ID, "o2", "", nil), http.StatusNotFound)
+	// Another organization's record is, to an update or a deletion too,
+	// answered byte for byte as an unknown one, and left as it was.
+	for _, method := range []string{"POST", "DELETE"} {
+		body := map[string]string{"label": "theirs now"}
+		foreign := s.do(t, method, "/items/"+v.ID, "o2", "", body)
+		missing := s.do(t, method, "/items/"+uuid.NewString(), "o2", "", body)
+		if m := apitest.WantError(t, foreign, http.StatusNotFound); m["message"] != "Item not found" || string(foreign.Body) != string(missing.Body) {
+			t.Fatalf("%s of another organization's item %s, of an unknown one %s", method, foreign.Body, missing.Body)
+		}
+	}
+	if still := s.do(t, "GET", "/items/"+v.ID, "o1", "", nil); string(still.Body) != string(updated.Body) {
+		t.Fatalf("after another organization's attempts %s, want %s", still.Body, updated.Body)
+	}
 	gone := s.do(t, "DELETE", "/items/"+v.ID, "o1", "", nil)
 	apitest.WantStatus(t, gone, http.StatusNoContent)
 	if len(gone.Body) != 0 {
 		t.Fatalf("a deletion answered %s", gone.Body)
 	}
-	apitest.WantError(t, s.do(t, "DELETE", "/items/"+v.ID, "o1", "", nil), http.StatusNotFound)
-	apitest.WantError(t, s.do(t, "GET", "/items/"+v.ID, "o1", "", nil), http.StatusNotFound)
+	// A deleted record is not found by any route.
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		r := s.do(t, m, "/items/"+v.ID, "o1", "", map[string]string{"label": "d"})
+		apitest.WantMessage(t, apitest.WantError(t, r, http.StatusNotFound), "Item not found")
+	}
 }
 
 // TestRoutesAdmission: a request without a principal is a 500, one whose
@@ -226,12 +242,53 @@ func TestRoutesAdmission(t *testing.T) {
 	}
 }
 
+// listPage is a page of GET /items.
+type listPage struct {
+	Data       []itemView `json:"data"`
+	Pagination struct {
+		NextPageStart *string `json:"next_page_start"`
+	} `json:"pagination"`
+}
+
 // TestRoutesList: the caller's records newest first in pages, each as
 // its view; a cursor is the scope's, so another organization's is a 400.
+// The default page is cursor.DefaultCount records, a page holding exactly
+// the rest names no next one, and an organization without records gets
+// an empty list ([], not null) without a cursor.
 func TestRoutesList(t *testing.T) {
 	s := startItems(t)
 	for _, l := range []string{"a", "b", "c"} {
 		apitest.WantStatus(t, s.do(t, "POST", "/items", "o1", "", map[string]string{"label": l}), http.StatusOK)
+	}
+	for _, tc := range []struct {
+		name, query string
+		want        int
+		next        bool
+	}{
+		{"exactly the rest", "?count=3", 3, false},
+		{"the largest page", "?count=100", 3, false},
+		{"one", "?count=1", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p listPage
+			s.do(t, "GET", "/items"+tc.query, "o1", "", nil).Decode(t, &p)
+			if len(p.Data) != tc.want || (p.Pagination.NextPageStart != nil) != tc.next {
+				t.Fatalf("%d items, next %v; want %d, next %v", len(p.Data), p.Pagination.NextPageStart, tc.want, tc.next)
+			}
+		})
+	}
+	empty := s.do(t, "GET", "/items", "o3", "", nil)
+	apitest.WantStatus(t, empty, http.StatusOK)
+	if want := `{"data":[],"pagination":{"next_page_start":null}}`; strings.TrimSpace(string(empty.Body)) != want {
+		t.Fatalf("an empty list %s, want %s", empty.Body, want)
+	}
+	for i := range cursor.DefaultCount + 2 {
+		apitest.WantStatus(t, s.do(t, "POST", "/items", "o4", "", map[string]string{"label": fmt.Sprint("d", i)}), http.StatusOK)
+	}
+	var def listPage
+	s.do(t, "GET", "/items", "o4", "", nil).Decode(t, &def)
+	if len(def.Data) != cursor.DefaultCount || def.Data[0].Label != fmt.Sprint("d", cursor.DefaultCount+1) || def.Pagination.NextPageStart == nil {
+		t.Fatalf("the default page: %d items from %+v, next %v", len(def.Data), def.Data[:1], def.Pagination.NextPageStart)
 	}
 	apitest.WantStatus(t, s.do(t, "POST", "/items", "o2", "", map[string]string{"label": "theirs"}), http.StatusOK)
 	var labels []string
@@ -240,12 +297,7 @@ func TestRoutesList(t *testing.T) {
 	for {
 		r := s.do(t, "GET", "/items?"+q.Encode(), "o1", "", nil)
 		apitest.WantStatus(t, r, http.StatusOK)
-		var p struct {
-			Data       []itemView `json:"data"`
-			Pagination struct {
-				NextPageStart *string `json:"next_page_start"`
-			} `json:"pagination"`
-		}
+		var p listPage
 		r.Decode(t, &p)
 		for _, v := range p.Data {
 			labels = append(labels, v.Label)
