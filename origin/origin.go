@@ -28,6 +28,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/apikey"
 	"github.com/pictorhq/pictor/origin/blob"
+	"github.com/pictorhq/pictor/origin/console"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/cursor"
@@ -64,6 +65,7 @@ type Origin struct {
 	admin     *admin.Server
 	registry  *prometheus.Registry
 	router    *api.Router
+	console   *console.Console
 	table     []api.Route // the route table the router serves
 	blobs     blob.Blobs
 	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
@@ -224,13 +226,20 @@ func (o *Origin) open(ctx context.Context) error {
 		return err
 	}
 	body := o.cfg.bodyRate()
-	o.table = o.routes(ctx, box)
 	// One process on the embedded store counts in memory (no synced write
 	// per management call); origins sharing a store share the windows.
 	var limiter ratelimit.Limiter = ratelimit.NewMemory(o.cfg.Now)
 	if o.cfg.Store != "" {
 		limiter = ratelimit.NewStore(store, o.cfg.Now)
 	}
+	cc := console.DefaultConfig()
+	cc.Store, cc.Keys, cc.Limiter, cc.Now = store, o.keys, limiter, o.cfg.Now
+	cc.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.router.ServeHTTP(w, r) })
+	cc.Secure = strings.HasPrefix(o.cfg.PublicURL, "https://")
+	if o.console, err = console.New(cc); err != nil {
+		return err
+	}
+	o.table = append(o.routes(ctx, box), o.console.Routes()...)
 	o.router = api.New(api.Config{
 		Authenticator: o.keys,
 		Limiter:       limiter,

@@ -1,0 +1,227 @@
+package console
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/pictorhq/pictor/origin/api"
+	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/perm"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+// page is what a template shows. state is nil before sign-in.
+type page struct {
+	Title   string
+	Error   string
+	Message string
+	APIID   string
+	Data    any
+	state   *state
+	asset   func(string) string
+	Nav     []navItem
+}
+
+type navItem struct {
+	Path, Label string
+	Current     bool
+}
+
+// nav are the console's pages, in the navigation bar's order.
+var nav = []navItem{
+	{Path: "/console/overview", Label: "Overview"},
+}
+
+func (p page) SignedIn() bool { return p.state != nil }
+
+// CSRF is the session's form token.
+func (p page) CSRF() string {
+	if p.state == nil {
+		return ""
+	}
+	return p.state.session.CSRF
+}
+
+// Org is the signed-in organization's name.
+func (p page) Org() string {
+	if p.state == nil {
+		return ""
+	}
+	return p.state.principal.Org.Name
+}
+
+// Key is the signed-in key's API ID.
+func (p page) Key() string {
+	if p.state == nil {
+		return ""
+	}
+	return p.state.principal.APIID
+}
+
+// Asset is the URL path of a static asset, "" when there is none.
+func (p page) Asset(name string) string { return p.asset(name) }
+
+var templates = template.Must(template.New("console").ParseFS(templateFiles, "templates/*.html"))
+
+// render writes the page with the template name inside the layout.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	p.asset = c.cfg.Asset
+	if p.state != nil {
+		for _, n := range nav {
+			n.Current = n.Path == r.URL.Path
+			p.Nav = append(p.Nav, n)
+		}
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
+		c.cfg.Logger.ErrorContext(r.Context(), "console page failed", "page", name, "error", err)
+		http.Error(w, "The page could not be made.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// apiError is a REST answer other than 2xx, in the standard body.
+type apiError struct {
+	Status  int    `json:"statusCode"`
+	Kind    string `json:"error"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Kind, e.Message) }
+
+// call runs one REST request in-process as the signed-in key (the way
+// the MCP tools do): the route's own permission check, plan rules, rate
+// limit, validation and audit apply. A 2xx answer's JSON goes into out;
+// any other is an *apiError.
+func (c *Console) call(r *http.Request, st *state, method, target string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		req.Body = http.NoBody
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.RemoteAddr, req.Host, req.RequestURI = r.RemoteAddr, r.Host, target
+	for _, h := range []string{contract.HeaderRequestID, contract.HeaderForwardedFor} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	rec := &recorder{header: http.Header{}}
+	c.cfg.API.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	if rec.status < 200 || rec.status > 299 {
+		e := &apiError{Status: rec.status}
+		if json.Unmarshal(rec.body.Bytes(), e) != nil || e.Message == "" {
+			e.Message = http.StatusText(rec.status)
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+// recorder keeps a REST answer made in-process.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// lacks is the text shown in place of what the key may not see.
+func lacks(p perm.Permission) string { return "This key lacks the " + string(p) + " permission." }
+
+// overviewData fills the overview.
+type overviewData struct {
+	Plan          string
+	Credits, Used int64
+	Left          int64
+	UsageDenied   string
+	Images        []imageEntry
+	ImagesDenied  string
+	PeriodStart   string
+}
+
+type imageEntry struct {
+	ID        string `json:"id"`
+	URL       string `json:"url"`
+	CreatedAt string `json:"created_at"`
+}
+
+// overview shows the credits used and left this billing period and the
+// last images.
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, st *state) {
+	pl := st.principal.Org.PlanInfo()
+	d := overviewData{Plan: pl.Name, Credits: pl.Credits}
+	var usage struct {
+		Periods []struct {
+			TotalImages int64   `json:"total_images"`
+			Start       string  `json:"start"`
+			End         *string `json:"end"`
+		} `json:"per_billing_period"`
+	}
+	switch err := c.call(r, st, http.MethodGet, "/v1/usage", nil, &usage); {
+	case isStatus(err, http.StatusForbidden):
+		d.UsageDenied = lacks(perm.UsageRead)
+	case err != nil:
+		c.unavailable(w, r, err)
+		return
+	default:
+		for _, p := range usage.Periods {
+			if p.End == nil {
+				d.Used, d.PeriodStart = p.TotalImages, p.Start
+			}
+		}
+		d.Left = max(d.Credits-d.Used, 0)
+	}
+	var list struct {
+		Images []imageEntry `json:"images"`
+	}
+	switch err := c.call(r, st, http.MethodGet, "/v1/images?count=10", nil, &list); {
+	case isStatus(err, http.StatusForbidden):
+		d.ImagesDenied = lacks(perm.ImagesRead)
+	case err != nil:
+		c.unavailable(w, r, err)
+		return
+	default:
+		d.Images = list.Images
+		sort.SliceStable(d.Images, func(i, j int) bool { return strings.Compare(d.Images[i].CreatedAt, d.Images[j].CreatedAt) > 0 })
+	}
+	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Data: d, state: st})
+}
+
+func isStatus(err error, status int) bool {
+	e, ok := err.(*apiError)
+	return ok && e.Status == status
+}

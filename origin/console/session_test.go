@@ -1,0 +1,69 @@
+package console
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/kv"
+	"github.com/pictorhq/pictor/kv/pebblekv"
+)
+
+// TestSessionsStoreNoCookie: a session is kept under the SHA-256 of its
+// id, so what the store holds cannot be sent back as a cookie; a
+// malformed or unknown id is no session; idle and old sessions end and
+// their records go.
+func TestSessionsStoreNoCookie(t *testing.T) {
+	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	s := &sessions{store: store, now: func() time.Time { return now }, idle: time.Hour, lifetime: 3 * time.Hour, touch: time.Minute}
+
+	se, err := s.create("key-1", "org-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := store.Iterate(t.Context(), []byte(sessionPrefix), kv.IterOptions{})
+	n := 0
+	for it.Next() {
+		n++
+		if strings.Contains(string(it.Key()), se.id) || strings.Contains(string(it.Value()), se.id) {
+			t.Errorf("the store holds the session id: %q", it.Key())
+		}
+	}
+	it.Close()
+	if n != 1 {
+		t.Fatalf("%d session records, want 1", n)
+	}
+	for _, id := range []string{"", "short", se.id[:42], se.id + "x", strings.Repeat("A", 43)} {
+		if _, err := s.load(t.Context(), id); !errors.Is(err, errNoSession) {
+			t.Errorf("load(%q) = %v, want errNoSession", id, err)
+		}
+	}
+	got, err := s.load(t.Context(), se.id)
+	if err != nil || got.KeyID != "key-1" || got.OrgID != "org-1" || got.CSRF != se.CSRF || !got.checkCSRF(se.CSRF) || got.checkCSRF("") {
+		t.Fatalf("load: %+v, %v", got, err)
+	}
+
+	for range 5 { // used every 50 minutes: alive until 3 hours old
+		now = now.Add(50 * time.Minute)
+		if _, err := s.load(t.Context(), se.id); now.Sub(se.Created) <= 3*time.Hour && err != nil {
+			t.Fatalf("at %v: %v", now.Sub(se.Created), err)
+		} else if now.Sub(se.Created) > 3*time.Hour && !errors.Is(err, errNoSession) {
+			t.Fatalf("at %v (past the lifetime): %v", now.Sub(se.Created), err)
+		}
+	}
+	idle, _ := s.create("key-2", "org-1")
+	now = now.Add(61 * time.Minute)
+	if _, err := s.load(t.Context(), idle.id); !errors.Is(err, errNoSession) {
+		t.Errorf("after 61 idle minutes: %v", err)
+	}
+	if _, err := store.Get(t.Context(), sessionKey(idle.id)); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("an expired session's record stays: %v", err)
+	}
+}

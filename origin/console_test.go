@@ -1,0 +1,376 @@
+package origin_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pictorhq/pictor/origin"
+	"github.com/pictorhq/pictor/origin/admin"
+	"github.com/pictorhq/pictor/origin/chromiumtest"
+	"github.com/pictorhq/pictor/origin/contract/apitest"
+)
+
+// consoleClient is a browser stand-in: it keeps no cookies of its own and
+// follows no redirects, so each test sees every answer.
+type consoleClient struct {
+	t      *testing.T
+	base   string
+	cookie *http.Cookie
+}
+
+type consoleAnswer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (c *consoleClient) send(method, path string, form url.Values, header ...string) consoleAnswer {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	if c.cookie != nil {
+		req.AddCookie(c.cookie)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return consoleAnswer{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+}
+
+// signIn signs in with creds and keeps the session cookie.
+func (c *consoleClient) signIn(creds apitest.Creds) consoleAnswer {
+	c.t.Helper()
+	a := c.send("POST", "/console/sign-in", url.Values{"api_id": {creds.APIID}, "api_key": {creds.APIKey}})
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/console/overview" {
+		c.t.Fatalf("sign in: %d %s\n%s", a.status, a.header.Get("Location"), a.body)
+	}
+	resp := http.Response{Header: a.header}
+	for _, ck := range resp.Cookies() {
+		if strings.HasSuffix(ck.Name, "pictor_console") {
+			c.cookie = ck
+		}
+	}
+	if c.cookie == nil {
+		c.t.Fatal("sign in set no session cookie")
+	}
+	return a
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form token in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+// TestConsoleSignIn: the form, a wrong pair (one generic message, no
+// cookie), a right pair (a session cookie with the attributes the issue
+// names), the overview as that key, sign-out with and without the form
+// token.
+func TestConsoleSignIn(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+
+	form := c.send("GET", "/console", nil)
+	if form.status != 200 || !strings.Contains(form.body, `name="api_key"`) || !strings.Contains(form.body, `type="password"`) {
+		t.Fatalf("sign-in form: %d\n%s", form.status, form.body)
+	}
+	for h, want := range map[string]string{"Content-Security-Policy": "frame-ancestors 'none'", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"} {
+		if got := form.header.Get(h); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want it to hold %q", h, got, want)
+		}
+	}
+	if csp := form.header.Get("Content-Security-Policy"); strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") || !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q allows inline or eval'd script", csp)
+	}
+
+	for _, bad := range []apitest.Creds{{APIID: o.Owner.APIID, APIKey: "wrong"}, {APIID: "nobody", APIKey: o.Owner.APIKey}, {}} {
+		a := c.send("POST", "/console/sign-in", url.Values{"api_id": {bad.APIID}, "api_key": {bad.APIKey}})
+		if a.status != http.StatusUnauthorized || !strings.Contains(a.body, "These credentials do not open the console") {
+			t.Errorf("sign in with %q/%q: %d\n%s", bad.APIID, bad.APIKey, a.status, a.body)
+		}
+		if len(a.header.Values("Set-Cookie")) != 0 {
+			t.Errorf("a refused sign-in set a cookie: %v", a.header.Values("Set-Cookie"))
+		}
+		if bad.APIKey != "" && strings.Contains(a.body, bad.APIKey) {
+			t.Errorf("the page repeats the key typed")
+		}
+	}
+
+	c.signIn(o.Owner)
+	ck := c.cookie
+	if ck.Name != "pictor_console" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" || ck.Secure || len(ck.Value) != 43 {
+		t.Errorf("session cookie %+v: want pictor_console, HttpOnly, SameSite=Strict, Path=/console, 43 characters", ck)
+	}
+	if strings.Contains(ck.Value, o.Owner.APIKey) || strings.Contains(ck.Value, o.Owner.APIID) {
+		t.Error("the cookie carries the credentials")
+	}
+
+	home := c.send("GET", "/console", nil)
+	if home.status != http.StatusSeeOther || home.header.Get("Location") != "/console/overview" {
+		t.Errorf("GET /console signed in: %d %s", home.status, home.header.Get("Location"))
+	}
+	ov := c.send("GET", "/console/overview", nil)
+	if ov.status != 200 || !strings.Contains(ov.body, `id="credits-used">0<`) || !strings.Contains(ov.body, `id="credits-left">`) || !strings.Contains(ov.body, o.Owner.APIID) {
+		t.Fatalf("overview: %d\n%s", ov.status, ov.body)
+	}
+	if strings.Contains(ov.body, o.Owner.APIKey) {
+		t.Error("the overview shows the key's secret")
+	}
+
+	if a := c.send("POST", "/console/sign-out", url.Values{}); a.status != http.StatusForbidden {
+		t.Errorf("sign-out without the form token: %d", a.status)
+	}
+	if a := c.send("POST", "/console/sign-out", url.Values{"csrf": {"x" + csrfOf(t, ov.body)[1:]}}); a.status != http.StatusForbidden {
+		t.Errorf("sign-out with a wrong form token: %d", a.status)
+	}
+	if a := c.send("GET", "/console/overview", nil); a.status != 200 {
+		t.Fatalf("the refused sign-outs ended the session: %d", a.status)
+	}
+	out := c.send("POST", "/console/sign-out", url.Values{"csrf": {csrfOf(t, ov.body)}})
+	if out.status != http.StatusSeeOther || !strings.Contains(strings.Join(out.header.Values("Set-Cookie"), ";"), "Max-Age=0") {
+		t.Fatalf("sign-out: %d %v", out.status, out.header.Values("Set-Cookie"))
+	}
+	if a := c.send("GET", "/console/overview", nil); a.status != http.StatusSeeOther || a.header.Get("Location") != "/console" {
+		t.Errorf("the old cookie after sign-out: %d %s", a.status, a.header.Get("Location"))
+	}
+}
+
+// TestConsoleSessionFollowsTheKey: a session acts with its key's
+// permissions, and ends at its next request once the key is disabled,
+// or deleted, or its organization suspended.
+func TestConsoleSessionFollowsTheKey(t *testing.T) {
+	o := startOrigin(t)
+	ended := func(t *testing.T, c *consoleClient, why string) {
+		t.Helper()
+		if a := c.send("GET", "/console/overview", nil); a.status != http.StatusSeeOther || a.header.Get("Location") != "/console" {
+			t.Errorf("%s: the session still answers %d", why, a.status)
+		}
+	}
+
+	narrow := o.createKey(t, o.Owner, map[string]any{"name": "narrow", "permissions": []string{"templates:read"}})
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(*narrow.creds())
+	ov := c.send("GET", "/console/overview", nil)
+	for _, want := range []string{"lacks the usage:read permission", "lacks the images:read permission"} {
+		if !strings.Contains(ov.body, want) {
+			t.Errorf("overview of a key without usage:read and images:read lacks %q:\n%s", want, ov.body)
+		}
+	}
+	if strings.Contains(ov.body, `id="credits-used"`) {
+		t.Error("a key without usage:read sees the credits")
+	}
+
+	o.nextWindow()
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/api-keys/" + narrow.ID, Creds: &o.Owner,
+		JSON: map[string]any{"permissions": []string{"templates:read"}, "disabled": true}}), 200)
+	ended(t, c, "disabled key")
+	a := c.send("POST", "/console/sign-in", url.Values{"api_id": {narrow.APIID}, "api_key": {narrow.APIKey}})
+	if a.status != http.StatusUnauthorized {
+		t.Errorf("sign in with a disabled key: %d", a.status)
+	}
+
+	gone := o.createKey(t, o.Owner, map[string]any{"name": "gone", "permissions": []string{}})
+	c = &consoleClient{t: t, base: o.URL}
+	c.signIn(*gone.creds())
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "DELETE", Path: "/v1/api-keys/" + gone.ID, Creds: &o.Owner}), 204)
+	ended(t, c, "deleted key")
+
+	orgID, creds := o.newOrg(t.Context(), t, "free")
+	c = &consoleClient{t: t, base: o.URL}
+	c.signIn(creds)
+	ad, err := admin.Dial(o.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ad.SetSuspended(t.Context(), orgID, true); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, c, "suspended organization")
+}
+
+// TestConsoleIdleAndLifetime: a session unused for 12 hours ends, and so
+// does one 7 days old however used.
+func TestConsoleIdleAndLifetime(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	o.Clock.Advance(11 * time.Hour)
+	if a := c.send("GET", "/console/overview", nil); a.status != 200 {
+		t.Fatalf("after 11 idle hours: %d", a.status)
+	}
+	o.Clock.Advance(12*time.Hour + time.Minute)
+	if a := c.send("GET", "/console/overview", nil); a.status != http.StatusSeeOther {
+		t.Errorf("after 12 idle hours: %d", a.status)
+	}
+
+	c.signIn(o.Owner)
+	for range 16 {
+		o.Clock.Advance(11 * time.Hour)
+		c.send("GET", "/console/overview", nil)
+	}
+	if a := c.send("GET", "/console/overview", nil); a.status != http.StatusSeeOther {
+		t.Errorf("a session used every 11 hours for 176 hours: %d, want it ended at 7 days", a.status)
+	}
+}
+
+// TestConsoleSecureCookie: behind an https public URL the cookie is
+// Secure and __Host- prefixed (which requires Path=/).
+func TestConsoleSecureCookie(t *testing.T) {
+	o := startOrigin(t, func(c *origin.Config) { c.PublicURL = "https://pictor.example" })
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	if ck := c.cookie; ck.Name != "__Host-pictor_console" || !ck.Secure || ck.Path != "/" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie %+v", ck)
+	}
+}
+
+// TestHostileConsoleSignInLimit: sign-in attempts from one address are
+// limited (429 with Retry-After); another address is not locked out.
+func TestHostileConsoleSignInLimit(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	wrong := url.Values{"api_id": {o.Owner.APIID}, "api_key": {"wrong"}}
+	for i := range 10 {
+		if a := c.send("POST", "/console/sign-in", wrong, "X-Forwarded-For", "203.0.113.7"); a.status != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %d", i+1, a.status)
+		}
+	}
+	a := c.send("POST", "/console/sign-in", url.Values{"api_id": {o.Owner.APIID}, "api_key": {o.Owner.APIKey}}, "X-Forwarded-For", "203.0.113.7")
+	if a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, "Too many sign-in attempts") {
+		t.Fatalf("11th attempt: %d Retry-After %q\n%s", a.status, a.header.Get("Retry-After"), a.body)
+	}
+	if len(a.header.Values("Set-Cookie")) != 0 {
+		t.Error("a limited attempt opened a session")
+	}
+	c.send("POST", "/console/sign-in", url.Values{}, "X-Forwarded-For", "198.51.100.9")
+	if a := c.send("POST", "/console/sign-in", url.Values{"api_id": {o.Owner.APIID}, "api_key": {o.Owner.APIKey}}, "X-Forwarded-For", "198.51.100.9"); a.status != http.StatusSeeOther {
+		t.Errorf("another address: %d", a.status)
+	}
+	o.Clock.Advance(61 * time.Second)
+	if a := c.send("POST", "/console/sign-in", url.Values{"api_id": {o.Owner.APIID}, "api_key": {o.Owner.APIKey}}, "X-Forwarded-For", "203.0.113.7"); a.status != http.StatusSeeOther {
+		t.Errorf("the limited address a minute later: %d", a.status)
+	}
+}
+
+// TestHostileConsoleCrossSite: a form posted from another site is refused
+// before anything is read, the sign-in form included.
+func TestHostileConsoleCrossSite(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	a := c.send("POST", "/console/sign-in", url.Values{"api_id": {o.Owner.APIID}, "api_key": {o.Owner.APIKey}}, "Sec-Fetch-Site", "cross-site")
+	if a.status != http.StatusForbidden || len(a.header.Values("Set-Cookie")) != 0 {
+		t.Errorf("cross-site sign-in: %d %v", a.status, a.header.Values("Set-Cookie"))
+	}
+	c.signIn(o.Owner)
+	ov := c.send("GET", "/console/overview", nil)
+	if a := c.send("POST", "/console/sign-out", url.Values{"csrf": {csrfOf(t, ov.body)}}, "Sec-Fetch-Site", "same-site"); a.status != http.StatusForbidden {
+		t.Errorf("same-site (not same-origin) sign-out: %d", a.status)
+	}
+	if a := c.send("GET", "/console/nothing-here", nil); a.status != http.StatusNotFound {
+		t.Errorf("unknown console page: %d", a.status)
+	}
+}
+
+// TestHostileConsoleEscapes: what organizations and keys are named is
+// shown as text, never as markup.
+func TestHostileConsoleEscapes(t *testing.T) {
+	o := startOrigin(t)
+	ad, err := admin.Dial(o.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`
+	created, err := ad.CreateOrg(t.Context(), evil, "pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(apitest.Creds{APIID: created.Key.APIID, APIKey: created.Key.APIKey})
+	ov := c.send("GET", "/console/overview", nil)
+	if strings.Contains(ov.body, "<script>alert") || strings.Contains(ov.body, "<img src=x") {
+		t.Fatalf("the organization's name is markup in the page:\n%s", ov.body)
+	}
+	if !strings.Contains(ov.body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the organization's name is not shown escaped:\n%s", ov.body)
+	}
+	a := c.send("POST", "/console/sign-in", url.Values{"api_id": {evil}, "api_key": {"x"}})
+	if strings.Contains(a.body, "<script>alert") {
+		t.Errorf("the API ID typed is markup in the form again")
+	}
+}
+
+// TestConsoleInABrowser: a person signs in with the form in Chromium and
+// reaches the overview; the session cookie is out of the page's scripts'
+// reach, and signing out brings the form back.
+func TestConsoleInABrowser(t *testing.T) {
+	o := startOrigin(t)
+	tab := chromiumtest.NewTab(t)
+	ctx, cancel := context.WithTimeout(tab, time.Minute)
+	defer cancel()
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(o.URL+"/console"),
+		chromedp.WaitVisible(chromedp.CSS(`#api_id`)),
+		chromedp.SendKeys(chromedp.CSS(`#api_id`), o.Owner.APIID),
+		chromedp.SendKeys(chromedp.CSS(`#api_key`), o.Owner.APIKey),
+		chromedp.Submit(chromedp.CSS(`#api_key`)),
+		chromedp.WaitVisible(chromedp.CSS(`#credits-used`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type view struct{ Heading, Who, Cookies, Stored string }
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[view](`({Heading: document.querySelector("h1").textContent,
+		Who: document.querySelector(".who").textContent, Cookies: document.cookie,
+		Stored: JSON.stringify(localStorage) + JSON.stringify(sessionStorage)})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Heading != "Overview" || !strings.Contains(v.Who, o.Owner.APIID) {
+		t.Errorf("after sign-in: heading %q, who %q", v.Heading, v.Who)
+	}
+	if v.Cookies != "" {
+		t.Errorf("the page's scripts see cookies: %q", v.Cookies)
+	}
+	if strings.Contains(v.Stored, o.Owner.APIKey) {
+		t.Error("the key is kept in the browser's storage")
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`.signout button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#api_key`)),
+	)
+	if err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+}
