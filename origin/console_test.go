@@ -374,3 +374,116 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("sign out: %v", err)
 	}
 }
+
+// TestConsoleKeys: the keys page lists the organization's keys, creates
+// one (its secret shown once, and working over REST), shows the REST
+// validation next to the field, disables and deletes keys, each through
+// the REST route.
+func TestConsoleKeys(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	page := c.send("GET", "/console/keys", nil)
+	if page.status != 200 || !strings.Contains(page.body, o.Owner.APIID) || !strings.Contains(page.body, `id="perm-usage:read"`) {
+		t.Fatalf("keys page: %d\n%s", page.status, page.body)
+	}
+	csrf := csrfOf(t, page.body)
+
+	long := c.send("POST", "/console/keys", url.Values{"csrf": {csrf}, "name": {strings.Repeat("n", 300)}, "permission": {"usage:read"}})
+	if long.status != http.StatusBadRequest || !strings.Contains(long.body, `aria-invalid="true"`) || !strings.Contains(long.body, `id="key-name-error"`) {
+		t.Errorf("a name too long: %d\n%s", long.status, long.body)
+	}
+	if !strings.Contains(long.body, `id="perm-usage:read" name="permission" value="usage:read" checked`) {
+		t.Error("the refused form lost its checked permissions")
+	}
+
+	made := c.send("POST", "/console/keys", url.Values{"csrf": {csrf}, "name": {`<script>alert("k")</script>`}, "permission": {"usage:read", "images:read"}})
+	m := regexp.MustCompile(`id="created-api-id">([^<]+)<.*id="created-api-key">([^<]+)<`).FindStringSubmatch(strings.ReplaceAll(made.body, "\n", " "))
+	if made.status != 200 || m == nil {
+		t.Fatalf("create: %d\n%s", made.status, made.body)
+	}
+	if strings.Contains(made.body, `<script>alert("k")`) {
+		t.Error("the key's name is markup in the page")
+	}
+	creds := apitest.Creds{APIID: m[1], APIKey: m[2]}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &creds}), 200)
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &creds}), 403)
+	if again := c.send("GET", "/console/keys", nil); strings.Contains(again.body, creds.APIKey) {
+		t.Error("the secret is shown again")
+	}
+
+	var list struct {
+		Data []key `json:"data"`
+	}
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: &o.Owner}).Decode(t, &list)
+	var id string
+	for _, k := range list.Data {
+		if k.APIID == creds.APIID {
+			id = k.ID
+		}
+	}
+	if a := c.send("POST", "/console/keys/"+id+"/disable", url.Values{"csrf": {csrf}}); a.status != http.StatusSeeOther {
+		t.Fatalf("disable: %d\n%s", a.status, a.body)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &creds}), 401)
+	var k key
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys/" + id, Creds: &o.Owner}).Decode(t, &k)
+	if k.Enabled || len(k.Permissions) != 2 || k.Name != `<script>alert("k")</script>` {
+		t.Errorf("after disable: %+v (the name and permissions must stay)", k)
+	}
+	if a := c.send("POST", "/console/keys/"+id+"/enable", url.Values{"csrf": {csrf}}); a.status != http.StatusSeeOther {
+		t.Fatalf("enable: %d", a.status)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &creds}), 200)
+	if a := c.send("POST", "/console/keys/"+id+"/delete", url.Values{"csrf": {csrf}}); a.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", a.status)
+	}
+	// A deleted key is disabled, not removed (spec: DELETE /v1/api-keys/{id}).
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/usage", Creds: &creds}), 401)
+	if a := c.send("POST", "/console/keys/"+id+"/delete", url.Values{}); a.status != http.StatusForbidden {
+		t.Errorf("delete without the form token: %d", a.status)
+	}
+}
+
+// TestHostileConsoleNoBackDoor: the console has exactly its key's
+// permissions: a key without api_keys:read lists no keys, a key may not
+// grant what it lacks (the box is disabled, and a forged form is refused
+// by the REST route), and one organization never reaches another's keys.
+func TestHostileConsoleNoBackDoor(t *testing.T) {
+	o := startOrigin(t)
+	reader := o.createKey(t, o.Owner, map[string]any{"name": "no keys", "permissions": []string{"usage:read"}})
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(*reader.creds())
+	page := c.send("GET", "/console/keys", nil)
+	if !strings.Contains(page.body, "lacks the api_keys:read permission") || strings.Contains(page.body, o.Owner.APIID) {
+		t.Fatalf("a key without api_keys:read:\n%s", page.body)
+	}
+	if strings.Contains(page.body, `id="create-key"`) || !strings.Contains(page.body, "lacks the api_keys:create_update permission") {
+		t.Error("a key without api_keys:create_update is offered the creation form")
+	}
+
+	o.nextWindow()
+	writer := o.createKey(t, o.Owner, map[string]any{"name": "writer", "permissions": []string{"api_keys:read", "api_keys:create_update"}})
+	c = &consoleClient{t: t, base: o.URL}
+	c.signIn(*writer.creds())
+	page = c.send("GET", "/console/keys", nil)
+	if !strings.Contains(page.body, `value="usage:read" disabled`) || strings.Contains(page.body, `value="api_keys:read" disabled`) {
+		t.Errorf("the boxes of permissions the key lacks are not disabled:\n%s", page.body)
+	}
+	forged := c.send("POST", "/console/keys", url.Values{"csrf": {csrfOf(t, page.body)}, "name": {"more"}, "permission": {"usage:read"}})
+	if forged.status != http.StatusForbidden || !strings.Contains(forged.body, "Insufficient authority") {
+		t.Errorf("granting a permission the key lacks: %d\n%s", forged.status, forged.body)
+	}
+
+	_, other := o.newOrg(t.Context(), t, "pro")
+	c = &consoleClient{t: t, base: o.URL}
+	c.signIn(other)
+	page = c.send("GET", "/console/keys", nil)
+	if strings.Contains(page.body, o.Owner.APIID) || strings.Contains(page.body, writer.APIID) {
+		t.Error("another organization's keys are listed")
+	}
+	if a := c.send("POST", "/console/keys/"+writer.ID+"/disable", url.Values{"csrf": {csrfOf(t, page.body)}}); a.status != http.StatusNotFound {
+		t.Errorf("disabling another organization's key: %d", a.status)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: writer.creds()}), 200)
+}

@@ -102,6 +102,9 @@ func (c *Console) Routes() []api.Route {
 		route(http.MethodPost, "/console/sign-in", c.signIn),
 		route(http.MethodPost, "/console/sign-out", c.signedIn(c.signOut)),
 		route(http.MethodGet, "/console/overview", c.signedIn(c.overview)),
+		route(http.MethodGet, "/console/keys", c.signedIn(c.keys)),
+		route(http.MethodPost, "/console/keys", c.signedIn(c.createKey)),
+		route(http.MethodPost, "/console/keys/{id}/{action}", c.signedIn(c.changeKey)),
 		route(http.MethodGet, "/console/{rest...}", c.notFound),
 	}
 }

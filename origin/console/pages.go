@@ -13,6 +13,7 @@ import (
 
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/perm"
 )
 
@@ -39,6 +40,7 @@ type navItem struct {
 // nav are the console's pages, in the navigation bar's order.
 var nav = []navItem{
 	{Path: "/console/overview", Label: "Overview"},
+	{Path: "/console/keys", Label: "API keys"},
 }
 
 func (p page) SignedIn() bool { return p.state != nil }
@@ -94,9 +96,20 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 
 // apiError is a REST answer other than 2xx, in the standard body.
 type apiError struct {
-	Status  int    `json:"statusCode"`
-	Kind    string `json:"error"`
-	Message string `json:"message"`
+	Status  int                 `json:"statusCode"`
+	Kind    string              `json:"error"`
+	Message string              `json:"message"`
+	Fields  []apierr.FieldError `json:"validation_errors"`
+}
+
+// field is the message of the field at path, "" when it has none.
+func (e *apiError) field(path string) string {
+	for _, f := range e.Fields {
+		if f.Path == path || strings.HasPrefix(f.Path, path+"[") {
+			return f.Message
+		}
+	}
+	return ""
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Kind, e.Message) }
