@@ -2,6 +2,8 @@ package origin_test
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -486,4 +488,56 @@ func TestHostileConsoleNoBackDoor(t *testing.T) {
 		t.Errorf("disabling another organization's key: %d", a.status)
 	}
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/api-keys", Creds: writer.creds()}), 200)
+}
+
+// TestConsoleImages: the images page lists the organization's images
+// newest first, a page at a time, with thumbnails through the edge's
+// transforms, and deletes the checked ones through the batch route.
+func TestConsoleImages(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	if a := c.send("GET", "/console/images", nil); a.status != 200 || !strings.Contains(a.body, `id="no-images"`) {
+		t.Fatalf("no images yet: %d\n%s", a.status, a.body)
+	}
+	var ids []string
+	for i := range 2 {
+		var made struct{ ID, URL string }
+		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": fmt.Sprintf("<p>%d</p>", i)}})
+		apitest.WantStatus(t, r, 200)
+		r.Decode(t, &made)
+		ids = append(ids, made.ID)
+		o.Clock.Advance(time.Second)
+	}
+	first := c.send("GET", "/console/images?count=1", nil)
+	if !strings.Contains(first.body, ids[1]) || strings.Contains(first.body, ids[0]) || !strings.Contains(first.body, "/v1/image/"+ids[1]+"?width=320") {
+		t.Fatalf("first page (newest):\n%s", first.body)
+	}
+	next := regexp.MustCompile(`href="(/console/images\?[^"]+)" rel="next"`).FindStringSubmatch(first.body)
+	if next == nil {
+		t.Fatalf("no link to the next page:\n%s", first.body)
+	}
+	second := c.send("GET", html.UnescapeString(next[1]), nil)
+	if !strings.Contains(second.body, ids[0]) || strings.Contains(second.body, ids[1]) || strings.Contains(second.body, `rel="next"`) {
+		t.Fatalf("second page:\n%s", second.body)
+	}
+	if a := c.send("POST", "/console/images/delete", url.Values{"csrf": {csrfOf(t, first.body)}, "id": {ids[0]}}); a.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d\n%s", a.status, a.body)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/image/" + ids[0]}), 404)
+	if all := c.send("GET", "/console/images", nil); !strings.Contains(all.body, ids[1]) || strings.Contains(all.body, ids[0]) {
+		t.Errorf("after the delete:\n%s", all.body)
+	}
+
+	viewer := o.createKey(t, o.Owner, map[string]any{"name": "viewer", "permissions": []string{"images:read"}})
+	v := &consoleClient{t: t, base: o.URL}
+	v.signIn(*viewer.creds())
+	page := v.send("GET", "/console/images", nil)
+	if !strings.Contains(page.body, ids[1]) || strings.Contains(page.body, `name="id"`) {
+		t.Errorf("a key without images:delete is offered deletion:\n%s", page.body)
+	}
+	if a := v.send("POST", "/console/images/delete", url.Values{"csrf": {csrfOf(t, page.body)}, "id": {ids[1]}}); a.status != http.StatusForbidden {
+		t.Errorf("a forged delete by a key without images:delete: %d", a.status)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/image/" + ids[1]}), 200)
 }

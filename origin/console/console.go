@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pictorhq/pictor/kv"
@@ -37,6 +38,9 @@ type Config struct {
 	// Secure says the public URL is https: the session cookie is then
 	// Secure and named with the __Host- prefix.
 	Secure bool
+	// ImageOrigin is the scheme and host of the images' URLs (the public
+	// URL's), which pages may show; "" when they are the console's own.
+	ImageOrigin string
 	// Asset returns the URL path of a static asset by its logical name
 	// ("console.css", "console.js"), or "" when there is none.
 	Asset func(name string) string
@@ -62,6 +66,8 @@ func (c Config) Validate() error {
 		return errors.New("console: Store, Keys, API, Limiter, Now, Logger and Asset are required")
 	case c.Idle <= 0 || c.Lifetime < c.Idle:
 		return fmt.Errorf("console: Idle %v, Lifetime %v: want 0 < Idle <= Lifetime", c.Idle, c.Lifetime)
+	case strings.ContainsAny(c.ImageOrigin, " ;'\"\r\n"):
+		return fmt.Errorf("console: ImageOrigin %q is not an origin", c.ImageOrigin)
 	case c.SignIns < 1 || c.SignInWindow <= 0:
 		return fmt.Errorf("console: %d sign-ins per %v: want at least 1 per positive window", c.SignIns, c.SignInWindow)
 	}
@@ -73,6 +79,7 @@ type Console struct {
 	cfg      Config
 	sessions *sessions
 	cookie   string
+	csp      string
 }
 
 // New returns the console.
@@ -85,6 +92,11 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Secure {
 		c.cookie = "__Host-pictor_console"
 	}
+	img := "'self' data:"
+	if cfg.ImageOrigin != "" {
+		img += " " + cfg.ImageOrigin
+	}
+	c.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + img + "; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	return c, nil
 }
 
@@ -102,6 +114,8 @@ func (c *Console) Routes() []api.Route {
 		route(http.MethodPost, "/console/sign-in", c.signIn),
 		route(http.MethodPost, "/console/sign-out", c.signedIn(c.signOut)),
 		route(http.MethodGet, "/console/overview", c.signedIn(c.overview)),
+		route(http.MethodGet, "/console/images", c.signedIn(c.images)),
+		route(http.MethodPost, "/console/images/delete", c.signedIn(c.deleteImages)),
 		route(http.MethodGet, "/console/keys", c.signedIn(c.keys)),
 		route(http.MethodPost, "/console/keys", c.signedIn(c.createKey)),
 		route(http.MethodPost, "/console/keys/{id}/{action}", c.signedIn(c.changeKey)),
@@ -117,7 +131,7 @@ func (c *Console) Routes() []api.Route {
 func (c *Console) headers(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("Content-Security-Policy", c.csp)
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("Cache-Control", "no-store")

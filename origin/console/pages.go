@@ -40,6 +40,7 @@ type navItem struct {
 // nav are the console's pages, in the navigation bar's order.
 var nav = []navItem{
 	{Path: "/console/overview", Label: "Overview"},
+	{Path: "/console/images", Label: "Images"},
 	{Path: "/console/keys", Label: "API keys"},
 }
 
