@@ -509,6 +509,9 @@ func TestConsoleImages(t *testing.T) {
 		ids = append(ids, made.ID)
 		o.Clock.Advance(time.Second)
 	}
+	if ov := c.send("GET", "/console/overview", nil); !strings.Contains(ov.body, `id="credits-used">2<`) || !strings.Contains(ov.body, `id="usage-chart"`) || !strings.Contains(ov.body, ": 2 in all, at most 2 in a day.") {
+		t.Errorf("overview after two images:\n%s", ov.body)
+	}
 	first := c.send("GET", "/console/images?count=1", nil)
 	if !strings.Contains(first.body, ids[1]) || strings.Contains(first.body, ids[0]) || !strings.Contains(first.body, "/v1/image/"+ids[1]+"?width=320") {
 		t.Fatalf("first page (newest):\n%s", first.body)

@@ -185,6 +185,7 @@ type overviewData struct {
 	Images        []imageEntry
 	ImagesDenied  string
 	PeriodStart   string
+	Chart         *chart
 }
 
 type imageEntry struct {
@@ -199,6 +200,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, st *state) {
 	pl := st.principal.Org.PlanInfo()
 	d := overviewData{Plan: pl.Name, Credits: pl.Credits}
 	var usage struct {
+		Data struct {
+			Day map[string]int64 `json:"day"`
+		} `json:"data"`
 		Periods []struct {
 			TotalImages int64   `json:"total_images"`
 			Start       string  `json:"start"`
@@ -218,6 +222,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, st *state) {
 			}
 		}
 		d.Left = max(d.Credits-d.Used, 0)
+		d.Chart = dailyChart(usage.Data.Day, d.PeriodStart, c.cfg.Now())
 	}
 	var list struct {
 		Images []imageEntry `json:"images"`

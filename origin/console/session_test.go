@@ -67,3 +67,21 @@ func TestSessionsStoreNoCookie(t *testing.T) {
 		t.Errorf("an expired session's record stays: %v", err)
 	}
 }
+
+// TestDailyChart: one bar a day from the period's start to today, each
+// as tall as its share of the busiest day.
+func TestDailyChart(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	c := dailyChart(map[string]int64{
+		"2026-11-27T00:00:00Z": 4, "2026-11-29T00:00:00Z": 2, "2026-10-01T00:00:00Z": 9, "junk": 7,
+	}, "2026-11-20T13:00:00Z", now)
+	if len(c.Bars) != 10 || c.From != "2026-11-20" || c.To != "2026-11-29" {
+		t.Fatalf("%d bars from %s to %s, want 10 from 2026-11-20 to 2026-11-29", len(c.Bars), c.From, c.To)
+	}
+	if c.Total != 6 || c.Max != 4 || c.Bars[7].H != c.Height || c.Bars[9].H != c.Height/2 || c.Bars[0].H != 0 || c.Bars[9].Y != c.Height/2 {
+		t.Errorf("bars %+v, total %d, max %d", c.Bars, c.Total, c.Max)
+	}
+	if c := dailyChart(nil, "", now); len(c.Bars) != chartDays || c.Max != 0 {
+		t.Errorf("no period: %d bars, max %d", len(c.Bars), c.Max)
+	}
+}
