@@ -32,6 +32,7 @@ TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql curl 
 TSCLIENT      := origin/testdata/tsclient
 MCPCLIENT     := origin/testdata/mcpclient
 HBSJS         := wasm/testdata/handlebarsjs
+AXE           := origin/testdata/axe
 
 DATA_DIR     ?= ./data
 ADDR         ?= 127.0.0.1:8080
@@ -55,10 +56,17 @@ test-deps: ## install the system packages and npm fixtures `make test` needs (id
 	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
 	@[ -x $(OAPICODEGEN_BIN) ] || GOBIN=$(dir $(OAPICODEGEN_BIN)) $(GO) install $(OAPICODEGEN)
 	@cd $(OAPICLIENT) && $(GO) mod download
-	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS); do \
+	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS) $(AXE) origin/console/web; do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
 	done
+
+.PHONY: console-assets
+console-assets: ## bundle the console's script and style (origin/console/web, npm-pinned) into origin/console/assets/dist; commit what changes
+	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
+	@[ origin/console/web/node_modules/.package-lock.json -nt origin/console/web/package-lock.json ] || \
+		(cd origin/console/web && npm ci --no-audit --no-fund --loglevel=error)
+	$(GO) run ./origin/console/assets/build
 
 build: ## build ./bin/pictor and the template sandbox's modules (wasm/guest.wasm, wasm/evaluator.wasm)
 	./wasm/build.sh

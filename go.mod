@@ -15,6 +15,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/davidbyttow/govips/v2 v2.16.0
 	github.com/dgraph-io/ristretto/v2 v2.4.2
+	github.com/evanw/esbuild v0.28.2
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/jsonschema-go v0.4.3

@@ -7,11 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/pictorhq/pictor/origin"
@@ -338,6 +341,7 @@ func TestHostileConsoleEscapes(t *testing.T) {
 // reach, and signing out brings the form back.
 func TestConsoleInABrowser(t *testing.T) {
 	o := startOrigin(t)
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}}), 200)
 	tab := chromiumtest.NewTab(t)
 	ctx, cancel := context.WithTimeout(tab, time.Minute)
 	defer cancel()
@@ -368,6 +372,73 @@ func TestConsoleInABrowser(t *testing.T) {
 	if strings.Contains(v.Stored, o.Owner.APIKey) {
 		t.Error("the key is kept in the browser's storage")
 	}
+	// Every page, in both themes, at a desk's width and a phone's: the
+	// script ran under the CSP, the style applies, nothing overflows the
+	// phone's width, and axe-core finds no serious or critical violation.
+	axeSource, err := os.ReadFile("testdata/axe/node_modules/axe-core/axe.min.js")
+	if err != nil {
+		t.Fatalf("axe-core is not installed (make test-deps runs npm ci in origin/testdata/axe): %v", err)
+	}
+	shots := t.ArtifactDir()
+	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
+		shots = d
+	}
+	for _, scheme := range []string{"light", "dark"} {
+		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range []int64{1024, 390} {
+			for _, path := range []string{"/console/overview", "/console/images", "/console/keys"} {
+				name := fmt.Sprintf("%s-%s-%d", strings.TrimPrefix(path, "/console/"), scheme, width)
+				if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(o.URL+path),
+					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				type look struct {
+					Background string
+					Overflow   int
+					Widest     string
+				}
+				l, err := chromedp.Run(ctx, chromedp.Evaluate[look](`({Background: getComputedStyle(document.body).backgroundColor,
+					Overflow: document.documentElement.scrollWidth - window.innerWidth,
+					Widest: [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+						.map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className == "string" ? "." + e.className.split(" ").join(".") : "")).slice(-3).join(", ")})`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if dark := l.Background != "rgb(255, 255, 255)"; dark != (scheme == "dark") || l.Background == "rgba(0, 0, 0, 0)" {
+					t.Errorf("%s: the page's background is %s", name, l.Background)
+				}
+				if l.Overflow > 0 {
+					t.Errorf("%s: the page is %d px wider than the window (%s)", name, l.Overflow, l.Widest)
+				}
+				type violation struct {
+					ID, Impact, Help, Target string
+					Nodes                    int
+				}
+				vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]violation](string(axeSource)+`;
+					axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({ID: v.id, Impact: v.impact, Help: v.help, Target: v.nodes[0].target.join(" "), Nodes: v.nodes.length})))`,
+					chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+				if err != nil {
+					t.Fatalf("%s: axe: %v", name, err)
+				}
+				for _, v := range vs {
+					if v.Impact == "serious" || v.Impact == "critical" {
+						t.Errorf("%s: axe %s (%s): %s, %d elements, the first %s", name, v.ID, v.Impact, v.Help, v.Nodes, v.Target)
+					}
+				}
+				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`.signout button`)),
 		chromedp.WaitVisible(chromedp.CSS(`#api_key`)),

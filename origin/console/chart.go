@@ -46,7 +46,7 @@ func dailyChart(days map[string]int64, periodStart string, now time.Time) *chart
 	c := &chart{Height: 120, From: start.Format(time.DateOnly), To: end.Format(time.DateOnly)}
 	n := int(end.Sub(start)/(24*time.Hour)) + 1
 	const slot = 12
-	c.Width = n * slot
+	c.Width = max(n, chartDays) * slot // a short period keeps narrow bars
 	for i := range n {
 		day := start.AddDate(0, 0, i).Format(time.DateOnly)
 		v := counts[day]

@@ -14,6 +14,7 @@ import (
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/auth"
+	"github.com/pictorhq/pictor/origin/console/assets"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 )
@@ -42,7 +43,7 @@ type Config struct {
 	// URL's), which pages may show; "" when they are the console's own.
 	ImageOrigin string
 	// Asset returns the URL path of a static asset by its logical name
-	// ("console.css", "console.js"), or "" when there is none.
+	// ("console.css", "console.js"): assets.Path.
 	Asset func(name string) string
 	// Idle and Lifetime end a session unused that long, or that old.
 	Idle, Lifetime time.Duration
@@ -55,7 +56,7 @@ type Config struct {
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
 // or 7 days, 10 sign-in attempts a minute per client address.
 func DefaultConfig() Config {
-	return Config{Now: time.Now, Logger: slog.Default(), Asset: func(string) string { return "" },
+	return Config{Now: time.Now, Logger: slog.Default(), Asset: assets.Path,
 		Idle: 12 * time.Hour, Lifetime: 7 * 24 * time.Hour, SignIns: 10, SignInWindow: time.Minute}
 }
 
@@ -120,6 +121,8 @@ func (c *Console) Routes() []api.Route {
 		route(http.MethodPost, "/console/keys", c.signedIn(c.createKey)),
 		route(http.MethodPost, "/console/keys/{id}/{action}", c.signedIn(c.changeKey)),
 		route(http.MethodGet, "/console/{rest...}", c.notFound),
+		// Assets carry their own headers: immutable, not no-store.
+		{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},
 	}
 }
 
