@@ -389,7 +389,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, width := range []int64{1024, 390} {
-			for _, path := range []string{"/console/overview", "/console/images", "/console/keys"} {
+			for _, path := range []string{"/console/overview", "/console/images", "/console/keys", "/console/og", "/console/proxies", "/console/storage-destinations"} {
 				name := fmt.Sprintf("%s-%s-%d", strings.TrimPrefix(path, "/console/"), scheme, width)
 				if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(o.URL+path),
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
@@ -614,4 +614,89 @@ func TestConsoleImages(t *testing.T) {
 		t.Errorf("a forged delete by a key without images:delete: %d", a.status)
 	}
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/image/" + ids[1]}), 200)
+}
+
+// TestConsoleResources: proxies, storage destinations and OG
+// configurations are listed, created, edited and deleted through their
+// REST routes from a JSON editor; the route's refusals come back next to
+// the editor by field path; a plan without the resource and a key
+// without its permission say so.
+func TestConsoleResources(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	page := c.send("GET", "/console/proxies", nil)
+	if page.status != 200 || !strings.Contains(page.body, `id="resource-empty"`) || !strings.Contains(page.body, `id="resource-json"`) {
+		t.Fatalf("proxies, none yet: %d\n%s", page.status, page.body)
+	}
+	csrf := csrfOf(t, page.body)
+	save := func(path, body string) consoleAnswer {
+		return c.send("POST", path, url.Values{"csrf": {csrf}, "json": {body}})
+	}
+	if a := save("/console/proxies", `{"name": `); a.status != http.StatusBadRequest || !strings.Contains(a.body, `id="resource-error"`) || !strings.Contains(a.body, `{&#34;name&#34;: </textarea>`) {
+		t.Errorf("malformed JSON: %d\n%s", a.status, a.body)
+	}
+	bad := save("/console/proxies", `{"name": "", "url": "ftp://proxy.example.com"}`)
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "<code>url</code>") || !strings.Contains(bad.body, "<code>name</code>") {
+		t.Errorf("invalid fields: %d\n%s", bad.status, bad.body)
+	}
+	if a := save("/console/proxies", `{"name": "office <b>", "url": "http://proxy.example.com:3128"}`); a.status != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", a.status, a.body)
+	}
+	var proxies struct {
+		Data []struct{ ID, Name, URL string } `json:"data"`
+	}
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: &o.Owner}).Decode(t, &proxies)
+	if len(proxies.Data) != 1 || proxies.Data[0].Name != "office <b>" {
+		t.Fatalf("REST after the create: %+v", proxies.Data)
+	}
+	id := proxies.Data[0].ID
+	list := c.send("GET", "/console/proxies", nil)
+	if !strings.Contains(list.body, "office &lt;b&gt;") || strings.Contains(list.body, "office <b>") {
+		t.Errorf("the list shows the name as markup:\n%s", list.body)
+	}
+	edit := c.send("GET", "/console/proxies/"+id, nil)
+	if !strings.Contains(edit.body, `action="/console/proxies/`+id+`"`) || !strings.Contains(edit.body, "proxy.example.com") || strings.Contains(edit.body, "created_at") {
+		t.Errorf("edit page:\n%s", edit.body)
+	}
+	if a := save("/console/proxies/"+id, `{"name": "office 2", "url": "http://proxy.example.com:3128"}`); a.status != http.StatusSeeOther {
+		t.Fatalf("update: %d\n%s", a.status, a.body)
+	}
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: &o.Owner}).Decode(t, &proxies)
+	if proxies.Data[0].Name != "office 2" {
+		t.Errorf("REST after the update: %+v", proxies.Data)
+	}
+	if a := c.send("POST", "/console/proxies/"+id+"/delete", url.Values{"csrf": {csrf}}); a.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", a.status)
+	}
+	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies/" + id, Creds: &o.Owner}), 404)
+
+	o.nextWindow()
+	var ext struct {
+		ExternalID string `json:"external_id"`
+	}
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/storage-destinations/aws-external-id", Creds: &o.Owner}).Decode(t, &ext)
+	if dests := c.send("GET", "/console/storage-destinations", nil); ext.ExternalID == "" || !strings.Contains(dests.body, `id="resource-note">`+ext.ExternalID+"<") {
+		t.Errorf("storage destinations page lacks the external id %q:\n%s", ext.ExternalID, dests.body)
+	}
+
+	if a := save("/console/og", `{"config_type": "html_css", "base_url": "https://www.example.com", "name": "site"}`); a.status != http.StatusSeeOther {
+		t.Fatalf("OG configuration: %d\n%s", a.status, a.body)
+	}
+	if og := c.send("GET", "/console/og", nil); !strings.Contains(og.body, "https://www.example.com") {
+		t.Errorf("the OG page lacks the configuration:\n%s", og.body)
+	}
+
+	_, free := o.newOrg(t.Context(), t, "free")
+	f := &consoleClient{t: t, base: o.URL}
+	f.signIn(free)
+	if a := f.send("GET", "/console/proxies", nil); !strings.Contains(a.body, `id="resource-refused"`) || strings.Contains(a.body, `id="resource-json"`) {
+		t.Errorf("a plan without proxies:\n%s", a.body)
+	}
+	narrow := o.createKey(t, o.Owner, map[string]any{"name": "narrow", "permissions": []string{"usage:read"}})
+	n := &consoleClient{t: t, base: o.URL}
+	n.signIn(*narrow.creds())
+	if a := n.send("GET", "/console/og", nil); !strings.Contains(a.body, "lacks the og_configs:read permission") || strings.Contains(a.body, "www.example.com") {
+		t.Errorf("a key without og_configs:read:\n%s", a.body)
+	}
 }

@@ -110,7 +110,13 @@ func (c *Console) Routes() []api.Route {
 	route := func(method, pattern string, h http.HandlerFunc) api.Route {
 		return api.Route{Method: method, Pattern: pattern, Public: true, Handler: c.headers(h), Hidden: hidden}
 	}
-	return []api.Route{
+	var out []api.Route
+	for _, rs := range resources {
+		for _, rt := range rs.routes(c) {
+			out = append(out, route(rt.method, rt.pattern, c.signedIn(rt.h)))
+		}
+	}
+	return append(out,
 		route(http.MethodGet, "/console", c.home),
 		route(http.MethodPost, "/console/sign-in", c.signIn),
 		route(http.MethodPost, "/console/sign-out", c.signedIn(c.signOut)),
@@ -122,8 +128,8 @@ func (c *Console) Routes() []api.Route {
 		route(http.MethodPost, "/console/keys/{id}/{action}", c.signedIn(c.changeKey)),
 		route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
-		{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},
-	}
+		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},
+	)
 }
 
 // headers sets what every page carries: a strict Content-Security-Policy

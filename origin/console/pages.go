@@ -42,6 +42,9 @@ var nav = []navItem{
 	{Path: "/console/overview", Label: "Overview"},
 	{Path: "/console/images", Label: "Images"},
 	{Path: "/console/keys", Label: "API keys"},
+	{Path: "/console/og", Label: "OG images"},
+	{Path: "/console/proxies", Label: "Proxies"},
+	{Path: "/console/storage-destinations", Label: "Storage"},
 }
 
 func (p page) SignedIn() bool { return p.state != nil }
