@@ -1,9 +1,11 @@
 package origin_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"html"
+	"image"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,6 +23,7 @@ import (
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/imageparams/schema"
 )
 
 // consoleClient is a browser stand-in: it keeps no cookies of its own and
@@ -389,7 +392,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, width := range []int64{1024, 390} {
-			for _, path := range []string{"/console/overview", "/console/images", "/console/keys", "/console/og", "/console/proxies", "/console/storage-destinations"} {
+			for _, path := range []string{"/console/overview", "/console/images", "/console/new", "/console/keys", "/console/og", "/console/proxies", "/console/storage-destinations"} {
 				name := fmt.Sprintf("%s-%s-%d", strings.TrimPrefix(path, "/console/"), scheme, width)
 				if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(o.URL+path),
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
@@ -698,5 +701,62 @@ func TestConsoleResources(t *testing.T) {
 	n.signIn(*narrow.creds())
 	if a := n.send("GET", "/console/og", nil); !strings.Contains(a.body, "lacks the og_configs:read permission") || strings.Contains(a.body, "www.example.com") {
 		t.Errorf("a key without og_configs:read:\n%s", a.body)
+	}
+}
+
+// TestConsolePlayground: the new-image form has an input for every
+// parameter of the one table (imageparams/schema), so a new parameter
+// appears by itself; it creates a real image through POST /v1/image; the
+// route's refusals, and the form's own, go next to their fields.
+func TestConsolePlayground(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	form := c.send("GET", "/console/new", nil)
+	_, order := schema.Properties(schema.ForHTML | schema.ForURL)
+	for _, name := range order {
+		if !strings.Contains(form.body, ` name="`+name+`"`) {
+			t.Errorf("the form has no input for %s", name)
+		}
+	}
+	csrf := csrfOf(t, form.body)
+	made := c.send("POST", "/console/new", url.Values{"csrf": {csrf}, "html": {`<div style="width:200px;height:100px;background:#f00"></div>`},
+		"format": {"jpg"}, "device_scale": {"1"}, "block_consent_banners": {"true"}})
+	m := regexp.MustCompile(`id="made-url" href="([^"]+)"`).FindStringSubmatch(made.body)
+	if made.status != 200 || m == nil || !strings.Contains(made.body, "curl -u") {
+		t.Fatalf("create: %d\n%s", made.status, made.body)
+	}
+	u, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil || !strings.HasSuffix(u.Path, ".jpg") {
+		t.Fatalf("image URL %q: %v", m[1], err)
+	}
+	got := o.do(t, apitest.Request{Method: "GET", Path: u.Path})
+	apitest.WantStatus(t, got, 200)
+	img, format, err := image.Decode(bytes.NewReader(got.Body))
+	if err != nil || format != "jpeg" || img.Bounds().Dx() != 200 || img.Bounds().Dy() != 100 {
+		t.Fatalf("the image: %v, %s, %v", err, format, img.Bounds())
+	}
+	if r, g, b, _ := img.At(100, 50).RGBA(); r>>8 < 200 || g>>8 > 60 || b>>8 > 60 {
+		t.Errorf("the image's centre is not red: %d %d %d", r>>8, g>>8, b>>8)
+	}
+
+	bad := c.send("POST", "/console/new", url.Values{"csrf": {csrf}, "html": {"<p>x</p>"}, "viewport_width": {"0"}, "viewport_height": {"10"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, `id="opt-viewport_width-error"`) || !strings.Contains(bad.body, `name="viewport_width" type="number" min="1" max="6000" value="0"`) {
+		t.Errorf("viewport_width 0: %d\n%s", bad.status, bad.body)
+	}
+	notJSON := c.send("POST", "/console/new", url.Values{"csrf": {csrf}, "html": {"<p>x</p>"}, "headers": {"{"}})
+	if notJSON.status != http.StatusBadRequest || !strings.Contains(notJSON.body, `id="opt-headers-error">is not JSON<`) {
+		t.Errorf("headers not JSON: %d\n%s", notJSON.status, notJSON.body)
+	}
+	none := c.send("POST", "/console/new", url.Values{"csrf": {csrf}})
+	if none.status != http.StatusBadRequest {
+		t.Errorf("neither html nor url: %d\n%s", none.status, none.body)
+	}
+
+	viewer := o.createKey(t, o.Owner, map[string]any{"name": "viewer", "permissions": []string{"images:read"}})
+	v := &consoleClient{t: t, base: o.URL}
+	v.signIn(*viewer.creds())
+	if a := v.send("GET", "/console/new", nil); !strings.Contains(a.body, `id="new-denied"`) || strings.Contains(a.body, `id="new-image"`) {
+		t.Errorf("a key without images:create:\n%s", a.body)
 	}
 }

@@ -122,6 +122,8 @@ func (c *Console) Routes() []api.Route {
 		route(http.MethodPost, "/console/sign-out", c.signedIn(c.signOut)),
 		route(http.MethodGet, "/console/overview", c.signedIn(c.overview)),
 		route(http.MethodGet, "/console/images", c.signedIn(c.images)),
+		route(http.MethodGet, "/console/new", c.signedIn(c.playground)),
+		route(http.MethodPost, "/console/new", c.signedIn(c.createImage)),
 		route(http.MethodPost, "/console/images/delete", c.signedIn(c.deleteImages)),
 		route(http.MethodGet, "/console/keys", c.signedIn(c.keys)),
 		route(http.MethodPost, "/console/keys", c.signedIn(c.createKey)),

@@ -41,6 +41,7 @@ type navItem struct {
 var nav = []navItem{
 	{Path: "/console/overview", Label: "Overview"},
 	{Path: "/console/images", Label: "Images"},
+	{Path: "/console/new", Label: "New image"},
 	{Path: "/console/keys", Label: "API keys"},
 	{Path: "/console/og", Label: "OG images"},
 	{Path: "/console/proxies", Label: "Proxies"},
@@ -104,6 +105,10 @@ type apiError struct {
 	Kind    string              `json:"error"`
 	Message string              `json:"message"`
 	Fields  []apierr.FieldError `json:"validation_errors"`
+}
+
+func fieldError(path, message string) apierr.FieldError {
+	return apierr.FieldError{Path: path, Message: message}
 }
 
 // field is the message of the field at path, "" when it has none.

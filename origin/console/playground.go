@@ -1,0 +1,176 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/pictorhq/pictor/origin/imageparams/schema"
+	"github.com/pictorhq/pictor/origin/perm"
+)
+
+// An option of the new-image form, made from the one parameter table
+// that feeds OpenAPI and MCP (imageparams/schema): a parameter added
+// there appears here by itself.
+type option struct {
+	Name, Help string
+	Kind       string // "bool", "enum", "number", "integer", "text", "json"
+	Enum       []string
+	Min, Max   string
+	Value      string
+	Checked    bool
+	Error      string
+}
+
+// sourceFields are the form's own fields, not options.
+var sourceFields = map[string]bool{"html": true, "css": true, "url": true}
+
+func options(form map[string][]string, errs *apiError) []option {
+	props, order := schema.Properties(schema.ForHTML | schema.ForURL)
+	var out []option
+	for _, name := range order {
+		if sourceFields[name] {
+			continue
+		}
+		s := props[name]
+		o := option{Name: name, Help: s.Description, Kind: kindOf(s), Value: first(form, name)}
+		for _, e := range s.Enum {
+			o.Enum = append(o.Enum, fmt.Sprint(e))
+		}
+		if s.Minimum != nil {
+			o.Min = strconv.FormatFloat(*s.Minimum, 'f', -1, 64)
+		}
+		if s.Maximum != nil {
+			o.Max = strconv.FormatFloat(*s.Maximum, 'f', -1, 64)
+		}
+		o.Checked = o.Kind == "bool" && o.Value != ""
+		if errs != nil {
+			o.Error = errs.field(name)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func kindOf(s *jsonschema.Schema) string {
+	switch {
+	case s.Type == "boolean":
+		return "bool"
+	case len(s.Enum) > 0:
+		return "enum"
+	case s.Type == "integer":
+		return "integer"
+	case s.Type == "number":
+		return "number"
+	case s.Type == "string":
+		return "text"
+	}
+	return "json"
+}
+
+func first(form map[string][]string, name string) string {
+	if v := form[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+type playgroundData struct {
+	HTML, CSS, URL           string
+	HTMLError, URLError, Err string
+	Options                  []option
+	CanCreate                bool
+	Created                  *createdImage
+}
+
+type createdImage struct {
+	ID, URL, Curl string
+}
+
+func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) {
+	d := playgroundData{Options: options(nil, nil), CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
+	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
+}
+
+// createImage sends the form as POST /v1/image; the route's refusals go
+// next to their fields.
+func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state) {
+	r.ParseForm()
+	d := playgroundData{HTML: r.PostFormValue("html"), CSS: r.PostFormValue("css"), URL: r.PostFormValue("url"),
+		CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
+	body := map[string]any{}
+	for _, f := range []string{"html", "css", "url"} {
+		if v := r.PostFormValue(f); strings.TrimSpace(v) != "" {
+			body[f] = v
+		}
+	}
+	var local apiError // the form's own refusals (a JSON option that is not JSON)
+	for _, o := range options(r.PostForm, nil) {
+		v := strings.TrimSpace(o.Value)
+		if v == "" {
+			continue
+		}
+		switch o.Kind {
+		case "bool":
+			body[o.Name] = true
+		case "integer", "number":
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				local.Fields = append(local.Fields, fieldError(o.Name, "must be a number"))
+				continue
+			}
+			body[o.Name] = n
+		case "json":
+			var j any
+			if err := json.Unmarshal([]byte(v), &j); err != nil {
+				local.Fields = append(local.Fields, fieldError(o.Name, "is not JSON"))
+				continue
+			}
+			body[o.Name] = j
+		default:
+			body[o.Name] = v
+		}
+	}
+	raw, _ := json.Marshal(body)
+	var made struct{ ID, URL string }
+	err := error(nil)
+	if len(local.Fields) > 0 {
+		local.Status, local.Message = http.StatusBadRequest, "Some options are not valid."
+		err = &local
+	} else {
+		err = c.call(r, st, http.MethodPost, "/v1/image", bytes.NewReader(raw), &made)
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status < 500:
+		d.Options = options(r.PostForm, ae)
+		d.HTMLError, d.URLError = ae.field("html"), ae.field("url")
+		if d.HTMLError == "" && d.URLError == "" && len(ae.Fields) == 0 || ae.Status != http.StatusBadRequest {
+			d.Err = ae.Message
+		}
+		c.render(w, r, ae.Status, "new", page{Title: "New image", Data: d, state: st})
+		return
+	case err != nil:
+		c.failed(w, r, st, err)
+		return
+	}
+	d.Options = options(r.PostForm, nil)
+	pretty, _ := json.MarshalIndent(body, "", "  ")
+	d.Created = &createdImage{ID: made.ID, URL: made.URL,
+		Curl: "curl -u \"$PICTOR_API_ID:$PICTOR_API_KEY\" -H 'Content-Type: application/json' \\\n  -d '" + strings.ReplaceAll(string(pretty), "'", `'\''`) + "' \\\n  " + publicBase(made.URL) + "/v1/image"}
+	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
+}
+
+// publicBase is the scheme and host of an image URL.
+func publicBase(u string) string {
+	if i := strings.Index(u, "/v1/image/"); i > 0 {
+		return u[:i]
+	}
+	return ""
+}
