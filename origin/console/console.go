@@ -168,12 +168,7 @@ type state struct {
 // A POST must carry the session's form token.
 func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *state)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ck, err := r.Cookie(c.cookie)
-		if err != nil {
-			http.Redirect(w, r, "/console", http.StatusSeeOther)
-			return
-		}
-		se, err := c.sessions.load(r.Context(), ck.Value)
+		st, err := c.current(r)
 		if errors.Is(err, errNoSession) {
 			c.clearCookie(w)
 			http.Redirect(w, r, "/console", http.StatusSeeOther)
@@ -183,19 +178,7 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *state)) h
 			c.unavailable(w, r, err)
 			return
 		}
-		p, err := c.cfg.Keys.Principal(r.Context(), se.KeyID)
-		if errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrDisabled) || errors.Is(err, auth.ErrSuspended) {
-			c.cfg.Logger.InfoContext(r.Context(), "console session ended: its key no longer works", "key_id", se.KeyID, "reason", err)
-			c.sessions.end(se.id)
-			c.clearCookie(w)
-			http.Redirect(w, r, "/console", http.StatusSeeOther)
-			return
-		}
-		if err != nil {
-			c.unavailable(w, r, err)
-			return
-		}
-		st := &state{session: se, principal: p}
+		se := st.session
 		if r.Method == http.MethodPost && !se.checkCSRF(r.PostFormValue("csrf")) {
 			c.message(w, r, st, http.StatusForbidden, "Refused", "This form is out of date or was not sent from the console. Reload the page and try again.")
 			return
@@ -204,15 +187,41 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *state)) h
 	}
 }
 
+// current is the request's signed-in state: errNoSession without a live
+// session, or once the session's key no longer works (disabled, deleted,
+// its organization suspended), which ends the session.
+func (c *Console) current(r *http.Request) (*state, error) {
+	ck, err := r.Cookie(c.cookie)
+	if err != nil {
+		return nil, errNoSession
+	}
+	se, err := c.sessions.load(r.Context(), ck.Value)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.cfg.Keys.Principal(r.Context(), se.KeyID)
+	if refused(err) {
+		c.cfg.Logger.InfoContext(r.Context(), "console session ended: its key no longer works", "key_id", se.KeyID, "reason", err)
+		c.sessions.end(se.id)
+		return nil, errNoSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &state{session: se, principal: p}, nil
+}
+
+// refused reports the key store's refusal of a key (rather than its
+// failure).
+func refused(err error) bool {
+	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrDisabled) || errors.Is(err, auth.ErrSuspended)
+}
+
 // home is the sign-in form, or the overview once signed in.
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	if ck, err := r.Cookie(c.cookie); err == nil {
-		if se, err := c.sessions.load(r.Context(), ck.Value); err == nil {
-			if _, err := c.cfg.Keys.Principal(r.Context(), se.KeyID); err == nil {
-				http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
-				return
-			}
-		}
+	if _, err := c.current(r); err == nil {
+		http.Redirect(w, r, "/console/overview", http.StatusSeeOther)
+		return
 	}
 	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
 }
@@ -244,7 +253,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := c.cfg.Keys.Authenticate(r.Context(), apiID, secret)
 	if err != nil {
-		if !errors.Is(err, auth.ErrInvalid) && !errors.Is(err, auth.ErrDisabled) && !errors.Is(err, auth.ErrSuspended) {
+		if !refused(err) {
 			c.unavailable(w, r, err)
 			return
 		}
