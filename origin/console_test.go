@@ -3,6 +3,7 @@ package origin_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"image"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -725,6 +727,29 @@ func TestConsolePlayground(t *testing.T) {
 	m := regexp.MustCompile(`id="made-url" href="([^"]+)"`).FindStringSubmatch(made.body)
 	if made.status != 200 || m == nil || !strings.Contains(made.body, "curl -u") {
 		t.Fatalf("create: %d\n%s", made.status, made.body)
+	}
+	area := func(id string) string {
+		t.Helper()
+		m := regexp.MustCompile(`(?s)id="` + id + `"[^>]*>(.*?)</textarea>`).FindStringSubmatch(made.body)
+		if m == nil {
+			t.Fatalf("no %s in the result", id)
+		}
+		return html.UnescapeString(m[1])
+	}
+	var call struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if err := json.Unmarshal([]byte(area("made-mcp")), &call); err != nil || call.Name != "create_image" || call.Arguments["format"] != "jpg" || call.Arguments["device_scale"] != 1.0 {
+		t.Errorf("MCP call %+v, %v", call, err)
+	}
+	if ts := area("made-ts"); !strings.Contains(ts, "client.createImage(new CreateHtmlCssImageRequest({") || !strings.Contains(ts, `"format": "jpg"`) {
+		t.Errorf("TypeScript:\n%s", ts)
+	}
+	curl := area("made-curl")
+	var sent map[string]any
+	if i, j := strings.Index(curl, "-d '"), strings.LastIndex(curl, "}'"); i < 0 || j < i || json.Unmarshal([]byte(curl[i+4:j+1]), &sent) != nil || !reflect.DeepEqual(sent, call.Arguments) {
+		t.Errorf("the curl body is not the tool's arguments:\n%s", curl)
 	}
 	u, err := url.Parse(html.UnescapeString(m[1]))
 	if err != nil || !strings.HasSuffix(u.Path, ".jpg") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ type playgroundData struct {
 }
 
 type createdImage struct {
-	ID, URL, Curl string
+	ID, URL, Curl, TypeScript, MCP string
 }
 
 func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) {
@@ -163,7 +164,8 @@ func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state)
 	d.Options = options(r.PostForm, nil)
 	pretty, _ := json.MarshalIndent(body, "", "  ")
 	d.Created = &createdImage{ID: made.ID, URL: made.URL,
-		Curl: "curl -u \"$PICTOR_API_ID:$PICTOR_API_KEY\" -H 'Content-Type: application/json' \\\n  -d '" + strings.ReplaceAll(string(pretty), "'", `'\''`) + "' \\\n  " + publicBase(made.URL) + "/v1/image"}
+		Curl:       "curl -u \"$PICTOR_API_ID:$PICTOR_API_KEY\" -H 'Content-Type: application/json' \\\n  -d '" + strings.ReplaceAll(string(pretty), "'", `'\''`) + "' \\\n  " + publicBase(made.URL) + "/v1/image",
+		TypeScript: typeScript(body, pretty), MCP: mcpCall(body)}
 	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
 }
 
@@ -173,4 +175,28 @@ func publicBase(u string) string {
 		return u[:i]
 	}
 	return ""
+}
+
+// typeScript is the request as a call of the official TypeScript client
+// (set up as docs/clients.md shows): a URL capture or an HTML one.
+func typeScript(body map[string]any, pretty []byte) string {
+	req := "CreateHtmlCssImageRequest"
+	if _, ok := body["url"]; ok {
+		req = "CreateUrlImageRequest"
+	}
+	return "// client: an HtmlCssToImageClient pointed at Pictor (docs/clients.md)\n" +
+		"const image = await client.createImage(new " + req + "(" + string(pretty) + "));\n" +
+		"if (!image.success) throw new Error(image.message);\nconsole.log(image.url);"
+}
+
+// mcpCall is the request as an MCP tool call: create_url_image for a URL
+// capture, create_image for HTML.
+func mcpCall(body map[string]any) string {
+	tool, args := "create_image", maps.Clone(body)
+	if _, ok := body["url"]; ok {
+		tool = "create_url_image"
+		delete(args, "html") // the URL wins, as in REST; the tool refuses both
+	}
+	raw, _ := json.MarshalIndent(map[string]any{"name": tool, "arguments": args}, "", "  ")
+	return string(raw)
 }
