@@ -785,3 +785,54 @@ func TestConsolePlayground(t *testing.T) {
 		t.Errorf("a key without images:create:\n%s", a.body)
 	}
 }
+
+// TestConsoleEditKeepsWhatItDoesNotShow: saving a record's editor
+// unchanged changes nothing: a disabled proxy stays disabled and keeps its
+// credentials (the view never shows the password, the editor keeps it by
+// retain_password), and a disabled templated OG configuration keeps its
+// mapping.
+func TestConsoleEditKeepsWhatItDoesNotShow(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	csrf := csrfOf(t, c.send("GET", "/console/proxies", nil).body)
+	tplID, _ := o.saveTemplate(t, o.Owner, map[string]any{"html": `<h1>{{title}}</h1>`})
+	roundTrip := func(t *testing.T, api, page string, body map[string]any) {
+		t.Helper()
+		var made struct{ ID string }
+		r := o.do(t, apitest.Request{Method: "POST", Path: api, Creds: &o.Owner, JSON: body})
+		apitest.WantStatus(t, r, 200)
+		r.Decode(t, &made)
+		view := func() map[string]any {
+			var v map[string]any
+			o.do(t, apitest.Request{Method: "GET", Path: api + "/" + made.ID, Creds: &o.Owner}).Decode(t, &v)
+			for _, k := range []string{"updated_at", "revision", "limits"} {
+				delete(v, k)
+			}
+			return v
+		}
+		before := view()
+		edit := c.send("GET", page+"/"+made.ID, nil)
+		m := regexp.MustCompile(`(?s)id="resource-json"[^>]*>(.*?)</textarea>`).FindStringSubmatch(edit.body)
+		if m == nil {
+			t.Fatalf("no editor:\n%s", edit.body)
+		}
+		if a := c.send("POST", page+"/"+made.ID, url.Values{"csrf": {csrf}, "json": {html.UnescapeString(m[1])}}); a.status != http.StatusSeeOther {
+			t.Fatalf("saving the unchanged editor: %d\n%s", a.status, a.body)
+		}
+		if after := view(); !reflect.DeepEqual(after, before) {
+			t.Errorf("saving the unchanged editor changed the record:\nbefore %v\nafter  %v", before, after)
+		}
+	}
+	t.Run("proxy", func(t *testing.T) {
+		roundTrip(t, "/v1/proxies", "/console/proxies", map[string]any{"name": "office", "url": "http://proxy.example.com:3128",
+			"bypass_hosts": []string{"internal.example.com"}, "disabled": true,
+			"authentication": map[string]any{"username": "ada", "password": "s3cret"}})
+	})
+	o.nextWindow()
+	t.Run("OG configuration", func(t *testing.T) {
+		roundTrip(t, "/v1/og-configs", "/console/og", map[string]any{"config_type": "templated", "base_url": "https://www.example.com",
+			"template_id": tplID, "disabled": true, "refresh_interval_s": 3600,
+			"template_values_mapping": []map[string]any{{"template_key": "title", "meta_key": "og:title"}}})
+	})
+}

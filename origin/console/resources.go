@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/pictorhq/pictor/origin/perm"
 )
@@ -27,6 +26,11 @@ type resource struct {
 	// Editable are the fields of a record the editor shows when it is
 	// edited (what an update takes); the others are the server's.
 	Editable []string
+	// Keep turns what the view says into what the update route takes,
+	// so that saving an unchanged editor changes nothing: the view's
+	// "enabled" is the request's "disabled", and a stored secret the view
+	// never shows is kept by its retain flag.
+	Keep func(view, req map[string]any)
 	// Note, when set, is one more GET whose JSON answer the page shows
 	// (the AWS external id of storage destinations).
 	Note *note
@@ -41,20 +45,35 @@ type note struct {
 var resources = []*resource{
 	{Path: "/console/proxies", Title: "Proxies", One: "proxy", API: "/v1/proxies",
 		Read: perm.ProxiesRead, Write: perm.ProxiesCreateUpdate, Delete: perm.ProxiesDelete,
-		Columns:  []column{{"Name", "name"}, {"URL", "url"}, {"Disabled", "disabled"}},
+		Columns:  []column{{"Name", "name"}, {"URL", "url"}, {"Enabled", "enabled"}},
 		Example:  `{"name": "office", "url": "http://proxy.example.com:3128", "bypass_hosts": []}`,
-		Editable: []string{"name", "url", "port", "bypass_hosts", "disabled"}},
+		Editable: []string{"name", "url", "port", "bypass_hosts"},
+		Keep: func(view, req map[string]any) {
+			keepEnabled(view, req)
+			if u, ok := view["username"].(string); ok && u != "" {
+				req["authentication"] = map[string]any{"username": u, "retain_password": true}
+			}
+		}},
 	{Path: "/console/storage-destinations", Title: "Storage destinations", One: "storage destination", API: "/v1/storage-destinations",
 		Read: perm.StorageDestinationsRead, Write: perm.StorageDestinationsCreateUpdate, Delete: perm.StorageDestinationsDelete,
-		Columns:  []column{{"Name", "name"}, {"Disabled", "disabled"}},
-		Example:  `{"name": "bucket", "connection_info": {"type": "s3", "bucket": "my-bucket", "region": "us-east-1", "access_key_id": "", "secret_access_key": ""}}`,
-		Editable: []string{"name", "connection_info", "disabled", "hcti_storage_disabled"},
-		Note:     &note{Label: "AWS external id (aws_s3 roles must require it)", API: "/v1/storage-destinations/aws-external-id", Field: "external_id"}},
+		Columns:  []column{{"Name", "name"}, {"Enabled", "enabled"}, {"Last test", "last_test_succeeded"}},
+		Example:  `{"name": "bucket", "connection_info": {"provider": "aws_s3", "bucket": "my-bucket", "region": "us-east-1", "role_arn": "arn:aws:iam::123456789012:role/pictor-writer"}}`,
+		Editable: []string{"name", "connection_info", "hcti_storage_disabled"},
+		Keep: func(view, req map[string]any) {
+			keepEnabled(view, req)
+			if ci, ok := req["connection_info"].(map[string]any); ok {
+				if _, keys := ci["access_key_id"]; keys {
+					ci["retain_secret_access_key"] = true
+				}
+			}
+		},
+		Note: &note{Label: "AWS external id (aws_s3 roles must require it)", API: "/v1/storage-destinations/aws-external-id", Field: "external_id"}},
 	{Path: "/console/og", Title: "OG images", One: "OG configuration", API: "/v1/og-configs",
 		Read: perm.OGConfigsRead, Write: perm.OGConfigsCreateUpdate, Delete: perm.OGConfigsDelete,
 		Columns:  []column{{"Name", "name"}, {"Base URL", "base_url"}, {"Domain id", "domain_id"}},
 		Example:  `{"config_type": "html_css", "base_url": "https://www.example.com", "name": "site"}`,
-		Editable: []string{"config_type", "name", "description", "base_url", "disabled", "refresh_interval_s", "optimization_mode", "extract_values", "default_options", "template_id", "template_version", "mapping", "headers", "additional_header_origins", "max_new_images_per_day", "max_new_images_per_period"}},
+		Editable: []string{"config_type", "name", "description", "base_url", "refresh_interval_s", "optimization_mode", "extract_values", "default_options", "template_id", "template_version", "template_values_mapping", "headers", "additional_header_origins", "max_new_images_per_day", "max_new_images_per_period"},
+		Keep:     keepEnabled},
 }
 
 type resourceData struct {
@@ -137,6 +156,13 @@ func (c *Console) resourcePage(w http.ResponseWriter, r *http.Request, st *state
 	c.render(w, r, status, "resource", page{Title: rs.Title, Data: d, state: st})
 }
 
+// keepEnabled writes the view's "enabled" as the request's "disabled".
+func keepEnabled(view, req map[string]any) {
+	if on, ok := view["enabled"].(bool); ok {
+		req["disabled"] = !on
+	}
+}
+
 // text writes a JSON value for a table cell.
 func text(v any) string {
 	switch v := v.(type) {
@@ -158,12 +184,16 @@ func (c *Console) editResource(w http.ResponseWriter, r *http.Request, st *state
 		c.failed(w, r, st, err)
 		return
 	}
-	for k := range rec {
-		if !slices.Contains(rs.Editable, k) {
-			delete(rec, k)
+	req := map[string]any{}
+	for _, k := range rs.Editable {
+		if v, ok := rec[k]; ok {
+			req[k] = v
 		}
 	}
-	raw, _ := json.MarshalIndent(rec, "", "  ")
+	if rs.Keep != nil {
+		rs.Keep(rec, req)
+	}
+	raw, _ := json.MarshalIndent(req, "", "  ")
 	c.resourcePage(w, r, st, rs, http.StatusOK, string(raw), id, nil)
 }
 
