@@ -25,7 +25,9 @@ import (
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/chromiumtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/imageparams"
 	"github.com/pictorhq/pictor/origin/imageparams/schema"
+	"github.com/pictorhq/pictor/origin/images"
 )
 
 // consoleClient is a browser stand-in: it keeps no cookies of its own and
@@ -71,6 +73,26 @@ func (c *consoleClient) send(method, path string, form url.Values, header ...str
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return consoleAnswer{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+}
+
+// sendRaw posts an already encoded form.
+func (c *consoleClient) sendRaw(method, path, form string) consoleAnswer {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(form))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if c.cookie != nil {
+		req.AddCookie(c.cookie)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
 	return consoleAnswer{status: resp.StatusCode, header: resp.Header, body: string(raw)}
 }
 
@@ -835,4 +857,29 @@ func TestConsoleEditKeepsWhatItDoesNotShow(t *testing.T) {
 			"template_id": tplID, "disabled": true, "refresh_interval_s": 3600,
 			"template_values_mapping": []map[string]any{{"template_key": "title", "meta_key": "og:title"}}})
 	})
+}
+
+// TestHostileConsoleFormBound: every console form is read once, bounded;
+// a larger one is refused with 413 before any field is used, never read
+// as a form without its fields.
+func TestHostileConsoleFormBound(t *testing.T) {
+	o := startOrigin(t)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	csrf := csrfOf(t, c.send("GET", "/console/new", nil).body)
+	big := strings.Repeat("%3C", images.MaxBody) // 3 bytes a character: past the bound
+	req := "csrf=" + url.QueryEscape(csrf) + "&html=" + big
+	a := c.sendRaw("POST", "/console/new", req)
+	if a.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form past the bound: %d", a.status)
+	}
+	if a := c.sendRaw("POST", "/console/sign-in", "api_id=x&api_key="+big); a.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a sign-in form past the bound: %d", a.status)
+	}
+	// Within the bound a large html reaches the REST route, whose own
+	// limit answers (not "neither html nor url").
+	over := c.sendRaw("POST", "/console/new", "csrf="+url.QueryEscape(csrf)+"&html="+strings.Repeat("a", imageparams.MaxHTMLBytes+1))
+	if over.status != http.StatusBadRequest || !strings.Contains(over.body, `id="new-html-error"`) {
+		t.Errorf("html past the REST limit: %d\n%.2000s", over.status, over.body)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pictorhq/pictor/origin/auth"
 	"github.com/pictorhq/pictor/origin/console/assets"
 	"github.com/pictorhq/pictor/origin/contract"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/ratelimit"
 )
 
@@ -151,6 +152,18 @@ func (c *Console) headers(h http.HandlerFunc) http.HandlerFunc {
 				c.message(w, r, nil, http.StatusForbidden, "Refused", "This form was sent from another site.")
 				return
 			}
+			// Every form is read here, bounded, once: a form past the bound
+			// is refused, never read as one without its fields.
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if err := r.ParseForm(); err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					c.message(w, r, nil, http.StatusRequestEntityTooLarge, "Too large", fmt.Sprintf("A console form may hold at most %d MiB.", maxForm>>20))
+					return
+				}
+				c.message(w, r, nil, http.StatusBadRequest, "Unreadable form", "The form could not be read. Reload the page and try again.")
+				return
+			}
 		}
 		h(w, r)
 	}
@@ -226,14 +239,15 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
 }
 
-// maxForm bounds a console form's body.
-const maxForm = 64 << 10
+// maxForm bounds a console form's body: the largest form is a new
+// image's, whose html and css the REST route takes up to images.MaxBody;
+// URL-encoding makes a byte at most three.
+const maxForm = 3 * images.MaxBody
 
 // signIn opens a session for a correct api_id and api_key. Wrong ones,
 // whatever is wrong, get the form again with one message; each attempt
 // counts against the client address's allowance.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	apiID, secret := r.PostFormValue("api_id"), r.PostFormValue("api_key")
 	client := "unknown"
 	if addr, ok := contract.ClientAddr(r.Header.Get(contract.HeaderForwardedFor), r.RemoteAddr); ok {

@@ -102,7 +102,6 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) 
 // createImage sends the form as POST /v1/image; the route's refusals go
 // next to their fields.
 func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state) {
-	r.ParseForm()
 	d := playgroundData{HTML: r.PostFormValue("html"), CSS: r.PostFormValue("css"), URL: r.PostFormValue("url"),
 		CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
 	body := map[string]any{}
