@@ -105,31 +105,36 @@ func New(cfg Config) (*Console, error) {
 // hidden says why the console's routes are not in the OpenAPI document.
 const hidden = "the web console: HTML pages for a person, not an API"
 
+// route is a console route: the shared headers (headers), then h.
+func (c *Console) route(method, pattern string, h http.HandlerFunc) api.Route {
+	return api.Route{Method: method, Pattern: pattern, Public: true, Handler: c.headers(h), Hidden: hidden}
+}
+
+// page is a route for a signed-in person (signedIn).
+func (c *Console) page(method, pattern string, h func(http.ResponseWriter, *http.Request, *state)) api.Route {
+	return c.route(method, pattern, c.signedIn(h))
+}
+
 // Routes are the console's routes, public routes of the table: the pages
 // authenticate by their session cookie.
 func (c *Console) Routes() []api.Route {
-	route := func(method, pattern string, h http.HandlerFunc) api.Route {
-		return api.Route{Method: method, Pattern: pattern, Public: true, Handler: c.headers(h), Hidden: hidden}
-	}
 	var out []api.Route
 	for _, rs := range resources {
-		for _, rt := range rs.routes(c) {
-			out = append(out, route(rt.method, rt.pattern, c.signedIn(rt.h)))
-		}
+		out = append(out, rs.routes(c)...)
 	}
 	return append(out,
-		route(http.MethodGet, "/console", c.home),
-		route(http.MethodPost, "/console/sign-in", c.signIn),
-		route(http.MethodPost, "/console/sign-out", c.signedIn(c.signOut)),
-		route(http.MethodGet, "/console/overview", c.signedIn(c.overview)),
-		route(http.MethodGet, "/console/images", c.signedIn(c.images)),
-		route(http.MethodGet, "/console/new", c.signedIn(c.playground)),
-		route(http.MethodPost, "/console/new", c.signedIn(c.createImage)),
-		route(http.MethodPost, "/console/images/delete", c.signedIn(c.deleteImages)),
-		route(http.MethodGet, "/console/keys", c.signedIn(c.keys)),
-		route(http.MethodPost, "/console/keys", c.signedIn(c.createKey)),
-		route(http.MethodPost, "/console/keys/{id}/{action}", c.signedIn(c.changeKey)),
-		route(http.MethodGet, "/console/{rest...}", c.notFound),
+		c.route(http.MethodGet, "/console", c.home),
+		c.route(http.MethodPost, "/console/sign-in", c.signIn),
+		c.page(http.MethodPost, "/console/sign-out", c.signOut),
+		c.page(http.MethodGet, "/console/overview", c.overview),
+		c.page(http.MethodGet, "/console/images", c.images),
+		c.page(http.MethodGet, "/console/new", c.playground),
+		c.page(http.MethodPost, "/console/new", c.createImage),
+		c.page(http.MethodPost, "/console/images/delete", c.deleteImages),
+		c.page(http.MethodGet, "/console/keys", c.keys),
+		c.page(http.MethodPost, "/console/keys", c.createKey),
+		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
+		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},
 	)

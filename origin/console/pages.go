@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/api"
@@ -242,8 +241,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, st *state) {
 		c.unavailable(w, r, err)
 		return
 	default:
-		d.Images = list.Images
-		sort.SliceStable(d.Images, func(i, j int) bool { return strings.Compare(d.Images[i].CreatedAt, d.Images[j].CreatedAt) > 0 })
+		d.Images = list.Images // newest first, as the route lists them
 	}
 	c.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Data: d, state: st})
 }

@@ -151,9 +151,7 @@ func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state)
 	case errors.As(err, &ae) && ae.Status < 500:
 		d.Options = options(r.PostForm, ae)
 		d.HTMLError, d.URLError = ae.field("html"), ae.field("url")
-		if d.HTMLError == "" && d.URLError == "" && len(ae.Fields) == 0 || ae.Status != http.StatusBadRequest {
-			d.Err = ae.Message
-		}
+		d.Err = ae.Message // besides the fields' own messages: some may name no field of the form
 		c.render(w, r, ae.Status, "new", page{Title: "New image", Data: d, state: st})
 		return
 	case err != nil:

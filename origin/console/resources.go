@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/perm"
 )
 
@@ -95,23 +96,19 @@ type resourceRow struct {
 	Cells []string
 }
 
-func (rs *resource) routes(c *Console) []struct {
-	method, pattern string
-	h               func(http.ResponseWriter, *http.Request, *state)
-} {
-	return []struct {
-		method, pattern string
-		h               func(http.ResponseWriter, *http.Request, *state)
-	}{
-		{http.MethodGet, rs.Path, func(w http.ResponseWriter, r *http.Request, st *state) {
-			c.resourcePage(w, r, st, rs, http.StatusOK, "", "", nil)
-		}},
-		{http.MethodGet, rs.Path + "/{id}", func(w http.ResponseWriter, r *http.Request, st *state) { c.editResource(w, r, st, rs) }},
-		{http.MethodPost, rs.Path, func(w http.ResponseWriter, r *http.Request, st *state) { c.saveResource(w, r, st, rs, "") }},
-		{http.MethodPost, rs.Path + "/{id}", func(w http.ResponseWriter, r *http.Request, st *state) {
-			c.saveResource(w, r, st, rs, r.PathValue("id"))
-		}},
-		{http.MethodPost, rs.Path + "/{id}/delete", func(w http.ResponseWriter, r *http.Request, st *state) { c.deleteResource(w, r, st, rs) }},
+// routes are the resource's pages: the list, a record's editor, saving a
+// new or an edited record, deleting one.
+func (rs *resource) routes(c *Console) []api.Route {
+	return []api.Route{
+		c.page(http.MethodGet, rs.Path, func(w http.ResponseWriter, r *http.Request, s *state) {
+			c.resourcePage(w, r, s, rs, http.StatusOK, "", "", nil)
+		}),
+		c.page(http.MethodGet, rs.Path+"/{id}", func(w http.ResponseWriter, r *http.Request, s *state) { c.editResource(w, r, s, rs) }),
+		c.page(http.MethodPost, rs.Path, func(w http.ResponseWriter, r *http.Request, s *state) { c.saveResource(w, r, s, rs, "") }),
+		c.page(http.MethodPost, rs.Path+"/{id}", func(w http.ResponseWriter, r *http.Request, s *state) {
+			c.saveResource(w, r, s, rs, r.PathValue("id"))
+		}),
+		c.page(http.MethodPost, rs.Path+"/{id}/delete", func(w http.ResponseWriter, r *http.Request, s *state) { c.deleteResource(w, r, s, rs) }),
 	}
 }
 
