@@ -220,7 +220,7 @@ func (c *Console) current(r *http.Request) (*state, error) {
 	p, err := c.cfg.Keys.Principal(r.Context(), se.KeyID)
 	if refused(err) {
 		c.cfg.Logger.InfoContext(r.Context(), "console session ended: its key no longer works", "key_id", se.KeyID, "reason", err)
-		c.sessions.end(se.id)
+		c.sessions.end(se)
 		return nil, errNoSession
 	}
 	if err != nil {
@@ -280,7 +280,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 			Error: "These credentials do not open the console. Check the API ID and the API key."})
 		return
 	}
-	se, err := c.sessions.create(p.KeyID, p.Org.ID)
+	se, err := c.sessions.create(r.Context(), p.KeyID, p.Org.ID)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
@@ -292,7 +292,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 
 // signOut ends the session.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, st *state) {
-	if err := c.sessions.end(st.session.id); err != nil {
+	if err := c.sessions.end(st.session); err != nil {
 		c.unavailable(w, r, err)
 		return
 	}

@@ -24,7 +24,7 @@ func TestSessionsStoreNoCookie(t *testing.T) {
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	s := &sessions{store: store, now: func() time.Time { return now }, idle: time.Hour, lifetime: 3 * time.Hour, touch: time.Minute}
 
-	se, err := s.create("key-1", "org-1")
+	se, err := s.create(t.Context(), "key-1", "org-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSessionsStoreNoCookie(t *testing.T) {
 			t.Fatalf("at %v (past the lifetime): %v", now.Sub(se.Created), err)
 		}
 	}
-	idle, _ := s.create("key-2", "org-1")
+	idle, _ := s.create(t.Context(), "key-2", "org-1")
 	now = now.Add(61 * time.Minute)
 	if _, err := s.load(t.Context(), idle.id); !errors.Is(err, errNoSession) {
 		t.Errorf("after 61 idle minutes: %v", err)
@@ -83,5 +83,54 @@ func TestDailyChart(t *testing.T) {
 	}
 	if c := dailyChart(nil, "", now); len(c.Bars) != chartDays || c.Max != 0 {
 		t.Errorf("no period: %d bars, max %d", len(c.Bars), c.Max)
+	}
+}
+
+// TestSessionsSwept: sessions nobody presents again are removed by a
+// later sign-in once their lifetime ended; live ones and their index
+// entries stay, and ending a session removes its index entry too.
+func TestSessionsSwept(t *testing.T) {
+	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	s := &sessions{store: store, now: func() time.Time { return now }, idle: time.Hour, lifetime: 3 * time.Hour, touch: time.Minute}
+	count := func(prefix string) int {
+		it := store.Iterate(t.Context(), []byte(prefix), kv.IterOptions{})
+		defer it.Close()
+		n := 0
+		for it.Next() {
+			n++
+		}
+		return n
+	}
+	for range 3 {
+		if _, err := s.create(t.Context(), "old", "org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Hour)
+	young, _ := s.create(t.Context(), "young", "org")
+	ended, _ := s.create(t.Context(), "ended", "org")
+	if err := s.end(ended); err != nil {
+		t.Fatal(err)
+	}
+	if n, e := count(sessionPrefix), count(endPrefix); n != 4 || e != 4 {
+		t.Fatalf("%d sessions, %d index entries; want 4 and 4", n, e)
+	}
+	now = now.Add(time.Hour + time.Second) // the first three are past their 3 hours
+	latest, err := s.create(t.Context(), "latest", "org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, e := count(sessionPrefix), count(endPrefix); n != 2 || e != 2 {
+		t.Errorf("after the sweep: %d sessions, %d index entries; want 2 and 2", n, e)
+	}
+	for _, se := range []*session{young, latest} {
+		if _, err := store.Get(t.Context(), sessionKey(se.id)); err != nil {
+			t.Errorf("a live session was swept: %v", err)
+		}
 	}
 }
