@@ -16,11 +16,7 @@ import (
 // malformed or unknown id is no session; idle and old sessions end and
 // their records go.
 func TestSessionsStoreNoCookie(t *testing.T) {
-	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	s := &sessions{store: store, now: func() time.Time { return now }, idle: time.Hour, lifetime: 3 * time.Hour, touch: time.Minute}
 
@@ -90,11 +86,7 @@ func TestDailyChart(t *testing.T) {
 // later sign-in once their lifetime ended; live ones and their index
 // entries stay, and ending a session removes its index entry too.
 func TestSessionsSwept(t *testing.T) {
-	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	s := &sessions{store: store, now: func() time.Time { return now }, idle: time.Hour, lifetime: 3 * time.Hour, touch: time.Minute}
 	count := func(prefix string) int {
@@ -133,4 +125,15 @@ func TestSessionsSwept(t *testing.T) {
 			t.Errorf("a live session was swept: %v", err)
 		}
 	}
+}
+
+// openStore opens a pebble store in a temporary directory.
+func openStore(t *testing.T) kv.Store {
+	t.Helper()
+	store, err := pebblekv.Open(filepath.Join(t.TempDir(), "kv"), pebblekv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }
