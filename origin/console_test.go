@@ -366,6 +366,17 @@ func TestHostileConsoleEscapes(t *testing.T) {
 // TestConsoleInABrowser: a person signs in with the form in Chromium and
 // reaches the overview; the session cookie is out of the page's scripts'
 // reach, and signing out brings the form back.
+// browsedPages are the pages TestConsoleInABrowser looks at, one a line.
+var browsedPages = []string{
+	"/console/overview",
+	"/console/images",
+	"/console/new",
+	"/console/keys",
+	"/console/og",
+	"/console/proxies",
+	"/console/storage-destinations",
+}
+
 func TestConsoleInABrowser(t *testing.T) {
 	o := startOrigin(t)
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}}), 200)
@@ -416,7 +427,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, width := range []int64{1024, 390} {
-			for _, path := range []string{"/console/overview", "/console/images", "/console/new", "/console/keys", "/console/og", "/console/proxies", "/console/storage-destinations"} {
+			for _, path := range browsedPages {
 				name := fmt.Sprintf("%s-%s-%d", strings.TrimPrefix(path, "/console/"), scheme, width)
 				if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(o.URL+path),
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
