@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,7 +380,11 @@ var browsedPages = []string{
 
 func TestConsoleInABrowser(t *testing.T) {
 	o := startOrigin(t)
-	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}}), 200)
+	var made struct{ ID string }
+	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}})
+	apitest.WantStatus(t, r, 200)
+	r.Decode(t, &made)
+	pages := append(slices.Clone(browsedPages), "/console/images/"+made.ID)
 	tab := chromiumtest.NewTab(t)
 	ctx, cancel := context.WithTimeout(tab, time.Minute)
 	defer cancel()
@@ -427,8 +432,8 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, width := range []int64{1024, 390} {
-			for _, path := range browsedPages {
-				name := fmt.Sprintf("%s-%s-%d", strings.TrimPrefix(path, "/console/"), scheme, width)
+			for _, path := range pages {
+				name := fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(strings.ReplaceAll(strings.TrimPrefix(path, "/console/"), made.ID, "detail"), "/", "-"), scheme, width)
 				if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(o.URL+path),
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
 					t.Fatalf("%s: %v", name, err)

@@ -83,6 +83,7 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 		{Method: http.MethodDelete, Pattern: "/v1/image/{id}", Permission: perm.ImagesDelete, Serve: images.Delete, Doc: openapi.DeleteImage},
 		{Method: http.MethodDelete, Pattern: "/v1/image/batch", Permission: perm.ImagesDelete, Serve: images.DeleteBatch, Doc: openapi.DeleteImages},
 		{Method: http.MethodGet, Pattern: "/v1/images", Permission: perm.ImagesRead, Serve: images.List, Doc: openapi.ListImages},
+		{Method: http.MethodGet, Pattern: "/v1/images/{id}", Permission: perm.ImagesRead, Serve: images.Info, Doc: openapi.GetImageInfo},
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}", Public: true, Serve: images.CreateAndRender, Doc: openapi.RenderSignedImage},
 		{Method: http.MethodGet, Pattern: "/v1/image/create-and-render/{api_id}/{token}/{format}", Public: true, Serve: images.CreateAndRender, Doc: openapi.RenderSignedImageAs},
 		// Writes an image to its storage destination (spec §4.1, §2.7): no

@@ -131,6 +131,7 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/new", c.playground),
 		c.page(http.MethodPost, "/console/new", c.createImage),
 		c.page(http.MethodPost, "/console/images/delete", c.deleteImages),
+		c.page(http.MethodGet, "/console/images/{id}", c.image),
 		c.page(http.MethodGet, "/console/keys", c.keys),
 		c.page(http.MethodPost, "/console/keys", c.createKey),
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),

@@ -42,6 +42,7 @@ func fakeTable() []api.Route {
 		{"DELETE /v1/image/{id}", DeleteImage},
 		{"DELETE /v1/image/batch", DeleteImages},
 		{"GET /v1/images", ListImages},
+		{"GET /v1/images/{id}", GetImageInfo},
 		{"GET /v1/image/create-and-render/{api_id}/{token}", RenderSignedImage},
 		{"GET /v1/image/create-and-render/{api_id}/{token}/{format}", RenderSignedImageAs},
 		{"PUT /v1/store/{id}", StoreImage},

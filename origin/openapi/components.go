@@ -259,6 +259,7 @@ const (
 	schBatchItem      = "BatchVariation"
 	schDeleteRequest  = "DeleteImagesRequest"
 	schImageList      = "ImageList"
+	schImageInfo      = "ImageInfo"
 	schUsage          = "Usage"
 	schImageForm      = "ImageParametersForm"
 	schTemplateRender = "TemplateRenderParameters"
@@ -350,6 +351,25 @@ func (s *spec) defineImages() {
 		)))),
 		req("next_page_token", nullable(str("Pass as page_token for the next page; null on the last page."))),
 		req("has_next_page", boolean("Whether another page follows.")),
+	))
+
+	s.schema(schImageInfo, object("An image of the organization.",
+		req("id", uuidString("The image id.")),
+		req("url", uri("The image's address (the /v1/store/... address for a destination without Pictor storage).")),
+		req("created_at", timestamp("When it was created")),
+		req("state", enum("pending until the first render, ready, or failed (failure says why).", "pending", "ready", "failed")),
+		opt("failure", str("Why the render failed.")),
+		opt("width", count("The master's width in pixels, once rendered.")),
+		opt("height", count("The master's height in pixels, once rendered.")),
+		req("format", enum("The format it was created with.", "png", "jpg", "webp", "pdf")),
+		req("credits", count("Image credits it was charged.")),
+		req("storage_only", boolean("Its storage destination keeps no Pictor copy: url is the store address.")),
+		req("parameters", open(object("The creation parameters, defaults resolved, in request field names: itself a valid POST /v1/image body."))),
+		req("files", arrayOf("Every format it is served in, the created one first.", openapi3.NewSchemaRef("", object("A format of the image.",
+			req("format", enum("The format.", "png", "jpg", "webp", "pdf")),
+			req("url", uri("Its address; the GET query transforms it.")),
+			opt("size", count("Its stored size in bytes, once stored.")),
+		)))),
 	))
 
 	bucket := func(what string) *openapi3.Schema {

@@ -87,6 +87,19 @@ var ListImages = describe("listImages", func(s *spec) operation {
 	}
 })
 
+// GetImageInfo documents GET /v1/images/{id}.
+var GetImageInfo = describe("getImageInfo", func(s *spec) operation {
+	return operation{
+		tag: tagImages, summary: "Get an image's details",
+		description: "The image's creation parameters (defaults resolved, in request field names), its state and size once rendered, and the address of each format.",
+		params:      params(pathParam("id", "The image id, without extension.", withPattern(uuidPattern, str("")))),
+		responses: map[int]*openapi3.Response{
+			200: s.jsonResponse("The image.", schImageInfo),
+			404: s.notFound("No such image in the organization (a malformed id included)."),
+		},
+	}
+})
+
 // RenderSignedImage documents GET /v1/image/create-and-render/{api_id}/{token}.
 var RenderSignedImage = describe("renderSignedImage", func(s *spec) operation {
 	return operation{
