@@ -52,13 +52,18 @@ type Config struct {
 	// per SignInWindow; past it the form answers 429.
 	SignIns      int
 	SignInWindow time.Duration
+	// PreviewsPerMinute is the organization's allowance of live previews
+	// (the origin's, which POST /v1/image/preview enforces): the pages
+	// tell it.
+	PreviewsPerMinute int
 }
 
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
-// or 7 days, 10 sign-in attempts a minute per client address.
+// or 7 days, 10 sign-in attempts a minute per client address, 30
+// previews a minute per organization.
 func DefaultConfig() Config {
 	return Config{Now: time.Now, Logger: slog.Default(), Asset: assets.Path,
-		Idle: 12 * time.Hour, Lifetime: 7 * 24 * time.Hour, SignIns: 10, SignInWindow: time.Minute}
+		Idle: 12 * time.Hour, Lifetime: 7 * 24 * time.Hour, SignIns: 10, SignInWindow: time.Minute, PreviewsPerMinute: 30}
 }
 
 // Validate reports the first missing part or invalid setting.
@@ -72,6 +77,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("console: ImageOrigin %q is not an origin", c.ImageOrigin)
 	case c.SignIns < 1 || c.SignInWindow <= 0:
 		return fmt.Errorf("console: %d sign-ins per %v: want at least 1 per positive window", c.SignIns, c.SignInWindow)
+	case c.PreviewsPerMinute < 1:
+		return fmt.Errorf("console: %d previews a minute: want at least 1", c.PreviewsPerMinute)
 	}
 	return nil
 }
@@ -94,7 +101,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Secure {
 		c.cookie = "__Host-pictor_console"
 	}
-	img := "'self' data:"
+	img := "'self' data: blob:" // blob: the live preview's image
 	if cfg.ImageOrigin != "" {
 		img += " " + cfg.ImageOrigin
 	}
@@ -130,6 +137,7 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/images", c.images),
 		c.page(http.MethodGet, "/console/new", c.playground),
 		c.page(http.MethodPost, "/console/new", c.createImage),
+		c.page(http.MethodPost, "/console/new/preview", c.previewImage),
 		c.page(http.MethodPost, "/console/images/delete", c.deleteImages),
 		c.page(http.MethodGet, "/console/images/{id}", c.image),
 		c.page(http.MethodGet, "/console/keys", c.keys),

@@ -127,9 +127,26 @@ func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.
 // limit, validation and audit apply. A 2xx answer's JSON goes into out;
 // any other is an *apiError.
 func (c *Console) call(r *http.Request, st *state, method, target string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
+	rec, err := c.exchange(r, st, method, target, body)
 	if err != nil {
 		return err
+	}
+	if err := rec.refusal(); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+// exchange runs one REST request in-process as the signed-in key and
+// returns its answer as it is: call's first half, for routes that answer
+// something other than JSON.
+func (c *Console) exchange(r *http.Request, st *state, method, target string, body io.Reader) (*recorder, error) {
+	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
+	if err != nil {
+		return nil, err
 	}
 	if body == nil {
 		req.Body = http.NoBody
@@ -147,17 +164,19 @@ func (c *Console) call(r *http.Request, st *state, method, target string, body i
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
-	if rec.status < 200 || rec.status > 299 {
-		e := &apiError{Status: rec.status}
-		if json.Unmarshal(rec.body.Bytes(), e) != nil || e.Message == "" {
-			e.Message = http.StatusText(rec.status)
-		}
-		return e
-	}
-	if out == nil {
+	return rec, nil
+}
+
+// refusal is the answer as an *apiError unless it is a 2xx.
+func (r *recorder) refusal() error {
+	if r.status >= 200 && r.status <= 299 {
 		return nil
 	}
-	return json.Unmarshal(rec.body.Bytes(), out)
+	e := &apiError{Status: r.status}
+	if json.Unmarshal(r.body.Bytes(), e) != nil || e.Message == "" {
+		e.Message = http.StatusText(r.status)
+	}
+	return e
 }
 
 // recorder keeps a REST answer made in-process.

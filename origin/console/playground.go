@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,7 @@ type playgroundData struct {
 	Options                  []option
 	CanCreate                bool
 	Created                  *createdImage
+	PreviewsPerMinute        int
 }
 
 type createdImage struct {
@@ -95,7 +97,7 @@ type createdImage struct {
 }
 
 func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) {
-	d := playgroundData{Options: options(nil, nil), CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
+	d := playgroundData{Options: options(nil, nil), CanCreate: st.principal.Grant.Has(perm.ImagesCreate), PreviewsPerMinute: c.cfg.PreviewsPerMinute}
 	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
 }
 
@@ -103,15 +105,48 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) 
 // next to their fields.
 func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state) {
 	d := playgroundData{HTML: r.PostFormValue("html"), CSS: r.PostFormValue("css"), URL: r.PostFormValue("url"),
-		CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
+		CanCreate: st.principal.Grant.Has(perm.ImagesCreate), PreviewsPerMinute: c.cfg.PreviewsPerMinute}
+	body, local := imageBody(r.PostForm)
+	raw, _ := json.Marshal(body)
+	var made struct{ ID, URL string }
+	err := error(nil)
+	if local != nil {
+		err = local
+	} else {
+		err = c.call(r, st, http.MethodPost, "/v1/image", bytes.NewReader(raw), &made)
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status < 500:
+		d.Options = options(r.PostForm, ae)
+		d.HTMLError, d.URLError = ae.field("html"), ae.field("url")
+		d.Err = ae.Message // besides the fields' own messages: some may name no field of the form
+		c.render(w, r, ae.Status, "new", page{Title: "New image", Data: d, state: st})
+		return
+	case err != nil:
+		c.failed(w, r, st, err)
+		return
+	}
+	d.Options = options(r.PostForm, nil)
+	pretty, _ := json.MarshalIndent(body, "", "  ")
+	d.Created = &createdImage{ID: made.ID, URL: made.URL,
+		Curl:       "curl -u \"$PICTOR_API_ID:$PICTOR_API_KEY\" -H 'Content-Type: application/json' \\\n  -d '" + strings.ReplaceAll(string(pretty), "'", `'\''`) + "' \\\n  " + publicBase(made.URL) + "/v1/image",
+		TypeScript: typeScript(body, pretty), MCP: mcpCall(body)}
+	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
+}
+
+// imageBody is the new-image form as a POST /v1/image body; an option the
+// form cannot send (a number or JSON option that is neither) is a 400 of
+// the form's own, naming the field.
+func imageBody(form url.Values) (map[string]any, *apiError) {
 	body := map[string]any{}
 	for _, f := range []string{"html", "css", "url"} {
-		if v := r.PostFormValue(f); strings.TrimSpace(v) != "" {
+		if v := form.Get(f); strings.TrimSpace(v) != "" {
 			body[f] = v
 		}
 	}
-	var local apiError // the form's own refusals (a JSON option that is not JSON)
-	for _, o := range options(r.PostForm, nil) {
+	var local apiError
+	for _, o := range options(form, nil) {
 		v := strings.TrimSpace(o.Value)
 		if v == "" {
 			continue
@@ -137,33 +172,11 @@ func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state)
 			body[o.Name] = v
 		}
 	}
-	raw, _ := json.Marshal(body)
-	var made struct{ ID, URL string }
-	err := error(nil)
 	if len(local.Fields) > 0 {
-		local.Status, local.Message = http.StatusBadRequest, "Some options are not valid."
-		err = &local
-	} else {
-		err = c.call(r, st, http.MethodPost, "/v1/image", bytes.NewReader(raw), &made)
+		local.Status, local.Kind, local.Message = http.StatusBadRequest, "Bad Request", "Some options are not valid."
+		return body, &local
 	}
-	var ae *apiError
-	switch {
-	case errors.As(err, &ae) && ae.Status < 500:
-		d.Options = options(r.PostForm, ae)
-		d.HTMLError, d.URLError = ae.field("html"), ae.field("url")
-		d.Err = ae.Message // besides the fields' own messages: some may name no field of the form
-		c.render(w, r, ae.Status, "new", page{Title: "New image", Data: d, state: st})
-		return
-	case err != nil:
-		c.failed(w, r, st, err)
-		return
-	}
-	d.Options = options(r.PostForm, nil)
-	pretty, _ := json.MarshalIndent(body, "", "  ")
-	d.Created = &createdImage{ID: made.ID, URL: made.URL,
-		Curl:       "curl -u \"$PICTOR_API_ID:$PICTOR_API_KEY\" -H 'Content-Type: application/json' \\\n  -d '" + strings.ReplaceAll(string(pretty), "'", `'\''`) + "' \\\n  " + publicBase(made.URL) + "/v1/image",
-		TypeScript: typeScript(body, pretty), MCP: mcpCall(body)}
-	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
+	return body, nil
 }
 
 // publicBase is the scheme and host of an image URL.

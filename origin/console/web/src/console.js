@@ -16,6 +16,8 @@
 // the element named by its aria-describedby, if any, or else in the
 // page's status region (an element with data-console-status).
 
+import { installPreview } from "./preview.js";
+
 const COPIED_FOR_MS = 2000;
 
 /** Returns the confirmation text for a submit, or "" when none is asked. */
@@ -152,6 +154,7 @@ export function install(doc = document) {
   doc.addEventListener("submit", onSubmit);
   doc.addEventListener("click", onClick);
   window.addEventListener("pageshow", onPageShow);
+  installPreview(doc);
 }
 
 install();
