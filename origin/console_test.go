@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -781,8 +782,30 @@ func TestConsolePlayground(t *testing.T) {
 	if err := json.Unmarshal([]byte(area("made-mcp")), &call); err != nil || call.Name != "create_image" || call.Arguments["format"] != "jpg" || call.Arguments["device_scale"] != 1.0 {
 		t.Errorf("MCP call %+v, %v", call, err)
 	}
-	if ts := area("made-ts"); !strings.Contains(ts, "client.createImage(new CreateHtmlCssImageRequest({") || !strings.Contains(ts, `"format": "jpg"`) {
+	ts := area("made-ts")
+	if !strings.Contains(ts, "client.createImage(new CreateHtmlCssImageRequest({") || !strings.Contains(ts, `"format": "jpg"`) {
 		t.Errorf("TypeScript:\n%s", ts)
+	}
+	// The snippet runs as it is with the pinned official client, and
+	// makes the same image.
+	node := exec.Command("node", "snippet.mjs")
+	node.Dir = "testdata/tsclient"
+	node.Env = append(os.Environ(), "PICTOR_BASE="+o.URL, "PICTOR_API_ID="+o.Owner.APIID, "PICTOR_API_KEY="+o.Owner.APIKey)
+	node.Stdin = strings.NewReader(ts)
+	var stderr bytes.Buffer
+	node.Stderr = &stderr
+	out, err := node.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript snippet: %v\n%s", err, stderr.String())
+	}
+	tsURL, err := url.Parse(strings.TrimSpace(string(out)))
+	if err != nil || !strings.HasPrefix(tsURL.String(), o.URL+"/v1/image/") || !strings.HasSuffix(tsURL.Path, ".jpg") {
+		t.Fatalf("the TypeScript snippet printed %q", out)
+	}
+	byTS := o.do(t, apitest.Request{Method: "GET", Path: tsURL.Path})
+	apitest.WantStatus(t, byTS, 200)
+	if img, format, err := image.Decode(bytes.NewReader(byTS.Body)); err != nil || format != "jpeg" || img.Bounds().Dx() != 200 {
+		t.Errorf("the TypeScript snippet's image: %v, %s", err, format)
 	}
 	curl := area("made-curl")
 	var sent map[string]any
