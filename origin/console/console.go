@@ -134,6 +134,8 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/keys", c.keys),
 		c.page(http.MethodPost, "/console/keys", c.createKey),
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
+		c.page(http.MethodGet, "/console/og/{id}/preview", c.ogPreview),
+		c.page(http.MethodGet, "/console/og/cards/{domain_id}/{crawler}", c.ogCard),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},

@@ -104,6 +104,8 @@ type apiError struct {
 	Kind    string              `json:"error"`
 	Message string              `json:"message"`
 	Fields  []apierr.FieldError `json:"validation_errors"`
+	// RetryAfter is the answer's Retry-After header, "" without one.
+	RetryAfter string `json:"-"`
 }
 
 func fieldError(path, message string) apierr.FieldError {
@@ -127,9 +129,22 @@ func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.
 // limit, validation and audit apply. A 2xx answer's JSON goes into out;
 // any other is an *apiError.
 func (c *Console) call(r *http.Request, st *state, method, target string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
+	rec, err := c.serve(r, st, method, target, body, nil)
 	if err != nil {
 		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+// serve runs one REST request in-process as call does, with the headers
+// of header too, and returns the 2xx answer; any other is an *apiError.
+func (c *Console) serve(r *http.Request, st *state, method, target string, body io.Reader, header http.Header) (*recorder, error) {
+	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
+	if err != nil {
+		return nil, err
 	}
 	if body == nil {
 		req.Body = http.NoBody
@@ -142,22 +157,22 @@ func (c *Console) call(r *http.Request, st *state, method, target string, body i
 			req.Header.Set(h, v)
 		}
 	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	rec := &recorder{header: http.Header{}}
 	c.cfg.API.ServeHTTP(rec, req)
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
 	if rec.status < 200 || rec.status > 299 {
-		e := &apiError{Status: rec.status}
+		e := &apiError{Status: rec.status, RetryAfter: rec.header.Get("Retry-After")}
 		if json.Unmarshal(rec.body.Bytes(), e) != nil || e.Message == "" {
 			e.Message = http.StatusText(rec.status)
 		}
-		return e
+		return nil, e
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(rec.body.Bytes(), out)
+	return rec, nil
 }
 
 // recorder keeps a REST answer made in-process.
