@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,8 @@ type Console struct {
 	sessions *sessions
 	cookie   string
 	csp      string
+	// fits bounds the OG cards fitted at once (ogCard): one per CPU.
+	fits chan struct{}
 }
 
 // New returns the console.
@@ -89,7 +92,7 @@ func New(cfg Config) (*Console, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, cookie: "pictor_console",
+	c := &Console{cfg: cfg, cookie: "pictor_console", fits: make(chan struct{}, runtime.NumCPU()),
 		sessions: &sessions{store: cfg.Store, now: cfg.Now, idle: cfg.Idle, lifetime: cfg.Lifetime, touch: time.Minute}}
 	if cfg.Secure {
 		c.cookie = "__Host-pictor_console"

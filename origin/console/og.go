@@ -106,7 +106,8 @@ func (c *Console) ogPreview(w http.ResponseWriter, r *http.Request, st *state) {
 // /v1/og/{domain_id}{path} run in-process with the platform's User-Agent
 // and the person's own address, so that it is admitted, limited and
 // charged as that crawler's visit would be. An image the edge would fit
-// to the platform's size (post_process) is fitted the same way here. A
+// to the platform's size (post_process) is fitted the same way here, as
+// many at once as there are CPUs (the edge bounds its own the same way). A
 // refusal is an SVG of the platform's size saying why, with the route's
 // status, so that the page's <img> shows it.
 func (c *Console) ogCard(w http.ResponseWriter, r *http.Request, st *state) {
@@ -137,7 +138,14 @@ func (c *Console) ogCard(w http.ResponseWriter, r *http.Request, st *state) {
 	}
 	body, ct := rec.body.Bytes(), rec.header.Get("Content-Type")
 	if rec.header.Get(contract.HeaderOGMode) == contract.OGFit {
-		if body, err = fitCard(r.Context(), body, pl, rec.header.Get(contract.HeaderOGScale)); err != nil {
+		select {
+		case c.fits <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		body, err = fitCard(r.Context(), body, pl, rec.header.Get(contract.HeaderOGScale))
+		<-c.fits
+		if err != nil {
 			c.cfg.Logger.ErrorContext(r.Context(), "console OG card fit failed", "error", err)
 			cardError(w, http.StatusBadGateway, pl, "The card could not be fitted to this crawler's size.")
 			return
