@@ -192,7 +192,7 @@ func TestHostileConsoleOGPreviewLimited(t *testing.T) {
 	}
 	s.drain()
 	refused := c.send("GET", "/console/og/"+id+"/preview?path=/c", nil)
-	if refused.status != http.StatusTooManyRequests || !strings.Contains(refused.body, `id="og-refused"`) || !strings.Contains(refused.body, "new pages of this OG configuration") {
+	if refused.status != http.StatusTooManyRequests || refused.header.Get("Retry-After") == "" || !strings.Contains(refused.body, `id="og-refused"`) || !strings.Contains(refused.body, "new pages of this OG configuration") {
 		t.Errorf("a preview past the allowance: %d\n%s", refused.status, refused.body)
 	}
 	card := c.send("GET", "/console/og/cards/"+domain+"/twitter?path=/c", nil)

@@ -86,6 +86,9 @@ func (c *Console) ogPreview(w http.ResponseWriter, r *http.Request, st *state) {
 			d.PathError, status = ae.field("path"), ae.Status
 		case errors.As(err, &ae) && ae.Status < 500:
 			d.Refused, status = strings.TrimSpace(ae.Message), ae.Status
+			if ae.RetryAfter != "" {
+				w.Header().Set("Retry-After", ae.RetryAfter)
+			}
 		case err != nil:
 			c.failed(w, r, st, err)
 			return
