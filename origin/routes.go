@@ -56,7 +56,7 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 			}
 			return o.purge(ctx, contract.TagsPurged, []string{contract.OGConfigTag(c.ID)})
 		},
-		Refresher: o.og, PublicURL: o.PublicURL(),
+		Refresher: o.og, Previewer: o.og, PublicURL: o.PublicURL(),
 		OnRefresh: func(ctx context.Context, c *ogconfig.Config, path string) error {
 			tag := contract.OGConfigTag(c.ID)
 			if path != "" {
@@ -109,6 +109,7 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Serve: ogConfigs.Update, Doc: openapi.UpdateOGConfig},
 		{Method: http.MethodDelete, Pattern: "/v1/og-configs/{id}", Permission: perm.OGConfigsDelete, Group: ratelimit.OGConfigWrite, Serve: ogConfigs.Delete, Doc: openapi.DeleteOGConfig},
 		{Method: http.MethodPost, Pattern: "/v1/og-configs/{id}/refresh", Permission: perm.OGConfigsCreateUpdate, Group: ratelimit.OGConfigWrite, Serve: ogConfigs.Refresh, Doc: openapi.RefreshOGConfig},
+		{Method: http.MethodGet, Pattern: "/v1/og-configs/{id}/preview", Permission: perm.OGConfigsRead, Group: ratelimit.OGConfigRead, Serve: ogConfigs.Preview, Doc: openapi.PreviewOGConfig},
 
 		{Method: http.MethodPost, Pattern: "/v1/proxies", Permission: perm.ProxiesCreateUpdate, Group: ratelimit.ProxyWrite, Check: delivery, Serve: proxies.Create, Doc: openapi.CreateProxy},
 		{Method: http.MethodGet, Pattern: "/v1/proxies", Permission: perm.ProxiesRead, Group: ratelimit.ProxyRead, Check: delivery, Serve: proxies.List, Doc: openapi.ListProxies},

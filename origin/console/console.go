@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,8 @@ type Console struct {
 	sessions *sessions
 	cookie   string
 	csp      string
+	// fits bounds the OG cards fitted at once (ogCard): one per CPU.
+	fits chan struct{}
 }
 
 // New returns the console.
@@ -96,7 +99,7 @@ func New(cfg Config) (*Console, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, cookie: "pictor_console",
+	c := &Console{cfg: cfg, cookie: "pictor_console", fits: make(chan struct{}, runtime.NumCPU()),
 		sessions: &sessions{store: cfg.Store, now: cfg.Now, idle: cfg.Idle, lifetime: cfg.Lifetime, touch: time.Minute}}
 	if cfg.Secure {
 		c.cookie = "__Host-pictor_console"
@@ -143,6 +146,8 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/keys", c.keys),
 		c.page(http.MethodPost, "/console/keys", c.createKey),
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
+		c.page(http.MethodGet, "/console/og/{id}/preview", c.ogPreview),
+		c.page(http.MethodGet, "/console/og/cards/{domain_id}/{crawler}", c.ogCard),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},

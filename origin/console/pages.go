@@ -104,6 +104,8 @@ type apiError struct {
 	Kind    string              `json:"error"`
 	Message string              `json:"message"`
 	Fields  []apierr.FieldError `json:"validation_errors"`
+	// RetryAfter is the answer's Retry-After header, "" without one.
+	RetryAfter string `json:"-"`
 }
 
 func fieldError(path, message string) apierr.FieldError {
@@ -127,11 +129,8 @@ func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.
 // limit, validation and audit apply. A 2xx answer's JSON goes into out;
 // any other is an *apiError.
 func (c *Console) call(r *http.Request, st *state, method, target string, body io.Reader, out any) error {
-	rec, err := c.exchange(r, st, method, target, body)
+	rec, err := c.serve(r, st, method, target, body, nil)
 	if err != nil {
-		return err
-	}
-	if err := rec.refusal(); err != nil {
 		return err
 	}
 	if out == nil {
@@ -140,10 +139,24 @@ func (c *Console) call(r *http.Request, st *state, method, target string, body i
 	return json.Unmarshal(rec.body.Bytes(), out)
 }
 
-// exchange runs one REST request in-process as the signed-in key and
-// returns its answer as it is: call's first half, for routes that answer
-// something other than JSON.
-func (c *Console) exchange(r *http.Request, st *state, method, target string, body io.Reader) (*recorder, error) {
+// serve runs one REST request in-process as call does, with the headers
+// of header too, and returns the 2xx answer; any other is an *apiError.
+func (c *Console) serve(r *http.Request, st *state, method, target string, body io.Reader, header http.Header) (*recorder, error) {
+	rec, err := c.exchange(r, st, method, target, body, header)
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.refusal(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// exchange runs one REST request in-process as the signed-in key, with
+// the headers of header too, and returns its answer as it is, whatever
+// its status: for routes whose answer is passed on (the live preview's
+// image or refusal).
+func (c *Console) exchange(r *http.Request, st *state, method, target string, body io.Reader, header http.Header) (*recorder, error) {
 	req, err := http.NewRequestWithContext(api.WithCaller(r.Context(), st.principal), method, target, body)
 	if err != nil {
 		return nil, err
@@ -159,6 +172,9 @@ func (c *Console) exchange(r *http.Request, st *state, method, target string, bo
 			req.Header.Set(h, v)
 		}
 	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	rec := &recorder{header: http.Header{}}
 	c.cfg.API.ServeHTTP(rec, req)
 	if rec.status == 0 {
@@ -172,7 +188,7 @@ func (r *recorder) refusal() error {
 	if r.status >= 200 && r.status <= 299 {
 		return nil
 	}
-	e := &apiError{Status: r.status}
+	e := &apiError{Status: r.status, RetryAfter: r.header.Get("Retry-After")}
 	if json.Unmarshal(r.body.Bytes(), e) != nil || e.Message == "" {
 		e.Message = http.StatusText(r.status)
 	}

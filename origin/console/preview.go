@@ -27,7 +27,7 @@ func (c *Console) preview(w http.ResponseWriter, r *http.Request, st *state, bod
 		writeRefusal(w, &apiError{Status: http.StatusBadRequest, Kind: "Bad Request", Message: "The preview's fields cannot be sent."})
 		return
 	}
-	rec, err := c.exchange(r, st, http.MethodPost, "/v1/image/preview", bytes.NewReader(raw))
+	rec, err := c.exchange(r, st, http.MethodPost, "/v1/image/preview", bytes.NewReader(raw), nil)
 	if err != nil {
 		c.cfg.Logger.ErrorContext(r.Context(), "console preview failed", "error", err)
 		writeRefusal(w, &apiError{Status: http.StatusServiceUnavailable, Kind: "Service Unavailable", Message: "The preview cannot run right now. Try again in a moment."})

@@ -35,7 +35,12 @@ type resource struct {
 	// Note, when set, is one more GET whose JSON answer the page shows
 	// (the AWS external id of storage destinations).
 	Note *note
+	// Links are further pages of a record, each a link in its row: Path,
+	// the record's id, then Suffix.
+	Links []rowLink
 }
+
+type rowLink struct{ Label, Suffix string }
 
 type column struct{ Label, Field string }
 
@@ -74,7 +79,8 @@ var resources = []*resource{
 		Columns:  []column{{"Name", "name"}, {"Base URL", "base_url"}, {"Domain id", "domain_id"}},
 		Example:  `{"config_type": "html_css", "base_url": "https://www.example.com", "name": "site"}`,
 		Editable: []string{"config_type", "name", "description", "base_url", "refresh_interval_s", "optimization_mode", "extract_values", "default_options", "template_id", "template_version", "template_values_mapping", "headers", "additional_header_origins", "max_new_images_per_day", "max_new_images_per_period"},
-		Keep:     keepEnabled},
+		Keep:     keepEnabled,
+		Links:    []rowLink{{Label: "Preview", Suffix: "/preview"}}},
 }
 
 type resourceData struct {

@@ -69,6 +69,9 @@ type Handler struct {
 	OnRefresh func(ctx context.Context, cfg *Config, path string) error
 	// PublicURL is the base of the OG image URL a refresh answers.
 	PublicURL string
+	// Previewer reads a page for a preview (GET .../preview); nil answers
+	// a preview 404.
+	Previewer Previewer
 }
 
 // MappingView is a template_values_mapping entry in answers.

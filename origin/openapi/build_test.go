@@ -63,6 +63,7 @@ func fakeTable() []api.Route {
 		{"GET /v1/og-configs/{id}", GetOGConfig},
 		{"POST /v1/og-configs/{id}", UpdateOGConfig},
 		{"POST /v1/og-configs/{id}/refresh", RefreshOGConfig},
+		{"GET /v1/og-configs/{id}/preview", PreviewOGConfig},
 		{"DELETE /v1/og-configs/{id}", DeleteOGConfig},
 		{"POST /v1/proxies", CreateProxy},
 		{"GET /v1/proxies", ListProxies},

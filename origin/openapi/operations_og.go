@@ -50,6 +50,9 @@ var UpdateOGConfig = describe("updateOGConfig", ogConfigs.update(crud{
 // RefreshOGConfig documents POST /v1/og-configs/{id}/refresh.
 var RefreshOGConfig = describe("refreshOGConfig", (*spec).ogRefreshOperation)
 
+// PreviewOGConfig documents GET /v1/og-configs/{id}/preview.
+var PreviewOGConfig = describe("previewOGConfig", (*spec).ogPreviewOperation)
+
 // DeleteOGConfig documents DELETE /v1/og-configs/{id}.
 var DeleteOGConfig = describe("deleteOGConfig", ogConfigs.delete(crud{
 	summary: "Delete an OG configuration", description: "Deletes the configuration; every edge drops its images before the answer.", ok: "Deleted.",

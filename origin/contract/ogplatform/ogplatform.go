@@ -7,27 +7,30 @@ import "bytes"
 type Platform struct {
 	Name          string
 	Width, Height int
+	// UserAgent is one User-Agent its crawler really sends (a browser's
+	// for Default): what a preview of the platform's card sends.
+	UserAgent string
 }
 
 // Default is what every other client gets: 1200×630, the size Facebook,
 // WhatsApp, Slack, Discord, Telegram and Reddit show.
-var Default = Platform{"default", 1200, 630}
+var Default = Platform{"default", 1200, 630, "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"}
 
 // The platforms whose crawlers are told apart, and their sizes.
 var (
-	Facebook  = Platform{"facebook", 1200, 630}
-	Twitter   = Platform{"twitter", 1200, 600}
-	LinkedIn  = Platform{"linkedin", 1200, 627}
-	Slack     = Platform{"slack", 1200, 630}
-	Discord   = Platform{"discord", 1200, 630}
-	Telegram  = Platform{"telegram", 1200, 630}
-	WhatsApp  = Platform{"whatsapp", 1200, 630}
-	Pinterest = Platform{"pinterest", 1000, 1500}
-	Mastodon  = Platform{"mastodon", 1200, 675}
-	Bluesky   = Platform{"bluesky", 1200, 627}
-	Apple     = Platform{"apple", 1200, 628}
-	Reddit    = Platform{"reddit", 1200, 630}
-	Instagram = Platform{"instagram", 1080, 1080}
+	Facebook  = Platform{"facebook", 1200, 630, "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"}
+	Twitter   = Platform{"twitter", 1200, 600, "Twitterbot/1.0"}
+	LinkedIn  = Platform{"linkedin", 1200, 627, "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)"}
+	Slack     = Platform{"slack", 1200, 630, "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"}
+	Discord   = Platform{"discord", 1200, 630, "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)"}
+	Telegram  = Platform{"telegram", 1200, 630, "TelegramBot (like TwitterBot)"}
+	WhatsApp  = Platform{"whatsapp", 1200, 630, "WhatsApp/2.23.20.0 A"}
+	Pinterest = Platform{"pinterest", 1000, 1500, "Pinterest/0.2 (+https://www.pinterest.com/bot.html)"}
+	Mastodon  = Platform{"mastodon", 1200, 675, "http.rb/5.1.1 (Mastodon/4.2.0; +https://mastodon.social/)"}
+	Bluesky   = Platform{"bluesky", 1200, 627, "Mozilla/5.0 (compatible; Bluesky Cardyb/1.1; +mailto:support@bsky.app)"}
+	Apple     = Platform{"apple", 1200, 628, "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"}
+	Reddit    = Platform{"reddit", 1200, 630, "Mozilla/5.0 (compatible; redditbot/1.0; +http://www.reddit.com/feedback)"}
+	Instagram = Platform{"instagram", 1080, 1080, "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Instagram 300.0.0.0"}
 )
 
 // All lists every platform, Default first.

@@ -61,6 +61,11 @@ func TestTable(t *testing.T) {
 		if got, ok := ByName(p.Name); !ok || got != p {
 			t.Fatalf("ByName(%s) = %v, %v", p.Name, got, ok)
 		}
+		// A preview sends the platform's UserAgent: it must be told as that
+		// platform.
+		if got := FromUserAgent(p.UserAgent); got != p {
+			t.Fatalf("platform %s: its UserAgent %q is told as %s", p.Name, p.UserAgent, got.Name)
+		}
 		if strings.ContainsAny(p.Name, " |/") {
 			t.Fatalf("platform name %q cannot be part of a cache key", p.Name)
 		}
