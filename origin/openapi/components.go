@@ -140,6 +140,7 @@ func (s *spec) define() {
 	s.defineDestinations()
 	s.defineOGConfigs()
 	s.defineOGRefresh()
+	s.defineOAuthGrants()
 }
 
 func (s *spec) defineErrors() {
