@@ -52,6 +52,9 @@ type Config struct {
 	// per SignInWindow; past it the form answers 429.
 	SignIns      int
 	SignInWindow time.Duration
+	// MCPEndpoint is the MCP endpoint's URL, which the connected
+	// assistants page shows; "" when MCP is off.
+	MCPEndpoint string
 }
 
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
@@ -134,6 +137,8 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/keys", c.keys),
 		c.page(http.MethodPost, "/console/keys", c.createKey),
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
+		c.page(http.MethodGet, "/console/assistants", c.assistants),
+		c.page(http.MethodPost, "/console/assistants/{id}/revoke", c.revokeAssistant),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},
