@@ -232,3 +232,19 @@ func TestOAuthGrants(t *testing.T) {
 	})
 
 }
+
+// TestOAuthGrantsWithoutMCP: behind a public URL with a path MCP is off:
+// no connection can exist, the list is empty, any id is a 404, and the
+// console says why there is nothing to connect to.
+func TestOAuthGrantsWithoutMCP(t *testing.T) {
+	o := startOrigin(t, func(c *origin.Config) { c.PublicURL = "http://img.example.com/pictor" })
+	if p, r := o.grantsPage(t, o.Owner, ""); len(p.Data) != 0 || p.Pagination.NextPageStart != nil {
+		t.Fatalf("list without MCP: %s", r.Body)
+	}
+	apitest.WantError(t, o.do(t, apitest.Request{Method: "DELETE", Path: "/v1/oauth-grants/0190b2c4-7a1e-7d2f-9c3b-2f4e5a6b7c8d", Creds: &o.Owner}), http.StatusNotFound)
+	c := &consoleClient{t: t, base: o.URL}
+	c.signIn(o.Owner)
+	if a := c.send("GET", "/console/assistants", nil); a.status != 200 || !strings.Contains(a.body, "The MCP endpoint is off on this server") {
+		t.Fatalf("the console without MCP: %d\n%s", a.status, a.body)
+	}
+}
