@@ -377,6 +377,7 @@ var browsedPages = []string{
 	"/console/og",
 	"/console/proxies",
 	"/console/storage-destinations",
+	"/console/assistants",
 }
 
 func TestConsoleInABrowser(t *testing.T) {

@@ -75,10 +75,16 @@ func mcpConnect(t *testing.T, o *testOrigin, creds apitest.Creds, scopes []strin
 // mcpConnectAt is mcpConnect against the public URL base (an edge's).
 func mcpConnectAt(t *testing.T, base string, creds apitest.Creds, scopes []string) mcpGrant {
 	t.Helper()
+	return mcpConnectNamed(t, base, "MCP integration test", creds, scopes)
+}
+
+// mcpConnectNamed is mcpConnectAt for a client registered as clientName.
+func mcpConnectNamed(t *testing.T, base, clientName string, creds apitest.Creds, scopes []string) mcpGrant {
+	t.Helper()
 	browser := mcpBrowser(t)
 
 	// Dynamic client registration (RFC 7591): a public client.
-	reg, _ := json.Marshal(map[string]any{"client_name": "MCP integration test", "redirect_uris": []string{mcpRedirect},
+	reg, _ := json.Marshal(map[string]any{"client_name": clientName, "redirect_uris": []string{mcpRedirect},
 		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
 	r := mcpDo(t, browser, "POST", base+"/oauth/register", "application/json", string(reg))
 	apitest.WantStatus(t, r, http.StatusCreated)

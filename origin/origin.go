@@ -240,6 +240,7 @@ func (o *Origin) open(ctx context.Context) error {
 	if u, err := url.Parse(o.cfg.PublicURL); err == nil && u.Scheme != "" && u.Host != "" {
 		cc.ImageOrigin = u.Scheme + "://" + u.Host
 	}
+	cc.MCPEndpoint = o.MCPURL()
 	if o.console, err = console.New(cc); err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 		}
 		return o.purge(ctx, contract.KeyDisabled, []string{contract.KeyTag(apiID)})
 	}}
+	grants := &oauthGrants{server: o.oauth, keys: o.keys, cursors: o.cursors(box)}
 	templates := o.templates
 	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates, Proxies: proxyRoutes{o.proxies}}
@@ -129,5 +130,9 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Serve: keys.Get, Doc: openapi.GetAPIKey},
 		{Method: http.MethodPost, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysCreateUpdate, Group: ratelimit.APIKeyWrite, Serve: keys.Update, Doc: openapi.UpdateAPIKey},
 		{Method: http.MethodDelete, Pattern: "/v1/api-keys/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Serve: keys.Delete, Doc: openapi.DeleteAPIKey},
+
+		// MCP connections delegate a key's permissions: the keys' permissions and limits.
+		{Method: http.MethodGet, Pattern: "/v1/oauth-grants", Permission: perm.APIKeysRead, Group: ratelimit.APIKeyRead, Serve: grants.List, Doc: openapi.ListOAuthGrants},
+		{Method: http.MethodDelete, Pattern: "/v1/oauth-grants/{id}", Permission: perm.APIKeysDelete, Group: ratelimit.APIKeyWrite, Serve: grants.Revoke, Doc: openapi.RevokeOAuthGrant},
 	}, o.oauthRoutes()...)
 }

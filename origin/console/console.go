@@ -57,6 +57,9 @@ type Config struct {
 	// (the origin's, which POST /v1/image/preview enforces): the pages
 	// tell it.
 	PreviewsPerMinute int
+	// MCPEndpoint is the MCP endpoint's URL, which the connected
+	// assistants page shows; "" when MCP is off.
+	MCPEndpoint string
 }
 
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
@@ -148,6 +151,8 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
 		c.page(http.MethodGet, "/console/og/{id}/preview", c.ogPreview),
 		c.page(http.MethodGet, "/console/og/cards/{domain_id}/{crawler}", c.ogCard),
+		c.page(http.MethodGet, "/console/assistants", c.assistants),
+		c.page(http.MethodPost, "/console/assistants/{id}/revoke", c.revokeAssistant),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},

@@ -45,6 +45,7 @@ var nav = []navItem{
 	{Path: "/console/og", Label: "OG images"},
 	{Path: "/console/proxies", Label: "Proxies"},
 	{Path: "/console/storage-destinations", Label: "Storage"},
+	{Path: "/console/assistants", Label: "Connected assistants"},
 }
 
 func (p page) SignedIn() bool { return p.state != nil }

@@ -144,6 +144,7 @@ func (s *Server) Verify(ctx context.Context, token string) (*auth.Principal, err
 	if err != nil {
 		return nil, err
 	}
+	s.useGrant(ctx, &g, s.now())
 	var scopes []perm.Permission
 	for _, name := range strings.Fields(claims.Scope) {
 		if p := perm.Permission(name); containsPerm(g.Scopes, p) {

@@ -106,6 +106,10 @@ type grant struct {
 	Revoked   bool      `json:"revoked,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	Reason    string    `json:"reason,omitempty"`
+	// LastUsed is the last use of one of its tokens (an access token
+	// accepted, a refresh token redeemed), written down at most every
+	// grantUseEvery; zero until the first.
+	LastUsed time.Time `json:"last_used,omitzero"`
 }
 
 // refreshToken is one refresh token of a grant. A rotated one is kept,

@@ -498,6 +498,9 @@ func (s *Server) refresh(ctx context.Context, c *client, form url.Values) (*toke
 			}
 			g.Expires = nextRec.Expires
 		}
+		if g.LastUsed.IsZero() || now.Sub(g.LastUsed) >= grantUseEvery {
+			g.LastUsed = now.UTC()
+		}
 		spent.Used = true
 		return errors.Join(
 			saveRecord(txn, key, &spent, spent.Expires),

@@ -81,6 +81,8 @@ func fakeTable() []api.Route {
 		{"GET /v1/api-keys/{id}", GetAPIKey},
 		{"POST /v1/api-keys/{id}", UpdateAPIKey},
 		{"DELETE /v1/api-keys/{id}", DeleteAPIKey},
+		{"GET /v1/oauth-grants", ListOAuthGrants},
+		{"DELETE /v1/oauth-grants/{id}", RevokeOAuthGrant},
 	} {
 		method, pattern, _ := strings.Cut(row.key, " ")
 		r := api.Route{Method: method, Pattern: pattern, Handler: func(http.ResponseWriter, *http.Request) {}}

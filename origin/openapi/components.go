@@ -141,6 +141,7 @@ func (s *spec) define() {
 	s.defineOGConfigs()
 	s.defineOGRefresh()
 	s.defineOGPreview()
+	s.defineOAuthGrants()
 }
 
 func (s *spec) defineErrors() {

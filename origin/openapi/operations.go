@@ -62,6 +62,7 @@ var tags = []struct{ name, description string }{
 	{tagProxies, "HTTP proxies for a render's outbound traffic (the 10,000 images/month plan or higher)."},
 	{tagDestinations, "S3-compatible buckets images are also written to (the 10,000 images/month plan or higher)."},
 	{tagKeys, "API keys of the organization."},
+	{tagConnections, "Assistants connected to the MCP endpoint (OAuth grants), each acting as an API key."},
 }
 
 const (
@@ -74,6 +75,7 @@ const (
 	tagProxies      = "Proxies"
 	tagDestinations = "Storage destinations"
 	tagKeys         = "API keys"
+	tagConnections  = "MCP connections"
 )
 
 // Response helpers.
