@@ -2,12 +2,14 @@ package origin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
@@ -131,6 +134,15 @@ func TestPreviewTemplates(t *testing.T) {
 			apitest.WantPixel(t, img, 250*scale, 80*scale, colorOf(tc.bg), 3)
 		})
 	}
+	t.Run("draft in a form", func(t *testing.T) {
+		d, v := jsonString(t, draft), jsonString(t, withValue(values, "ground", "rgb(255,0,0)"))
+		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/preview", Creds: &o.Owner, ContentType: "application/x-www-form-urlencoded",
+			Raw: url.Values{"template": {d}, "template_values": {v}, "device_scale": {"2"}}.Encode()})
+		img := apitest.DecodeImage(t, wantPreview(t, r, "image/png"))
+		apitest.WantSize(t, img, 600, 200)
+		apitest.WantPixel(t, img, 230, 90, colorOf([4]uint8{0, 0, 255, 255}), 3)
+		apitest.WantPixel(t, img, 500, 160, colorOf([4]uint8{255, 0, 0, 255}), 3)
+	})
 	// A draft is not saved: the organization still has one template.
 	var list struct {
 		Templates []any `json:"data"`
@@ -141,6 +153,15 @@ func TestPreviewTemplates(t *testing.T) {
 	if len(list.Templates) != 1 {
 		t.Errorf("%d templates after draft previews, want the 1 saved", len(list.Templates))
 	}
+}
+
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func colorOf(c [4]uint8) color.NRGBA { return color.NRGBA{c[0], c[1], c[2], c[3]} }
@@ -399,5 +420,27 @@ func TestHostilePreview(t *testing.T) {
 	apitest.WantError(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/preview", Creds: &o.Owner, Raw: "<p>x</p>", ContentType: "text/html"}), http.StatusUnsupportedMediaType)
 	if got := apitest.Metric(t, o.URL, `pictor_render_total{outcome="ok"}`); got != renders {
 		t.Errorf("refused previews rendered: %v renders, want %v", got, renders)
+	}
+}
+
+// TestTwoOriginsSharePreviewLimit: origins on one PostgreSQL database
+// draw an organization's previews from one window.
+func TestTwoOriginsSharePreviewLimit(t *testing.T) {
+	db := pgtest.Shared(t).Database(t)
+	const masterKey = "1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a"
+	shared := func(c *origin.Config) { c.Store, c.MasterKey, c.PreviewsPerMinute = db, masterKey, 4 }
+	a := startOrigin(t, shared)
+	b := startOrigin(t, shared, func(c *origin.Config) { c.CreateDefaultOrg, c.PublicURL = false, a.URL })
+	for i := range 4 {
+		o := []*testOrigin{a, b}[i%2]
+		r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/preview", Creds: &a.Owner, Raw: `{"html":`, ContentType: "application/json"})
+		apitest.WantError(t, r, http.StatusBadRequest)
+	}
+	for _, o := range []*testOrigin{a, b} {
+		r := o.preview(t, a.Owner, map[string]any{"html": "<p>x</p>"})
+		apitest.WantMessage(t, apitest.WantError(t, r, http.StatusTooManyRequests), "4 previews")
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
 	}
 }
