@@ -13,6 +13,7 @@ import (
 	"github.com/pictorhq/pictor/origin/api"
 	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/egress"
+	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/og"
 	"github.com/pictorhq/pictor/origin/render"
 	"github.com/pictorhq/pictor/origin/rendition"
@@ -115,6 +116,10 @@ type Config struct {
 	// fresh PNG masters are re-compressed in the background; a negative
 	// value never (image.Service.Compact still does it).
 	CompactIdle time.Duration
+	// PreviewsPerMinute is how many previews (POST /v1/image/preview) an
+	// organization may ask for in a sliding minute, across the origins
+	// sharing a store (--previews-per-minute).
+	PreviewsPerMinute int
 }
 
 // Defaults of the request limits of the origin's port.
@@ -150,6 +155,8 @@ func DefaultConfig() Config {
 		BodyMinRate:      DefaultBodyMinRate,
 		RenderLease:      rendition.DefaultRenderLease,
 		CompactIdle:      rendition.DefaultCompactIdle,
+
+		PreviewsPerMinute: images.DefaultPreviewsPerMinute,
 	}
 }
 
@@ -172,6 +179,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OG.Budget, "og-render-budget", c.OG.Budget, "new renders an OG configuration may start a minute; past it a page without an image answers 503")
 	c.Storage.RegisterFlags(fs)
 	c.Blobs.RegisterFlags(fs)
+	fs.IntVar(&c.PreviewsPerMinute, "previews-per-minute", c.PreviewsPerMinute, "previews (POST /v1/image/preview: rendered, not stored, no credit) an organization may ask for in a sliding minute; past it 429 with Retry-After")
 }
 
 // RegisterLimitFlags registers on fs the request limits of the origin's
@@ -227,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OG.Budget < 1 {
 		return fmt.Errorf("--og-render-budget %d: want at least 1", c.OG.Budget)
+	}
+	if c.PreviewsPerMinute < 1 || c.PreviewsPerMinute > images.MaxPreviewsPerMinute {
+		return fmt.Errorf("--previews-per-minute %d: want 1 to %d", c.PreviewsPerMinute, images.MaxPreviewsPerMinute)
 	}
 	if c.Announce == nil || c.Now == nil {
 		return errors.New("origin: Announce and Now must be set (start from DefaultConfig)")

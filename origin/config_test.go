@@ -3,6 +3,8 @@ package origin
 import (
 	"flag"
 	"io"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,7 +20,7 @@ func TestRegisterFlags(t *testing.T) {
 	}{
 		{"defaults", nil, func(c Config) bool {
 			d := DefaultConfig()
-			return c.Render.Tabs == d.Render.Tabs && c.Render.FontsURL == d.Render.FontsURL && c.OG.Budget == d.OG.Budget &&
+			return c.Render.Tabs == d.Render.Tabs && c.Render.FontsURL == d.Render.FontsURL && c.OG.Budget == d.OG.Budget && c.PreviewsPerMinute == 30 &&
 				c.RenderLease == d.RenderLease && c.Storage.PartSize == d.Storage.PartSize && c.Blobs.Timeout == d.Blobs.Timeout
 		}},
 		{"render", []string{"--render-tabs", "3", "--render-queue", "7", "--fonts-url", "http://fonts.test", "--chromium", "/bin/true",
@@ -29,6 +31,7 @@ func TestRegisterFlags(t *testing.T) {
 		}},
 		{"sandbox cache", []string{"--wasm-cache", "/tmp/wc"}, func(c Config) bool { return c.WASM.CompilationCacheDir == "/tmp/wc" }},
 		{"OG budget", []string{"--og-render-budget", "5"}, func(c Config) bool { return c.OG.Budget == 5 }},
+		{"previews", []string{"--previews-per-minute", "7"}, func(c Config) bool { return c.PreviewsPerMinute == 7 }},
 		{"render lease", []string{"--render-lease", "2m"}, func(c Config) bool { return c.RenderLease == 2*time.Minute }},
 		{"storage", []string{"--storage-part-size", "8388608"}, func(c Config) bool { return c.Storage.PartSize == 8<<20 }},
 		{"blobs", []string{"--blobs", "file:///tmp/b", "--blobs-max-attempts", "5"}, func(c Config) bool {
@@ -53,6 +56,24 @@ func TestRegisterFlags(t *testing.T) {
 			}
 			if !tt.want(c) {
 				t.Fatalf("%v: config %+v", tt.args, c)
+			}
+		})
+	}
+}
+
+// TestValidatePreviewsPerMinute: the previews' allowance is at least 1
+// and at most images.MaxPreviewsPerMinute, named by its flag.
+func TestValidatePreviewsPerMinute(t *testing.T) {
+	for _, tt := range []struct {
+		n  int
+		ok bool
+	}{{0, false}, {-1, false}, {1, true}, {30, true}, {10_000, true}, {10_001, false}} {
+		t.Run(strconv.Itoa(tt.n), func(t *testing.T) {
+			c := DefaultConfig()
+			c.PreviewsPerMinute = tt.n
+			err := c.Validate()
+			if tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "--previews-per-minute")) {
+				t.Fatalf("%d: %v", tt.n, err)
 			}
 		})
 	}

@@ -72,6 +72,7 @@ type Origin struct {
 	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
 	engine    *render.Engine
 	images    *rendition.Service
+	limiter   ratelimit.Limiter // the router's, the console's and the previews' windows
 	hub       *edgehub.Hub
 	purger    atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
 	sandbox   *wasm.Engine
@@ -233,6 +234,7 @@ func (o *Origin) open(ctx context.Context) error {
 	if o.cfg.Store != "" {
 		limiter = ratelimit.NewStore(store, o.cfg.Now)
 	}
+	o.limiter = limiter
 	cc := console.DefaultConfig()
 	cc.Store, cc.Keys, cc.Limiter, cc.Now = store, o.keys, limiter, o.cfg.Now
 	cc.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.router.ServeHTTP(w, r) })

@@ -40,7 +40,8 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 	grants := &oauthGrants{server: o.oauth, keys: o.keys, cursors: o.cursors(box)}
 	templates := o.templates
 	images := &images.Handler{Service: o.images, Orgs: o.orgs, PublicURL: o.PublicURL(), AllowPrivate: o.cfg.AllowPrivateURLs,
-		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates, Proxies: proxyRoutes{o.proxies}}
+		Keys: signers{keys: o.keys, orgs: o.orgs}, Cursors: o.cursors(box), Templates: templates, Proxies: proxyRoutes{o.proxies},
+		Previews: images.PreviewLimit{Limiter: o.limiter, PerMinute: o.cfg.PreviewsPerMinute}}
 	ogConfigs := &ogconfig.Handler{Store: o.ogcs, Cursors: o.cursors(box), AllowPrivate: o.cfg.AllowPrivateURLs,
 		Templates: ogconfig.TemplatesFunc(func(orgID, id string, version int) error {
 			_, _, err := o.tpls.Version(ctx, orgID, id, version)
@@ -80,6 +81,10 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 
 		{Method: http.MethodPost, Pattern: "/v1/image", Permission: perm.ImagesCreate, Serve: images.Create, Doc: openapi.CreateImage},
 		{Method: http.MethodPost, Pattern: "/v1/image/batch", Permission: perm.ImagesCreate, Serve: images.Batch, Doc: openapi.CreateImages},
+		// Not stored, not charged: limited per organization instead
+		// (PreviewLimit). Template ids start with t-, so no template is
+		// "preview" (and the mux prefers this literal anyway).
+		{Method: http.MethodPost, Pattern: "/v1/image/preview", Permission: perm.ImagesCreate, Serve: images.Preview, Doc: openapi.PreviewImage},
 		{Method: http.MethodGet, Pattern: "/v1/image/{id}", Public: true, Serve: images.Get, Doc: openapi.GetImage},
 		{Method: http.MethodDelete, Pattern: "/v1/image/{id}", Permission: perm.ImagesDelete, Serve: images.Delete, Doc: openapi.DeleteImage},
 		{Method: http.MethodDelete, Pattern: "/v1/image/batch", Permission: perm.ImagesDelete, Serve: images.DeleteBatch, Doc: openapi.DeleteImages},

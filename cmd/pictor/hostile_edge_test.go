@@ -290,6 +290,8 @@ func TestEdgeLimitFlags(t *testing.T) {
 		{"render lease too short", nil, []string{"--render-lease", "10ms"}, "--render-lease"},
 		{"render lease not a duration", map[string]string{"PICTOR_RENDER_LEASE": "long"}, nil, "PICTOR_RENDER_LEASE"},
 		{"no OG render budget", nil, []string{"--og-render-budget", "0"}, "--og-render-budget"},
+		{"no previews", nil, []string{"--previews-per-minute", "0"}, "--previews-per-minute"},
+		{"previews past the bound", map[string]string{"PICTOR_PREVIEWS_PER_MINUTE": "10001"}, nil, "--previews-per-minute"},
 	} {
 		t.Run("origin/"+tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

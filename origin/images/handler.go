@@ -37,6 +37,8 @@ type Handler struct {
 	Templates Templates
 	// Proxies checks a request's proxy_id; nil refuses every proxy_id.
 	Proxies ProxyChecker
+	// Previews bounds each organization's previews (POST /v1/image/preview).
+	Previews PreviewLimit
 }
 
 // ProxyChecker tells whether an organization may route a new image through

@@ -37,12 +37,7 @@ func (h *Handler) checkTemplateFields(ctx context.Context, orgID string, obj *fi
 	if !ok || ref == nil {
 		return nil
 	}
-	var stray []string
-	for _, k := range obj.Keys() {
-		if !requestFields()[k] {
-			stray = append(stray, k)
-		}
-	}
+	stray := strayFields(obj)
 	if len(stray) == 0 {
 		return nil // the template is not parsed again
 	}
@@ -50,6 +45,24 @@ func (h *Handler) checkTemplateFields(ctx context.Context, orgID string, obj *fi
 	if err != nil {
 		return err
 	}
+	return variableFields(obj, stray, vars)
+}
+
+// strayFields are the top-level fields of obj a template render does not
+// read.
+func strayFields(obj *field.Object) []string {
+	var stray []string
+	for _, k := range obj.Keys() {
+		if !requestFields()[k] {
+			stray = append(stray, k)
+		}
+	}
+	return stray
+}
+
+// variableFields refuses the stray fields of obj that are among vars, the
+// sorted variables of the template it renders.
+func variableFields(obj *field.Object, stray, vars []string) error {
 	var errs field.Errors
 	for _, k := range stray {
 		if _, found := slices.BinarySearch(vars, k); found {

@@ -101,7 +101,7 @@ const description = `Pictor renders HTML and CSS, or a screenshot of a public we
 
 **Errors.** Every failure answers the standard JSON body {error, message, statusCode}; a 400 caused by request fields adds validation_errors, one {path, message} per invalid field.
 
-**Rate limits.** Management operations (API keys, proxies, storage destinations, OG configurations) share per-organization groups across REST and MCP: 100 reads and 20 writes per group per sliding minute (x-pictor-rate-limit-group). Their answers carry RateLimit-Policy and RateLimit; a 429 carries Retry-After (without it, wait 60 seconds). Image creation is not rate limited: it consumes image credits, reported in the x-renders-* headers.
+**Rate limits.** Management operations (API keys, proxies, storage destinations, OG configurations) share per-organization groups across REST and MCP: 100 reads and 20 writes per group per sliding minute (x-pictor-rate-limit-group). Their answers carry RateLimit-Policy and RateLimit; a 429 carries Retry-After (without it, wait 60 seconds). Image creation is not rate limited: it consumes image credits, reported in the x-renders-* headers. Previews (previewImage) consume none and are limited instead: 30 per organization per sliding minute by default (the operator's --previews-per-minute); a 429 carries Retry-After.
 
 **Not described here.** The MCP endpoint (/mcp) and its OAuth 2.1 authorization server, found from /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-authorization-server; the operators' endpoints.`
 

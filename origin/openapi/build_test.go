@@ -38,6 +38,7 @@ func fakeTable() []api.Route {
 		{"GET /healthz", nil},
 		{"POST /v1/image", CreateImage},
 		{"POST /v1/image/batch", CreateImages},
+		{"POST /v1/image/preview", PreviewImage},
 		{"GET /v1/image/{id}", GetImage},
 		{"DELETE /v1/image/{id}", DeleteImage},
 		{"DELETE /v1/image/batch", DeleteImages},

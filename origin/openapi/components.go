@@ -175,6 +175,7 @@ const (
 	hdrETag            = "ETag"
 	hdrCacheControl    = "Cache-Control"
 	hdrDisposition     = "Content-Disposition"
+	hdrServerTiming    = "Server-Timing"
 )
 
 func (s *spec) defineHeaders() {
@@ -194,6 +195,8 @@ func (s *spec) defineHeaders() {
 	s.header(hdrETag, headerOf("Strong entity tag of the image; send it back in If-None-Match.", false, str("")))
 	s.header(hdrCacheControl, headerOf("How long caches may keep the answer.", false, str("")))
 	s.header(hdrDisposition, headerOf("attachment, with dl=1.", false, str("")))
+	s.header(hdrServerTiming, headerOf("The time spent rendering, in milliseconds: render;dur=<ms>.", false,
+		withExamples(withPattern(`^render;dur=[0-9]+(\.[0-9]+)?$`, str("")), "render;dur=412.5")))
 }
 
 // Parameter names of components.
@@ -266,6 +269,8 @@ const (
 	schImageForm      = "ImageParametersForm"
 	schTemplateRender = "TemplateRenderParameters"
 	schTemplateForm   = "TemplateRenderParametersForm"
+	schPreviewRequest = "PreviewRequest"
+	schPreviewForm    = "PreviewRequestForm"
 )
 
 // uuidPattern is an id as the API writes it (UUIDs are read in any case).
@@ -325,6 +330,22 @@ func (s *spec) defineImages() {
 	rform := formSchema(render, "The same as a form: template_values (and every object) JSON-encoded, numbers and booleans as text.")
 	rform.Properties["headers"] = openapi3.NewSchemaRef("", formHeaders())
 	s.schema(schTemplateForm, rform)
+
+	// POST /v1/image/preview: a creation, or a draft template.
+	pv, _ := imageParameters(schema.Everywhere | schema.ForHTML | schema.ForURL | schema.ForBatch)
+	pv["template_version"] = openapi3.NewSchemaRef("", templateVersion("With template_id: the template version to render; the latest when omitted."))
+	draft := open(typed(openapi3.TypeObject, "A template not saved: what createTemplate takes (html required, css, name, description, render defaults), "+
+		"validated as a save is, with validation_errors named template.<field>. Cannot be combined with html, url, template_id or template_version."))
+	draft.Examples = []any{map[string]any{"html": "{{title}}", "css": "body { font: 64px sans-serif; }", "viewport_width": 1200, "viewport_height": 630}}
+	pv["template"] = openapi3.NewSchemaRef("", draft)
+	preview := open(typed(openapi3.TypeObject, "What createImage takes (html, url, or template_id with template_values, and every option), "+
+		"or a draft template (template) with template_values and options laid over its render defaults. Unknown fields are ignored."))
+	preview.Properties = pv
+	preview.Examples = []any{map[string]any{"template": map[string]any{"html": `<h1>{{title}}</h1>`}, "template_values": map[string]any{"title": "Launch day"}, "format": "webp"}}
+	s.schema(schPreviewRequest, preview)
+	pform := formSchema(preview, "The same as a form: template, template_values and every object JSON-encoded, numbers and booleans as text.")
+	pform.Properties["headers"] = openapi3.NewSchemaRef("", formHeaders())
+	s.schema(schPreviewForm, pform)
 
 	// POST /v1/image/batch.
 	item, _ := imageParameters(schema.ForBatch)

@@ -34,6 +34,30 @@ var CreateImages = describe("createImages", func(s *spec) operation {
 	}
 })
 
+// PreviewImage documents POST /v1/image/preview.
+var PreviewImage = describe("previewImage", func(s *spec) operation {
+	m := s.creation()
+	resp := s.imageResponse("The image, rendered now under this request (a client that goes away stops the render). Content-Type follows format. " +
+		"Server-Timing: render;dur=<milliseconds> is the time spent rendering (waiting for a renderer included); Cache-Control: no-store.")
+	resp.Headers = openapi3.Headers{hdrServerTiming: s.headerRef(hdrServerTiming), hdrCacheControl: s.headerRef(hdrCacheControl)}
+	m[200] = resp
+	m[400] = s.errorResponse("Invalid request: validation_errors names every invalid field, as createImage and renderTemplate do (template.<field> for the draft), " +
+		"or the render failed for the page's own reasons (a selector not found, ...).")
+	m[404] = s.notFound("A template, template version, proxy or storage destination named by the request is not the organization's.")
+	m[429] = s.retryLater("The organization's previews for the sliding minute are spent (30 by default, the origin's --previews-per-minute): try again after Retry-After. Nothing was rendered.")
+	m[502] = s.errorResponse("The page or its proxy could not be reached, or the browser failed.")
+	m[503] = s.retryLater("Every renderer is busy and the queue full: try again shortly.")
+	m[504] = s.errorResponse("The render did not finish in time.")
+	return operation{
+		tag: tagImages, summary: "Preview an image",
+		description: "Renders what createImage would (html, url or a saved template with template_values, every option honoured), or a draft template not saved yet, " +
+			"with the same validation, and answers the image's bytes. Nothing is stored and no credit is used: no image, no usage, no storage destination write. " +
+			"Previews take renderers as other renders do, and are limited per organization per sliding minute.",
+		body:      s.anyBody("A creation request, or a draft template with template_values.", schPreviewRequest, schPreviewForm),
+		responses: m,
+	}
+})
+
 // GetImage documents GET /v1/image/{id}.
 var GetImage = describe("getImage", func(s *spec) operation {
 	return operation{

@@ -166,7 +166,7 @@ func TestFormSchemas(t *testing.T) {
 	s := newSpec()
 	s.define()
 	for jsonName, formName := range map[string]string{schImageParams: schImageForm, schTemplateRender: schTemplateForm,
-		schTemplateRequest: schTemplateFormReq, schProxyRequest: schProxyForm, schOGRequest: schOGForm} {
+		schTemplateRequest: schTemplateFormReq, schProxyRequest: schProxyForm, schOGRequest: schOGForm, schPreviewRequest: schPreviewForm} {
 		js, form := s.components.Schemas[jsonName].Value, s.components.Schemas[formName].Value
 		if !slices.Equal(sortedKeys(js.Properties), sortedKeys(form.Properties)) {
 			t.Errorf("%s and %s differ in fields", jsonName, formName)

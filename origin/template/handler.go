@@ -156,6 +156,12 @@ func (h *Handler) Variables(ctx context.Context, orgID, id string, version int) 
 	if err != nil {
 		return nil, notFound(id, err)
 	}
+	return h.variables(v), nil
+}
+
+// variables are the names v's html and css read from the top level of
+// template_values, sorted (Variables).
+func (h *Handler) variables(v *Version) []string {
 	var names []string
 	for _, text := range []string{v.HTML, v.CSS} {
 		if text == "" {
@@ -163,13 +169,13 @@ func (h *Handler) Variables(ctx context.Context, orgID, id string, version int) 
 		}
 		out, err := h.Engine.Outline(text)
 		if err != nil {
-			slog.Debug("template not outlined", "template", id, "version", v.Version, "error", err)
+			slog.Debug("template not outlined", "template", v.TemplateID, "version", v.Version, "error", err)
 			continue
 		}
 		names = append(names, out.Variables...)
 	}
 	slices.Sort(names)
-	return slices.Compact(names), nil
+	return slices.Compact(names)
 }
 
 func formSubset(o *field.Object) map[string][]string {
@@ -421,17 +427,7 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 			version = int(n)
 		}
 	}
-	values := []byte("{}")
-	if raw, ok := obj.Raw("template_values"); ok {
-		values = raw
-		if obj.IsForm() {
-			values = []byte(obj.FormValues("template_values")[len(obj.FormValues("template_values"))-1])
-		}
-		var m map[string]any
-		if json.Unmarshal(values, &m) != nil || m == nil {
-			errs.Add(obj.Path("template_values"), "must be a JSON object")
-		}
-	}
+	values := templateValues(&errs, obj)
 	if err := errs.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -442,14 +438,21 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 		}
 		return nil, nil, notFound(id, err)
 	}
+	out, err := h.evaluate(ctx, obj, v, values)
+	return out, v, err
+}
+
+// evaluate renders version v with values in the sandbox and lays the
+// result, under obj's options, over v's render defaults.
+func (h *Handler) evaluate(ctx context.Context, obj *field.Object, v *Version, values []byte) (*field.Object, error) {
 	html, err := h.Engine.Render(ctx, v.HTML, values)
 	if err != nil {
-		return nil, nil, templateError(obj.Path("template_values"), err)
+		return nil, templateError(obj.Path("template_values"), err)
 	}
 	css := v.CSS
 	if css != "" {
 		if css, err = h.Engine.Render(ctx, v.CSS, values); err != nil {
-			return nil, nil, templateError(obj.Path("template_values"), err)
+			return nil, templateError(obj.Path("template_values"), err)
 		}
 	}
 	var defaults map[string]json.RawMessage
@@ -463,7 +466,24 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 	}
 	out := imageparams.Merge(merged, field.FromJSON(set))
 	out.Prefix = obj.Prefix
-	return out, v, nil
+	return out, nil
+}
+
+// templateValues returns obj's template_values ({} when not sent), or
+// adds its error to errs.
+func templateValues(errs *field.Errors, obj *field.Object) []byte {
+	values := []byte("{}")
+	if raw, ok := obj.Raw("template_values"); ok {
+		values = raw
+		if obj.IsForm() {
+			values = []byte(obj.FormValues("template_values")[len(obj.FormValues("template_values"))-1])
+		}
+		var m map[string]any
+		if json.Unmarshal(values, &m) != nil || m == nil {
+			errs.Add(obj.Path("template_values"), "must be a JSON object")
+		}
+	}
+	return values
 }
 
 // stripTemplate drops the fields that select the template from a request.
@@ -472,6 +492,7 @@ func (h *Handler) expand(ctx context.Context, orgID string, obj *field.Object, p
 func stripTemplate(o *field.Object) *field.Object {
 	if o.IsForm() {
 		v := formSubset(o)
+		delete(v, DraftField)
 		for _, k := range []string{"html", "css", "name", "description"} {
 			if vals := o.FormValues(k); vals != nil {
 				v[k] = vals
@@ -483,7 +504,7 @@ func stripTemplate(o *field.Object) *field.Object {
 	}
 	m := map[string]json.RawMessage{}
 	for _, k := range o.Keys() {
-		if k == "template_id" || k == "template_values" || k == "template_version" {
+		if k == "template_id" || k == "template_values" || k == "template_version" || k == DraftField {
 			continue
 		}
 		raw, ok := o.Raw(k) // not ok: null, since k is among the keys
