@@ -140,6 +140,7 @@ func (s *spec) define() {
 	s.defineDestinations()
 	s.defineOGConfigs()
 	s.defineOGRefresh()
+	s.defineSignTemplate()
 }
 
 func (s *spec) defineErrors() {
