@@ -52,6 +52,10 @@ type Config struct {
 	// per SignInWindow; past it the form answers 429.
 	SignIns      int
 	SignInWindow time.Duration
+	// Variables names a template version's variables for the values form
+	// of the template editor (the template handler's); nil shows the raw
+	// JSON editor only.
+	Variables Variables
 }
 
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
@@ -134,6 +138,14 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/keys", c.keys),
 		c.page(http.MethodPost, "/console/keys", c.createKey),
 		c.page(http.MethodPost, "/console/keys/{id}/{action}", c.changeKey),
+		c.page(http.MethodGet, "/console/templates", c.listTemplates),
+		c.page(http.MethodPost, "/console/templates", c.createTemplate),
+		c.page(http.MethodGet, "/console/templates/new", c.newTemplate),
+		c.page(http.MethodGet, "/console/templates/{id}", c.showTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}", c.updateTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/restore", c.restoreTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/delete", c.deleteTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/signed-url", c.signTemplate),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},

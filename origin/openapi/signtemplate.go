@@ -22,7 +22,7 @@ func (s *spec) defineSignTemplate() {
 	s.schema(schSignTemplateRequest, withExamples(object("What the signed URL renders. Every field is optional.",
 		optRef("template_values", openapi3.NewSchemaRef("", values)),
 		opt("template_version", integer(1, 1<<31, "The version the URL renders; without it, the latest version when the URL is fetched.")),
-		opt("format", enum("The URL's format segment; without it, PNG.", "png", "jpg", "jpeg", "webp", "pdf")),
+		opt("format", enum("The URL's format segment (any case; the URL has it in lower case); without it, PNG.", "png", "jpg", "jpeg", "webp", "pdf", "PNG", "JPG", "JPEG", "WEBP", "PDF")),
 	), map[string]any{"template_values": map[string]any{"title": "Hello"}, "format": "webp"}))
 	s.schema(schSignedTemplateURL, withExamples(object("The signed URL.",
 		req("url", uri(fmt.Sprintf("GET /v1/image/{template_id}/{token}[/{format}]?values, signed with the calling key's secret; its path and query hold at most %d bytes.", images.MaxSignedURL))),

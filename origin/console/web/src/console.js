@@ -16,6 +16,8 @@
 // the element named by its aria-describedby, if any, or else in the
 // page's status region (an element with data-console-status).
 
+import "./templates.js";
+
 const COPIED_FOR_MS = 2000;
 
 /** Returns the confirmation text for a submit, or "" when none is asked. */
