@@ -375,6 +375,7 @@ var browsedPages = []string{
 	"/console/og",
 	"/console/proxies",
 	"/console/storage-destinations",
+	"/console/templates",
 }
 
 func TestConsoleInABrowser(t *testing.T) {
