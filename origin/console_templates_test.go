@@ -389,7 +389,7 @@ func TestHostileConsoleTemplateEscapes(t *testing.T) {
 // updates the fields (templates.js).
 func TestConsoleTemplateValuesInABrowser(t *testing.T) {
 	o := startOrigin(t)
-	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &o.Owner, JSON: map[string]any{"name": "Card", "html": "<h1>{{title}}</h1><p>{{n}}</p>"}})
+	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &o.Owner, JSON: map[string]any{"name": "Card", "html": "<h1>{{title}}</h1><p>{{n}}</p>", "device_scale": 1, "headers": map[string]string{"X-A": "b"}}})
 	apitest.WantStatus(t, r, 201)
 	var made struct {
 		ID string `json:"template_id"`
