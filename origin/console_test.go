@@ -378,6 +378,7 @@ var browsedPages = []string{
 	"/console/proxies",
 	"/console/storage-destinations",
 	"/console/assistants",
+	"/console/templates",
 }
 
 func TestConsoleInABrowser(t *testing.T) {

@@ -239,6 +239,7 @@ func (o *Origin) open(ctx context.Context) error {
 	cc.Store, cc.Keys, cc.Limiter, cc.Now = store, o.keys, limiter, o.cfg.Now
 	cc.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.router.ServeHTTP(w, r) })
 	cc.Secure = strings.HasPrefix(o.cfg.PublicURL, "https://")
+	cc.Variables = o.templates.Variables
 	if u, err := url.Parse(o.cfg.PublicURL); err == nil && u.Scheme != "" && u.Host != "" {
 		cc.ImageOrigin = u.Scheme + "://" + u.Host
 	}

@@ -106,6 +106,8 @@ func (o *Origin) routes(ctx context.Context, box *seal.Box) []api.Route {
 		{Method: http.MethodGet, Pattern: "/v1/template/{id}", Permission: perm.TemplatesRead, Serve: templates.Versions, Doc: openapi.ListTemplateVersions},
 		{Method: http.MethodPost, Pattern: "/v1/template/{id}", Permission: perm.TemplatesCreateUpdate, Serve: templates.Update, Doc: openapi.UpdateTemplate},
 		{Method: http.MethodDelete, Pattern: "/v1/template/{id}", Permission: perm.TemplatesDelete, Serve: templates.Delete, Doc: openapi.DeleteTemplate},
+		// Signed with the caller's own key: its first GET renders as that key.
+		{Method: http.MethodPost, Pattern: "/v1/template/{id}/signed-url", Permission: perm.ImagesCreate, Serve: images.SignTemplateURL, Doc: openapi.SignTemplateURL},
 
 		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}", Public: true, Handler: o.og.ServeHTTP, Doc: openapi.GetOGImageOfRoot},
 		{Method: http.MethodGet, Pattern: "/v1/og/{domain_id}/{path...}", Public: true, Handler: o.og.ServeHTTP, Doc: openapi.GetOGImage},

@@ -60,6 +60,10 @@ type Config struct {
 	// MCPEndpoint is the MCP endpoint's URL, which the connected
 	// assistants page shows; "" when MCP is off.
 	MCPEndpoint string
+	// Variables names a template version's variables for the values form
+	// of the template editor (the template handler's); nil shows the raw
+	// JSON editor only.
+	Variables Variables
 }
 
 // DefaultConfig returns the defaults: sessions end after 12 hours unused
@@ -153,6 +157,14 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/og/cards/{domain_id}/{crawler}", c.ogCard),
 		c.page(http.MethodGet, "/console/assistants", c.assistants),
 		c.page(http.MethodPost, "/console/assistants/{id}/revoke", c.revokeAssistant),
+		c.page(http.MethodGet, "/console/templates", c.listTemplates),
+		c.page(http.MethodPost, "/console/templates", c.createTemplate),
+		c.page(http.MethodGet, "/console/templates/new", c.newTemplate),
+		c.page(http.MethodGet, "/console/templates/{id}", c.showTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}", c.updateTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/restore", c.restoreTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/delete", c.deleteTemplate),
+		c.page(http.MethodPost, "/console/templates/{id}/signed-url", c.signTemplate),
 		c.route(http.MethodGet, "/console/{rest...}", c.notFound),
 		// Assets carry their own headers: immutable, not no-store.
 		api.Route{Method: http.MethodGet, Pattern: assets.Prefix + "{name}", Public: true, Handler: assets.Handler().ServeHTTP, Hidden: hidden},

@@ -41,6 +41,7 @@ var nav = []navItem{
 	{Path: "/console/overview", Label: "Overview"},
 	{Path: "/console/images", Label: "Images"},
 	{Path: "/console/new", Label: "New image"},
+	{Path: "/console/templates", Label: "Templates"},
 	{Path: "/console/keys", Label: "API keys"},
 	{Path: "/console/og", Label: "OG images"},
 	{Path: "/console/proxies", Label: "Proxies"},

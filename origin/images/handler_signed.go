@@ -136,23 +136,9 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	version := 0
-	values := map[string]json.RawMessage{}
-	for k, vs := range query {
-		v := vs[len(vs)-1]
-		if k == "template_version" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return apierr.Field("template_version", "must be a positive integer")
-			}
-			version = n
-			continue
-		}
-		if json.Valid([]byte(v)) {
-			values[k] = json.RawMessage(v)
-		} else {
-			values[k], _ = json.Marshal(v)
-		}
+	values, version, err := templateQuery(query)
+	if err != nil {
+		return err
 	}
 	rawValues, _ := json.Marshal(values)
 	parsed, ref, err := h.parseAnyParams(r.Context(), signer.Org, field.FromJSON(map[string]json.RawMessage{"template_values": rawValues}), id, version)
@@ -173,6 +159,31 @@ func (h *Handler) TemplateURL(w http.ResponseWriter, r *http.Request) error {
 	// Changing the template or disabling the key purges the edges.
 	w.Header().Set(contract.HeaderTag, contract.JoinTags(contract.TemplateTag(ref.id), contract.KeyTag(signer.APIID)))
 	return h.serve(w, r, created[0].ID, format)
+}
+
+// templateQuery reads a signed template URL's query: template_version
+// (0 when absent) and the values, each JSON, or a plain string when it is
+// not valid JSON (SignedTemplateQuery writes them so).
+func templateQuery(query map[string][]string) (map[string]json.RawMessage, int, error) {
+	version := 0
+	values := map[string]json.RawMessage{}
+	for k, vs := range query {
+		v := vs[len(vs)-1]
+		if k == "template_version" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, 0, apierr.Field("template_version", "must be a positive integer")
+			}
+			version = n
+			continue
+		}
+		if json.Valid([]byte(v)) {
+			values[k] = json.RawMessage(v)
+		} else {
+			values[k], _ = json.Marshal(v)
+		}
+	}
+	return values, version, nil
 }
 
 // checkSignedDelivery checks the delivery options of a signed URL's image

@@ -57,6 +57,7 @@ func fakeTable() []api.Route {
 		{"GET /v1/template/{id}", ListTemplateVersions},
 		{"POST /v1/template/{id}", UpdateTemplate},
 		{"DELETE /v1/template/{id}", DeleteTemplate},
+		{"POST /v1/template/{id}/signed-url", SignTemplateURL},
 		{"GET /v1/og/{domain_id}", GetOGImageOfRoot},
 		{"GET /v1/og/{domain_id}/{path...}", GetOGImage},
 		{"POST /v1/og-configs", CreateOGConfig},

@@ -142,6 +142,7 @@ func (s *spec) define() {
 	s.defineOGRefresh()
 	s.defineOGPreview()
 	s.defineOAuthGrants()
+	s.defineSignTemplate()
 }
 
 func (s *spec) defineErrors() {
@@ -504,6 +505,7 @@ func (s *spec) defineTemplates() {
 		req("timezone", num(openapi3.TypeString, "Render default; null when not set.")),
 		req("storage_destination_id", num(openapi3.TypeString, "Render default; null when not set.")),
 		req("render_count", count("Images made from this version.")),
+		req("render_defaults", open(typed(openapi3.TypeObject, "Every render default of the version as saved (the image creation options sent with it), of which the fields above show some: send them again to keep them in a new version."))),
 		req("created_at", timestamp("When the version was created")),
 		req("updated_at", timestamp("When the version last changed")),
 	))

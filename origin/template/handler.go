@@ -283,17 +283,22 @@ type View struct {
 	Timezone             *string  `json:"timezone"`
 	StorageDestinationID *string  `json:"storage_destination_id"`
 	RenderCount          int64    `json:"render_count"`
+	// RenderDefaults are every render default as saved: the fields above
+	// show some of them; a client that saves a version again (the
+	// console's editor, a restore) keeps the others with this.
+	RenderDefaults json.RawMessage `json:"render_defaults"`
 	resource.Stamps
 }
 
 func view(v *Version) View {
 	out := View{ID: v.TemplateID, Version: v.Version, Name: v.Name, Description: v.Description, HTML: v.HTML, CSS: v.CSS,
-		RenderCount: v.RenderCount, Stamps: resource.NewStamps(v.CreatedAt, v.UpdatedAt)}
+		RenderCount: v.RenderCount, RenderDefaults: json.RawMessage("{}"), Stamps: resource.NewStamps(v.CreatedAt, v.UpdatedAt)}
 	var errs field.Errors
 	o := field.FromJSON(nil)
 	var m map[string]json.RawMessage
-	if json.Unmarshal(v.Defaults, &m) == nil {
+	if json.Unmarshal(v.Defaults, &m) == nil && m != nil {
 		o = field.FromJSON(m)
+		out.RenderDefaults = v.Defaults
 	}
 	o.Lenient = true
 	if f, ok := o.Float(&errs, "device_scale", 0, 100); ok {

@@ -17,6 +17,7 @@
 // page's status region (an element with data-console-status).
 
 import { installPreview } from "./preview.js";
+import "./templates.js";
 
 const COPIED_FOR_MS = 2000;
 
