@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	_ "golang.org/x/image/webp"
 
@@ -42,9 +43,19 @@ func TestConsoleImageDetail(t *testing.T) {
 			Size        int64
 		}
 	}
-	r = o.do(t, apitest.Request{Method: "GET", Path: "/v1/images/" + made.ID, Creds: &o.Owner})
-	apitest.WantStatus(t, r, 200)
-	r.Decode(t, &info)
+	// The record says ready once the render's write lands, which may
+	// follow the first answer.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(time.Minute); ; {
+		r = o.do(t, apitest.Request{Method: "GET", Path: "/v1/images/" + made.ID, Creds: &o.Owner})
+		apitest.WantStatus(t, r, 200)
+		r.Decode(t, &info)
+		if info.State != "pending" || time.Now().After(deadline) {
+			break
+		}
+		<-tick.C
+	}
 	if info.ID != made.ID || info.URL != made.URL || info.State != "ready" || info.Width != 300 || info.Height != 200 || info.Format != "png" || info.Credits != 1 {
 		t.Errorf("the image's details: %+v", info)
 	}

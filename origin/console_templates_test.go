@@ -101,8 +101,8 @@ func TestConsoleTemplates(t *testing.T) {
 	edit := c.send("GET", made.header.Get("Location"), nil)
 	if edit.status != 200 || !strings.Contains(edit.body, `id="saved"`) || formField(t, edit.body, "tpl-html") != `<div class="card">{{title}}</div>` ||
 		formField(t, edit.body, "opt-viewport_width") != "300" || !strings.Contains(edit.body, `data-template-value="title"`) ||
-		!strings.Contains(edit.body, `data-preview="/console/templates/`+id+`/preview"`) || !strings.Contains(edit.body, `data-preview-image`) ||
-		!strings.Contains(edit.body, `data-preview-status aria-live="polite"`) {
+		!strings.Contains(edit.body, `data-preview="/console/templates/preview"`) || !strings.Contains(edit.body, `data-preview-image`) ||
+		!strings.Contains(edit.body, `data-preview-status id="preview-status" aria-live="polite"`) {
 		t.Fatalf("the editor: %d\n%s", edit.status, edit.body)
 	}
 	list = c.send("GET", "/console/templates", nil)

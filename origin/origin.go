@@ -244,6 +244,7 @@ func (o *Origin) open(ctx context.Context) error {
 		cc.ImageOrigin = u.Scheme + "://" + u.Host
 	}
 	cc.MCPEndpoint = o.MCPURL()
+	cc.PreviewsPerMinute = o.cfg.PreviewsPerMinute
 	if o.console, err = console.New(cc); err != nil {
 		return err
 	}

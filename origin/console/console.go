@@ -99,6 +99,8 @@ type Console struct {
 	csp      string
 	// fits bounds the OG cards fitted at once (ogCard): one per CPU.
 	fits chan struct{}
+	// previews are the sessions' live previews in flight.
+	previews inflight
 }
 
 // New returns the console.
@@ -148,6 +150,7 @@ func (c *Console) Routes() []api.Route {
 		c.page(http.MethodGet, "/console/new", c.playground),
 		c.page(http.MethodPost, "/console/new", c.createImage),
 		c.page(http.MethodPost, "/console/new/preview", c.previewImage),
+		c.page(http.MethodPost, "/console/templates/preview", c.previewTemplate),
 		c.page(http.MethodPost, "/console/images/delete", c.deleteImages),
 		c.page(http.MethodGet, "/console/images/{id}", c.image),
 		c.page(http.MethodGet, "/console/keys", c.keys),

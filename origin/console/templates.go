@@ -136,6 +136,8 @@ type templateData struct {
 	Pin       bool
 	SignedURL string
 	Saved     string // what the last action did
+	// PreviewsPerMinute is the organization's allowance of previews.
+	PreviewsPerMinute int
 }
 
 // Formats are the signed URL's formats.
@@ -268,6 +270,7 @@ func formError(form map[string][]string, e *apiError) templateForm {
 // newTemplate is the creation form.
 func (c *Console) newTemplate(w http.ResponseWriter, r *http.Request, st *state) {
 	d := templateData{Form: templateForm{Options: defaultOptions(nil, nil)}, Save: canDo(st, perm.TemplatesCreateUpdate)}
+	d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 	c.render(w, r, http.StatusOK, "template", page{Title: "New template", Data: d, state: st})
 }
 
@@ -286,6 +289,7 @@ func (c *Console) createTemplate(w http.ResponseWriter, r *http.Request, st *sta
 	}
 	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusForbidden {
 		d := templateData{Form: formError(r.PostForm, ae), Save: canDo(st, perm.TemplatesCreateUpdate)}
+		d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 		c.render(w, r, ae.Status, "template", page{Title: "New template", Data: d, state: st})
 		return
 	}
@@ -389,6 +393,7 @@ func (c *Console) renderTemplate(w http.ResponseWriter, r *http.Request, st *sta
 	if title == "" {
 		title = "Template " + d.ID
 	}
+	d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 	c.render(w, r, status, "template", page{Title: title, Data: d, state: st})
 }
 
