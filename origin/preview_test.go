@@ -392,12 +392,12 @@ func TestPreviewCanceled(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("client: %v", err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for apitest.Metric(t, o.URL, `pictor_render_total{outcome="canceled"}`) <= canceled {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(2 * time.Minute); apitest.Metric(t, o.URL, `pictor_render_total{outcome="canceled"}`) <= canceled; <-tick.C {
 		if time.Now().After(deadline) {
 			t.Fatal("the render of a preview whose client went away did not stop")
 		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, not synchronizing
 	}
 	// The one tab is free again: the next preview renders.
 	img := apitest.DecodeImage(t, wantPreview(t, o.preview(t, o.Owner, map[string]any{"html": `<body style="margin:0;background:rgb(0,0,255)"></body>`,
