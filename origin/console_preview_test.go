@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +229,20 @@ func TestConsoleTemplatePreviewInABrowser(t *testing.T) {
 	}
 	if !strings.HasPrefix(blue.Status, "Rendered in ") || len(blue.Pixel) != 4 || blue.Pixel[2] < 247 || blue.Pixel[0] > 8 {
 		t.Errorf("blue: %+v", blue)
+	}
+	shots := t.ArtifactDir()
+	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
+		shots = d
+	}
+	// The window, not the whole page: the editor beside its preview.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1024, 900), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shots, "template-preview-light-1024.png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
