@@ -697,6 +697,25 @@ func TestConsoleResources(t *testing.T) {
 		t.Fatalf("REST after the create: %+v", proxies.Data)
 	}
 	id := proxies.Data[0].ID
+	// The list pages as the REST route does.
+	if a := save("/console/proxies", `{"name": "second", "url": "http://proxy.example.com:3129"}`); a.status != http.StatusSeeOther {
+		t.Fatalf("create a second: %d\n%s", a.status, a.body)
+	}
+	firstPage := c.send("GET", "/console/proxies?count=1", nil)
+	more := regexp.MustCompile(`href="(/console/proxies\?[^"]+)" rel="next"`).FindStringSubmatch(firstPage.body)
+	if !strings.Contains(firstPage.body, "second") || strings.Contains(firstPage.body, "office &lt;b&gt;") || more == nil {
+		t.Fatalf("the first page of one:\n%s", firstPage.body)
+	}
+	secondPage := c.send("GET", html.UnescapeString(more[1]), nil)
+	if !strings.Contains(secondPage.body, "office &lt;b&gt;") || strings.Contains(secondPage.body, ">second<") || strings.Contains(secondPage.body, `rel="next"`) {
+		t.Fatalf("the second page:\n%s", secondPage.body)
+	}
+	o.do(t, apitest.Request{Method: "GET", Path: "/v1/proxies", Creds: &o.Owner}).Decode(t, &proxies)
+	for _, p := range proxies.Data {
+		if p.Name == "second" {
+			apitest.WantStatus(t, o.do(t, apitest.Request{Method: "DELETE", Path: "/v1/proxies/" + p.ID, Creds: &o.Owner}), 204)
+		}
+	}
 	list := c.send("GET", "/console/proxies", nil)
 	if !strings.Contains(list.body, "office &lt;b&gt;") || strings.Contains(list.body, "office <b>") {
 		t.Errorf("the list shows the name as markup:\n%s", list.body)

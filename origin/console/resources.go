@@ -95,6 +95,8 @@ type resourceData struct {
 	EditID     string // the record edited, "" for a new one
 	Err        *apiError
 	NoteText   string
+	Next       string // the list's next page, "" on the last
+	First      bool
 }
 
 type resourceRow struct {
@@ -130,10 +132,22 @@ func (c *Console) resourcePage(w http.ResponseWriter, r *http.Request, st *state
 		d.WriteNeeds = lacks(rs.Write)
 	}
 	var list struct {
-		Data []map[string]any `json:"data"`
+		Data       []map[string]any `json:"data"`
+		Pagination struct {
+			NextPageStart *string `json:"next_page_start"`
+		} `json:"pagination"`
 	}
+	q := url.Values{"count": {"100"}}
+	if n := r.URL.Query().Get("count"); n != "" {
+		q.Set("count", n) // the REST route checks it
+	}
+	start := r.URL.Query().Get("page_start")
+	if start != "" {
+		q.Set("page_start", start)
+	}
+	d.First = start == ""
 	var ae *apiError
-	switch err := c.call(r, st, http.MethodGet, rs.API+"?count=100", nil, &list); {
+	switch err := c.call(r, st, http.MethodGet, rs.API+"?"+q.Encode(), nil, &list); {
 	case isStatus(err, http.StatusForbidden) && !g.Has(rs.Read):
 		d.Denied = lacks(rs.Read)
 	case errors.As(err, &ae) && ae.Status < 500:
@@ -148,6 +162,13 @@ func (c *Console) resourcePage(w http.ResponseWriter, r *http.Request, st *state
 				row.Cells = append(row.Cells, text(rec[col.Field]))
 			}
 			d.Rows = append(d.Rows, row)
+		}
+		if next := list.Pagination.NextPageStart; next != nil {
+			next := url.Values{"page_start": {*next}}
+			if n := r.URL.Query().Get("count"); n != "" {
+				next.Set("count", n)
+			}
+			d.Next = rs.Path + "?" + next.Encode()
 		}
 	}
 	if rs.Note != nil && d.Denied == "" && d.Refused == "" {
