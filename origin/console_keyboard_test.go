@@ -2,6 +2,8 @@ package origin_test
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,20 @@ import (
 // the focus is.
 func TestConsoleKeyboard(t *testing.T) {
 	o := startOrigin(t)
-	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}}), 200)
+	var img struct{ ID string }
+	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}})
+	apitest.WantStatus(t, r, 200)
+	r.Decode(t, &img)
+	var tpl struct {
+		TemplateID string `json:"template_id"`
+	}
+	r = o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &o.Owner, JSON: map[string]any{"name": "Card", "html": "<p>{{title}}</p>"}})
+	apitest.WantStatus(t, r, http.StatusCreated)
+	r.Decode(t, &tpl)
+	site := newSite(t, map[string]string{"/": doc("<title>Home</title><p>home</p>")})
+	cfg, _ := o.ogConfig(t, map[string]any{"config_type": "html_css", "base_url": site.URL, "optimization_mode": "post_process"})
+	// Every page of the browser test, and the pages behind a record.
+	pages := append(slices.Clone(browsedPages), "/console/images/"+img.ID, "/console/templates/new", "/console/templates/"+tpl.TemplateID, "/console/og/"+cfg+"/preview?path=/")
 	tab := chromiumtest.NewTab(t)
 	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
 	defer cancel()
@@ -51,14 +66,16 @@ func TestConsoleKeyboard(t *testing.T) {
 		t.Fatalf("sign in with the keyboard: %v", err)
 	}
 
-	for _, page := range browsedPages {
+	for _, page := range pages {
 		if err := chromedp.Do(ctx, chromedp.Navigate(o.URL+page), chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
 			t.Fatalf("%s: %v", page, err)
 		}
-		// Number the controls a keyboard should reach, in document order.
+		// Number the controls a keyboard should reach, in document order
+		// (not those folded in a closed <details>).
 		want, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
 			const all = [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, [tabindex]')]
-				.filter(e => !e.disabled && e.tabIndex >= 0 && e.getClientRects().length > 0 && getComputedStyle(e).visibility != "hidden");
+				.filter(e => !e.disabled && e.tabIndex >= 0 && e.getClientRects().length > 0 && getComputedStyle(e).visibility != "hidden")
+				.filter(e => !(e.closest("details:not([open])") && e.tagName != "SUMMARY")); // folded: its summary opens it
 			all.forEach((e, i) => e.dataset.kbd = String(i));
 			document.activeElement.blur();
 			return all.length;
