@@ -97,6 +97,9 @@ func TestConsoleImageDetail(t *testing.T) {
 		!strings.Contains(detail.body, "300 × 200 px") || !strings.Contains(detail.body, made.URL+".png?dl=1") {
 		t.Fatalf("detail: %d\n%s", detail.status, detail.body)
 	}
+	if !strings.Contains(detail.body, `<a href="/console/images" aria-current="page">`) {
+		t.Error("the navigation does not mark Images on an image's page")
+	}
 	if strings.Contains(detail.body, `id="built-url"`) {
 		t.Error("the builder made a URL before it was asked")
 	}

@@ -85,7 +85,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	p.asset = c.cfg.Asset
 	if p.state != nil {
 		for _, n := range nav {
-			n.Current = n.Path == r.URL.Path
+			n.Current = r.URL.Path == n.Path || strings.HasPrefix(r.URL.Path, n.Path+"/") // a page under it too
 			p.Nav = append(p.Nav, n)
 		}
 	}
