@@ -20,10 +20,11 @@ func isPartial(ctx context.Context) bool {
 	return v
 }
 
-// Limiter is an Object told how much its next reads take: a store that
-// fetches by request (S3) asks for no more. Limit(n) bounds the reads
-// from the current offset to n bytes, until they reach that bound or a
-// Seek moves away; reads past it fetch again.
+// Limiter is an Object that can be told how much its next reads take, so
+// that a store fetching by request (S3) asks for no more: after Limit(n),
+// the next GET is of the n bytes from the current offset (a Seek away
+// forgets it). It is a hint, not a cap: reads past those bytes send
+// another GET, of the rest.
 type Limiter interface {
 	Limit(n int64)
 }

@@ -625,6 +625,7 @@ func testServerStopped(t *testing.T, h harness) {
 		{"put", func() error { return h.Put(ctx, id, "image.png", data) }},
 		{"read", func() error { _, err := h.Read(ctx, id, "image.png"); return err }},
 		{"open", func() error { _, err := h.Open(ctx, id, "image.png"); return err }},
+		{"partial open", func() error { _, err := h.Open(Partial(ctx), id, "image.png"); return err }},
 		{"remove", func() error { return h.Remove(ctx, id) }},
 		{"read of an open object", func() error {
 			if _, err := o.Seek(100, io.SeekStart); err != nil {
