@@ -36,6 +36,11 @@ const (
 	clusterCreate = "create"
 	clusterRead   = "read"
 	clusterRender = "render"
+	// clusterMaster is a GET of a stored PNG master straight from an
+	// origin, past the edges' caches: read from the blob store each
+	// time, the files store's on the embedded side, S3's on the
+	// cluster's.
+	clusterMaster = "master"
 )
 
 const (
@@ -79,12 +84,14 @@ func clusterScenario() Scenario {
 			"create, POST /v1/image of one HTML card already created, with dedupe_duration_s %d (a dedupe hit: no render, "+
 			"checked by its id and x-renders-consumed: 0), 1 client; read, GET /v1/images?count=1 (the image records' JSON: the "+
 			"API has no single-record JSON endpoint), 1 client; render, distinct %d×%d cards at device scale 1 created and "+
-			"first fetched as PNG, 2× --pool-size clients. Targets: create and read p50 at most %s above the embedded's; "+
+			"first fetched as PNG, 2× --pool-size clients; master, GET of a stored %d×%d PNG master straight from the origins in "+
+			"turn (past the edges' caches: a blob store read each time, files on the embedded side, S3 on the cluster's), "+
+			"1 client. Targets: create and read p50 at most %s above the embedded's; "+
 			"renders/s within the noise of the rounds. The notes split the difference: time inside the origins "+
 			"(pictor_origin_http_request_duration_seconds), CPU per request by part (edges, origins with Chromium, PostgreSQL "+
 			"with its backends, S3), and PostgreSQL transactions per request (pg_stat_database, counted over %d sequential "+
 			"requests and %d renders afterwards). Logs: %s and cluster-*.log in the report directory",
-			clusterDedupe, clusterCardW, clusterCardH, load.FormatLatency(clusterMetadataSlack),
+			clusterDedupe, clusterCardW, clusterCardH, clusterCardW, clusterCardH, load.FormatLatency(clusterMetadataSlack),
 			clusterCountRequests, clusterCountRenders, clusterLogFile),
 		NeedsPictor: true,
 		Run:         runCluster,
@@ -107,6 +114,10 @@ type clusterTarget struct {
 	// dedupeBody is the create the create runs repeat, dedupeID its image.
 	dedupeBody []byte
 	dedupeID   string
+	// masterPath is the path of the dedupe's image, rendered: the master
+	// runs GET it from the origins in turn (nextOrigin).
+	masterPath string
+	nextOrigin atomic.Uint64
 	nonce      string
 	cards      atomic.Int64
 }
@@ -233,6 +244,33 @@ func (t *clusterTarget) readOp(ctx context.Context, _ int) (time.Duration, error
 	return lat, nil
 }
 
+// masterOp GETs the stored master straight from the next origin, past
+// the edges' caches, to its last byte.
+func (t *clusterTarget) masterOp(ctx context.Context, _ int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, load.RequestTimeout)
+	defer cancel()
+	o := t.origins[(t.nextOrigin.Add(1)-1)%uint64(len(t.origins))]
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.OriginURL+t.masterPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET origin %s: %w", t.masterPath, err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	lat := time.Since(start)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("GET origin %s: %w", t.masterPath, err)
+	case resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" || n == 0:
+		return 0, fmt.Errorf("GET origin %s: %s, %q, %d bytes; want a PNG", t.masterPath, resp.Status, resp.Header.Get("Content-Type"), n)
+	}
+	return lat, nil
+}
+
 // renderOp times render, from the POST to the PNG's last byte.
 func (t *clusterTarget) renderOp(ctx context.Context, _ int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, load.RequestTimeout)
@@ -328,6 +366,8 @@ func runCluster(ctx context.Context, env *Env) (results []*load.Result, err erro
 			metricOriginDuration, `{route="GET /v1/images"}`},
 		{clusterRender, "render", 2 * cfg.PoolSize, func(t *clusterTarget) load.Op { return t.renderOp },
 			metricRenderDuration, ""},
+		{clusterMaster, "request", 1, func(t *clusterTarget) load.Op { return t.masterOp },
+			metricOriginDuration, `{route="GET /v1/image/{id}"}`},
 	}
 	seen := map[string][2]clusterSide{}
 	for _, run := range runs {
@@ -387,11 +427,11 @@ func warmCluster(ctx context.Context, env *Env, targets []*clusterTarget, nonce 
 			return fmt.Errorf("%s: the dedupe's image: %w", t.side, err)
 		}
 		drainBody(resp)
-		t.dedupeBody, t.dedupeID = body, id
+		t.dedupeBody, t.dedupeID, t.masterPath = body, id, path
 		for _, m := range []struct {
 			what string
 			op   load.Op
-		}{{"create-warm-up", t.createOp}, {"read-warm-up", t.readOp}} {
+		}{{"create-warm-up", t.createOp}, {"read-warm-up", t.readOp}, {"master-warm-up", t.masterOp}} {
 			if err := warm(ctx, env, clusterResult(m.what, t.side), load.Load{Clients: 1, Requests: clusterWarmup}, m.op); err != nil {
 				return err
 			}
@@ -488,6 +528,7 @@ func countTransactions(ctx context.Context, env *Env, cl *cluster.Cluster, t *cl
 		{what: clusterCreate, n: clusterCountRequests, op: t.createOp},
 		{what: clusterRead, n: clusterCountRequests, op: t.readOp},
 		{what: clusterRender, n: clusterCountRenders, op: t.renderOp},
+		{what: clusterMaster, n: clusterCountRequests, op: t.masterOp},
 	}
 	env.Progress.Notef("counting PostgreSQL's transactions: each count waits %v for PostgreSQL's statistics", cluster.StatsDelay)
 	if err := settle(); err != nil {

@@ -1,12 +1,17 @@
 package bench
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pictorhq/pictor/bench/internal/benchtest"
 	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/pictor"
 	"github.com/pictorhq/pictor/bench/report"
 )
 
@@ -87,5 +92,38 @@ func TestClusterTargetBase(t *testing.T) {
 	}
 	if want := []string{"http://e1", "http://e2", "http://e1", "http://e2", "http://e1"}; !slices.Equal(got, want) {
 		t.Fatalf("bases %v, want %v", got, want)
+	}
+}
+
+// TestClusterMasterOp: the master runs GET the image straight from the
+// origins in turn, to the last byte, and fail on anything but a PNG.
+func TestClusterMasterOp(t *testing.T) {
+	var hits [2]atomic.Int64
+	origin := func(i int, ct string) *pictor.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			if r.URL.Path != "/v1/image/abc" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", ct)
+			w.Write([]byte("\x89PNG bytes"))
+		}))
+		t.Cleanup(srv.Close)
+		return &pictor.Server{OriginURL: srv.URL}
+	}
+	c := &clusterTarget{origins: []*pictor.Server{origin(0, "image/png"), origin(1, "image/png")}, masterPath: "/v1/image/abc",
+		client: http.DefaultClient}
+	for range 4 {
+		if _, err := c.masterOp(t.Context(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits[0].Load() != 2 || hits[1].Load() != 2 {
+		t.Fatalf("origins hit %d and %d times, want 2 each", hits[0].Load(), hits[1].Load())
+	}
+	bad := &clusterTarget{origins: []*pictor.Server{origin(0, "text/html")}, masterPath: "/v1/image/abc", client: http.DefaultClient}
+	if _, err := bad.masterOp(t.Context(), 0); err == nil || !strings.Contains(err.Error(), "want a PNG") {
+		t.Fatalf("a non-PNG answer: %v, want an error", err)
 	}
 }

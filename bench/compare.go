@@ -149,6 +149,7 @@ func Comparisons() []report.Comparison {
 		{Subject: clusterResult(clusterCreate, sideCluster), Baseline: clusterResult(clusterCreate, sideEmbedded)},
 		{Subject: clusterResult(clusterRead, sideCluster), Baseline: clusterResult(clusterRead, sideEmbedded)},
 		{Subject: clusterResult(clusterRender, sideCluster), Baseline: clusterResult(clusterRender, sideEmbedded)},
+		{Subject: clusterResult(clusterMaster, sideCluster), Baseline: clusterResult(clusterMaster, sideEmbedded)},
 	}, pageComparisons()...)
 }
 

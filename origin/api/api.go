@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -385,6 +386,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom hands a copy of a body to the ResponseWriter's own ReadFrom
+// (net/http's, which sends an *os.File with sendfile).
+func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+		w.answering()
+	}
+	n, err := io.Copy(w.ResponseWriter, src)
+	w.bytes += n
 	return n, err
 }
 

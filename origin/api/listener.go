@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -255,6 +256,20 @@ func (c *conn) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+// ReadFrom lets net/http send a handler's body with the connection's own
+// ReadFrom (a TCP connection's: sendfile for an *os.File, as
+// http.ServeContent gives the files store's). What no handler writes
+// goes through Write, which may rewrite it.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok && (c.answering.Load() || c.hijacked.Load()) {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{c}, r)
+}
+
+// writerOnly hides a writer's ReadFrom from io.Copy.
+type writerOnly struct{ io.Writer }
 
 // CloseWrite keeps net/http's half-close before it hangs up on a 431.
 func (c *conn) CloseWrite() error {

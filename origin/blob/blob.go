@@ -50,10 +50,12 @@ type Blobs interface {
 // (a Range) cannot be verified: it is served unchecked.
 //
 // The S3 store's Object holds one GET's body: Open sends a GET of the
-// whole object, a Read at another offset than that body's (after a Seek)
-// drops it (and its connection) for a ranged GET of the same version from
-// there to the end. When that version is gone (the object was replaced or
-// removed since Open), such a Read fails with ErrChanged.
+// whole object (a HeadObject only, when its ctx is Partial), a Read at
+// another offset than that body's (after a Seek) drops it (and its
+// connection) for a ranged GET of the same version from there to the end,
+// or to the bound a Limit gave (see Limiter). When that version is gone
+// (the object was replaced or removed since Open), such a Read fails with
+// ErrChanged.
 type Object interface {
 	io.Reader
 	io.Seeker

@@ -29,7 +29,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_blob_s3_requests_total",
-			Help: "S3 requests of the blob store, retries included, by operation (GetObject, PutObject, ListObjectsV2, DeleteObject) and result (ok, not_found, changed, corrupt, unavailable, canceled, error).",
+			Help: "S3 requests of the blob store, retries included, by operation (GetObject, HeadObject, PutObject, ListObjectsV2, DeleteObject) and result (ok, not_found, changed, corrupt, unavailable, canceled, error).",
 		}, []string{"operation", "result"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pictor_blob_s3_request_duration_seconds",
@@ -52,7 +52,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	// Every operation and result is exported at 0 from the start, so that
 	// a rate of failures (an alert on an unreachable S3) works before the
 	// first one.
-	for _, op := range []string{"GetObject", "PutObject", "ListObjectsV2", "DeleteObject"} {
+	for _, op := range []string{"GetObject", "HeadObject", "PutObject", "ListObjectsV2", "DeleteObject"} {
 		for _, res := range []string{"ok", "not_found", "changed", "corrupt", "unavailable", "canceled", "error"} {
 			m.requests.WithLabelValues(op, res)
 		}

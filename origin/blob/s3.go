@@ -265,40 +265,70 @@ func (s *s3Store) read(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Open gets the object and returns its body to stream; reads after a
-// Seek elsewhere get the rest from there with a ranged GET.
+// Seek elsewhere get the rest from there with a ranged GET. Opened with a
+// Partial ctx, it sends a HeadObject instead, and the first Read sends
+// the GET, ranged from its offset to the bound of a Limit.
 func (s *s3Store) Open(ctx context.Context, id, name string) (Object, error) {
 	key, err := s.key(id, name)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.get(ctx, key, 0, "")
+	if isPartial(ctx) {
+		return s.openLazy(ctx, key)
+	}
+	out, err := s.get(ctx, key, 0, -1, -1, "")
 	if err != nil {
 		return nil, err
 	}
-	o := &s3Object{s: s, ctx: ctx, key: key, body: out.Body, etag: aws.ToString(out.ETag), hash: sha256.New()}
-	o.want, err = checksumOf(out.Metadata)
+	o, err := s.object(ctx, key, out.ContentLength, out.ETag, out.Metadata)
 	if err != nil {
 		out.Body.Close()
+		return nil, err
+	}
+	o.body, o.bodyEnd = out.Body, o.size
+	return o, nil
+}
+
+// openLazy opens key with a HeadObject: no body until the first Read.
+func (s *s3Store) openLazy(ctx context.Context, key string) (*s3Object, error) {
+	start := time.Now()
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	err = s.fail(ctx, "open", key, err)
+	s.metrics.observe("HeadObject", start, err)
+	if err != nil {
+		return nil, err
+	}
+	return s.object(ctx, key, out.ContentLength, out.ETag, out.Metadata)
+}
+
+// object is the Object of key from the answer of its GET or HEAD, without
+// a body.
+func (s *s3Store) object(ctx context.Context, key string, length *int64, etag *string, meta map[string]string) (*s3Object, error) {
+	o := &s3Object{s: s, ctx: ctx, key: key, etag: aws.ToString(etag), hash: sha256.New()}
+	var err error
+	o.want, err = checksumOf(meta)
+	if err != nil {
 		return nil, s.corrupt(ctx, key, err)
 	}
-	if out.ContentLength == nil || *out.ContentLength < 0 {
-		out.Body.Close()
+	if length == nil || *length < 0 {
 		return nil, fmt.Errorf("blob open %s: answer without a Content-Length", key)
 	}
-	o.size = *out.ContentLength
+	o.size = *length
 	if o.size == 0 && sha256.Sum256(nil) != o.want {
-		out.Body.Close()
 		return nil, s.corrupt(ctx, key, errors.New("empty content, other SHA-256 recorded"))
 	}
 	return o, nil
 }
 
-// get sends a GET of key from offset on (0: the whole object), only of
-// the version etag names when set, and returns the answer, its body
-// unread.
-func (s *s3Store) get(ctx context.Context, key string, offset int64, etag string) (*s3.GetObjectOutput, error) {
+// get sends a GET of key's bytes [offset, end) (end < 0, or end == size
+// with offset 0: the whole object), only of the version etag names when
+// set, and returns the answer, its body unread.
+func (s *s3Store) get(ctx context.Context, key string, offset, end, size int64, etag string) (*s3.GetObjectOutput, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}
-	if offset > 0 {
+	switch {
+	case end >= 0 && end < size:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", offset, end-1))
+	case offset > 0:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
 	}
 	if etag != "" {

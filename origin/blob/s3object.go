@@ -13,8 +13,10 @@ import (
 
 // s3Object streams an object: reads take its bytes straight from the body
 // of one GET (nothing is buffered here beyond the caller's slice), and a
-// read at another offset than the body's (after a Seek) closes it and
-// sends a ranged GET from there to the end, of the same version only.
+// read at another offset than the body's (after a Seek), or past the end
+// of a bounded body, closes it and sends a ranged GET from there, of the
+// same version only: to the bound a Limit gave, else to the end. An
+// Object opened Partial has no body until its first Read.
 //
 // The bytes read in order from offset 0 go through SHA-256; the read that
 // completes them compares the sum with the recorded one and, on a
@@ -29,9 +31,11 @@ type s3Object struct {
 	etag string   // the version read; "" if the server gave none
 	want [32]byte // the recorded SHA-256
 
-	body   io.ReadCloser // nil when closed after a failure or a Close
-	bodyAt int64         // offset of the body's next byte
-	pos    int64         // offset of the next Read
+	body    io.ReadCloser // nil when closed after a failure or a Close
+	bodyAt  int64         // offset of the body's next byte
+	bodyEnd int64         // offset after the body's last byte
+	pos     int64         // offset of the next Read
+	limit   int64         // end of the next GET (Limit); 0 for none
 
 	hash   hash.Hash
 	hashed int64 // bytes [0, hashed) went through hash, in order
@@ -39,7 +43,10 @@ type s3Object struct {
 	closed bool
 }
 
-var _ Object = (*s3Object)(nil)
+var (
+	_ Object  = (*s3Object)(nil)
+	_ Limiter = (*s3Object)(nil)
+)
 
 var errNegativeSeek = errors.New("blob: seek to a negative position")
 
@@ -54,12 +61,12 @@ func (o *s3Object) Read(p []byte) (int, error) {
 	case len(p) == 0:
 		return 0, nil
 	}
-	if o.body == nil || o.bodyAt != o.pos {
+	if o.body == nil || o.bodyAt != o.pos || o.bodyAt >= o.bodyEnd {
 		if err := o.reopen(); err != nil {
 			return 0, err
 		}
 	}
-	if rest := o.size - o.pos; int64(len(p)) > rest {
+	if rest := o.bodyEnd - o.pos; int64(len(p)) > rest {
 		p = p[:rest]
 	}
 	n, err := o.body.Read(p)
@@ -83,6 +90,9 @@ func (o *s3Object) Read(p []byte) (int, error) {
 		return n, nil
 	case err == io.EOF && o.pos == o.size:
 		return n, io.EOF
+	case err == io.EOF && o.pos == o.bodyEnd:
+		o.drop() // a bounded body, read whole: the next Read sends another GET
+		return n, nil
 	case err == io.EOF:
 		err = fmt.Errorf("body ended at %d of %d bytes: %w", o.pos, o.size, io.ErrUnexpectedEOF)
 	}
@@ -92,11 +102,17 @@ func (o *s3Object) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// reopen replaces the body by a ranged GET from pos, of the version read
-// so far: another version (the object was replaced since) is ErrChanged.
+// reopen replaces the body by a ranged GET from pos, to the bound of a
+// Limit or else the end, of the version read so far: another version (the
+// object was replaced since) is ErrChanged.
 func (o *s3Object) reopen() error {
 	o.drop()
-	out, err := o.s.get(o.ctx, o.key, o.pos, o.etag)
+	end := o.size
+	if o.limit > o.pos && o.limit < o.size {
+		end = o.limit
+	}
+	o.limit = 0
+	out, err := o.s.get(o.ctx, o.key, o.pos, end, o.size, o.etag)
 	if err != nil {
 		if errors.Is(err, ErrChanged) || errors.Is(err, ErrNotFound) {
 			o.err = fmt.Errorf("blob read %s: %w", o.key, ErrChanged)
@@ -110,12 +126,20 @@ func (o *s3Object) reopen() error {
 		o.err = fmt.Errorf("blob read %s: %w", o.key, ErrChanged)
 		return o.err
 	}
-	if got := aws.ToInt64(out.ContentLength); got != o.size-o.pos {
+	if got := aws.ToInt64(out.ContentLength); got != end-o.pos {
 		out.Body.Close()
-		return fmt.Errorf("blob read %s: ranged GET from %d answered %d bytes, want %d", o.key, o.pos, got, o.size-o.pos)
+		return fmt.Errorf("blob read %s: ranged GET of [%d, %d) answered %d bytes, want %d", o.key, o.pos, end, got, end-o.pos)
 	}
-	o.body, o.bodyAt = out.Body, o.pos
+	o.body, o.bodyAt, o.bodyEnd = out.Body, o.pos, end
 	return nil
+}
+
+// Limit bounds the next GET to n bytes from the current offset (see
+// Limiter); a body open already is kept when it starts there.
+func (o *s3Object) Limit(n int64) {
+	if n > 0 {
+		o.limit = o.pos + n
+	}
 }
 
 func (o *s3Object) drop() {
@@ -141,6 +165,9 @@ func (o *s3Object) Seek(offset int64, whence int) (int64, error) {
 	}
 	if offset < 0 {
 		return 0, errNegativeSeek
+	}
+	if offset != o.pos {
+		o.limit = 0 // given for the reads from the old offset
 	}
 	o.pos = offset
 	return offset, nil

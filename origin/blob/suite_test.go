@@ -115,6 +115,7 @@ var suite = []struct {
 	{name: "ranges through ServeContent", run: testServeContent},
 	{name: "large object streams in bounded memory", run: testLargeStream},
 	{name: "concurrent readers", run: testConcurrentReaders},
+	{name: "partial opens", run: testPartial},
 	{name: "corrupt", s3Only: true, run: testCorrupt},
 	{name: "no checksum recorded", s3Only: true, run: testNoChecksum},
 	{name: "changed while read", s3Only: true, run: testChanged},
@@ -624,6 +625,7 @@ func testServerStopped(t *testing.T, h harness) {
 		{"put", func() error { return h.Put(ctx, id, "image.png", data) }},
 		{"read", func() error { _, err := h.Read(ctx, id, "image.png"); return err }},
 		{"open", func() error { _, err := h.Open(ctx, id, "image.png"); return err }},
+		{"partial open", func() error { _, err := h.Open(Partial(ctx), id, "image.png"); return err }},
 		{"remove", func() error { return h.Remove(ctx, id) }},
 		{"read of an open object", func() error {
 			if _, err := o.Seek(100, io.SeekStart); err != nil {
@@ -690,5 +692,91 @@ func TestFilesOpenIsAnOSFile(t *testing.T) {
 	defer o.Close()
 	if _, ok := o.(*os.File); !ok {
 		t.Fatalf("Open gave a %T", o)
+	}
+}
+
+// testPartial: an Object opened Partial reads as any other (its size
+// without a read, every offset, a Limit and the reads past it, a whole
+// read verified), and a missing file is ErrNotFound at Open. Of the S3
+// store: the Open is one HeadObject and no GET, a Limit bounds the GET
+// of the next read, a corrupt object still fails its whole read, and an
+// object replaced between the HeadObject and the first read is
+// ErrChanged.
+func testPartial(t *testing.T, h harness) {
+	ctx := Partial(context.Background())
+	id := newID(t)
+	data := content(100_000, 9)
+	if err := h.Put(ctx, id, "document.pdf", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Open(ctx, id, "other.pdf"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Open of a missing file: %v, want ErrNotFound", err)
+	}
+	requests := func(op string) float64 {
+		if h.reg == nil {
+			return 0
+		}
+		return counter(t, h.reg, "pictor_blob_s3_requests_total", map[string]string{"operation": op, "result": "ok"})
+	}
+	heads, gets := requests("HeadObject"), requests("GetObject")
+	o, err := h.Open(ctx, id, "document.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if size, err := o.Seek(0, io.SeekEnd); err != nil || size != int64(len(data)) {
+		t.Fatalf("Seek(0, End) = %d, %v", size, err)
+	}
+	if h.s3 != nil && (requests("HeadObject")-heads != 1 || requests("GetObject") != gets) {
+		t.Fatalf("Open sent %v HeadObject and %v GetObject, want 1 and 0", requests("HeadObject")-heads, requests("GetObject")-gets)
+	}
+	// A Limit of 100 bytes at 1000, then reads past it: the bytes are the
+	// same, the second GET starts where the first ended.
+	if _, err := o.Seek(1000, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	Limit(o, 100)
+	got := make([]byte, 300)
+	if _, err := io.ReadFull(o, got); err != nil || !bytes.Equal(got, data[1000:1300]) {
+		t.Fatalf("read across the limit: %v, or other bytes", err)
+	}
+	if h.s3 != nil && requests("GetObject")-gets != 2 {
+		t.Fatalf("%v GETs for a limited read and the rest, want 2", requests("GetObject")-gets)
+	}
+	if _, err := o.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := io.ReadAll(o); err != nil || !bytes.Equal(all, data) {
+		t.Fatalf("ReadAll = %d bytes, %v", len(all), err)
+	}
+	if h.s3 == nil {
+		return
+	}
+
+	bad := bytes.Clone(data)
+	bad[50_000] ^= 1
+	overwrite(t, h, id, "document.pdf", bad, metadata(t, h, id, "document.pdf"))
+	c, err := h.Open(ctx, id, "document.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, err := io.ReadAll(c); !errors.Is(err, ErrCorrupt) || len(all) >= len(bad) {
+		t.Fatalf("ReadAll of a corrupt object = %d bytes, %v; want ErrCorrupt", len(all), err)
+	}
+	c.Close()
+
+	if err := h.Put(ctx, id, "document.pdf", data); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Open(ctx, id, "document.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := h.Put(ctx, id, "document.pdf", content(100_000, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, ErrChanged) {
+		t.Fatalf("first read of an object replaced since its HeadObject: %v, want ErrChanged", err)
 	}
 }

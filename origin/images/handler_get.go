@@ -3,12 +3,14 @@ package images
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/pictorhq/pictor/origin/blob"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/contract/imaging"
@@ -45,7 +47,11 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 
 // serve answers with the image's file in the format.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string, format imageparams.Format) error {
-	f, err := h.open(r.Context(), id, format)
+	ctx := r.Context()
+	if partial(r, format) {
+		ctx = blob.Partial(ctx)
+	}
+	f, err := h.open(ctx, id, format)
 	if err != nil {
 		w.Header().Set("Cache-Control", "no-store")
 		return err
@@ -92,6 +98,16 @@ func (h *Handler) open(ctx context.Context, id string, format imageparams.Format
 		return nil, notFound
 	}
 	return f, err
+}
+
+// partial reports a request that may read a part of the file or none of
+// it: a HEAD, a Range where ranges are served, a conditional GET. Its file
+// is opened blob.Partial, so that the S3 store asks for what is sent
+// (a HeadObject, a ranged GET) rather than the whole object.
+func partial(r *http.Request, format imageparams.Format) bool {
+	h := r.Header
+	return r.Method == http.MethodHead || rangeFormats[format] && h.Get("Range") != "" ||
+		h.Get("If-None-Match") != "" || h.Get("If-Modified-Since") != ""
 }
 
 var contentTypes = map[imageparams.Format]string{
@@ -142,4 +158,18 @@ func (cw *contentWriter) Write(b []byte) (int, error) {
 		return len(b), nil // ServeContent's plain text, replaced
 	}
 	return cw.ResponseWriter.Write(b)
+}
+
+// ReadFrom hands ServeContent's copy of the body to the ResponseWriter's
+// own ReadFrom (net/http's, which sends an *os.File with sendfile), and
+// tells the Object how much of it the copy takes (blob.Limit: the S3
+// store then GETs that range, not the rest of the object).
+func (cw *contentWriter) ReadFrom(src io.Reader) (int64, error) {
+	if cw.failed {
+		return io.Copy(io.Discard, src)
+	}
+	if lr, ok := src.(*io.LimitedReader); ok {
+		blob.Limit(lr.R, lr.N)
+	}
+	return io.Copy(cw.ResponseWriter, src)
 }
