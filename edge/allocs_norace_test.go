@@ -101,6 +101,31 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 	o := newFakeOrigin(t)
 	o.png = noisy(24 << 10)
 	e := newTestEdge(t, o.URL)
+	req := "GET /v1/image/" + testID + ".png HTTP/1.1\r\nHost: edge\r\n\r\n"
+	if per := allocsPerHitOverTCP(t, e, req, o.png); per > 0.05 {
+		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
+	}
+}
+
+// TestOGHitOverTCPAllocatesNothing: og-hot's request, a cached OG image
+// asked for by Twitterbot over a keep-alive connection, allocates no
+// more than an image's does.
+func TestOGHitOverTCPAllocatesNothing(t *testing.T) {
+	o := newOGOrigin(t, contract.OGFit)
+	e := newTestEdge(t, o.URL)
+	uri := contract.OGPrefix + ogDomain + "/p/hot"
+	want := bytes.Clone(get(e, uri, "User-Agent", uaTwitter).Response.Body())
+	req := "GET " + uri + " HTTP/1.1\r\nHost: edge\r\nUser-Agent: " + uaTwitter + "\r\nAccept: */*\r\n\r\n"
+	if per := allocsPerHitOverTCP(t, e, req, want); per > 0.05 {
+		t.Fatalf("%.3f allocations per OG hit over TCP, want 0", per)
+	}
+}
+
+// allocsPerHitOverTCP sends req to e over one keep-alive connection, its
+// answer's body want each time, and returns the process's allocations per
+// request once the cache and pools are warm.
+func allocsPerHitOverTCP(t *testing.T, e *Edge, req string, want []byte) float64 {
+	t.Helper()
 	base := startEdge(t, e)
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
@@ -108,11 +133,11 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Minute))
-	req := []byte("GET /v1/image/" + testID + ".png HTTP/1.1\r\nHost: edge\r\n\r\n")
+	raw := []byte(req)
 	br := bufio.NewReaderSize(c, 64<<10)
-	body := make([]byte, len(o.png))
+	body := make([]byte, len(want))
 	roundTrip := func() {
-		if _, err := c.Write(req); err != nil {
+		if _, err := c.Write(raw); err != nil {
 			t.Fatal(err)
 		}
 		n := -1
@@ -139,7 +164,7 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 		roundTrip()
 	}
 	e.stores.settle()
-	if !bytes.Equal(body, o.png) {
+	if !bytes.Equal(body, want) {
 		t.Fatal("the body differs from the origin's")
 	}
 	const n = 5000
@@ -151,7 +176,5 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(after.Mallocs-before.Mallocs) / n
 	t.Logf("%.4f allocations per hit", per)
-	if per > 0.05 {
-		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
-	}
+	return per
 }
