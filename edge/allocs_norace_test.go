@@ -98,11 +98,8 @@ func TestOGHitAllocatesNothing(t *testing.T) {
 // connection, fasthttp's server included. The client reads with fixed
 // buffers, so the process's allocation count is the server's.
 func TestHitOverTCPAllocatesNothing(t *testing.T) {
-	o := newFakeOrigin(t)
-	o.png = noisy(24 << 10)
-	e := newTestEdge(t, o.URL)
-	req := "GET /v1/image/" + testID + ".png HTTP/1.1\r\nHost: edge\r\n\r\n"
-	if per := allocsPerHitOverTCP(t, e, req, o.png); per > 0.05 {
+	roundTrip := imageHitsOverTCP(t)
+	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
 		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
 	}
 }
@@ -111,28 +108,57 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 // asked for by Twitterbot over a keep-alive connection, allocates no
 // more than an image's does.
 func TestOGHitOverTCPAllocatesNothing(t *testing.T) {
-	o := newOGOrigin(t, contract.OGFit)
-	e := newTestEdge(t, o.URL)
-	uri := contract.OGPrefix + ogDomain + "/p/hot"
-	want := bytes.Clone(get(e, uri, "User-Agent", uaTwitter).Response.Body())
-	req := "GET " + uri + " HTTP/1.1\r\nHost: edge\r\nUser-Agent: " + uaTwitter + "\r\nAccept: */*\r\n\r\n"
-	if per := allocsPerHitOverTCP(t, e, req, want); per > 0.05 {
+	roundTrip := ogHitsOverTCP(t)
+	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
 		t.Fatalf("%.3f allocations per OG hit over TCP, want 0", per)
 	}
 }
 
-// allocsPerHitOverTCP sends req to e over one keep-alive connection, its
-// answer's body want each time, and returns the process's allocations per
-// request once the cache and pools are warm.
-func allocsPerHitOverTCP(t *testing.T, e *Edge, req string, want []byte) float64 {
+// BenchmarkHitOverTCP and BenchmarkOGHitOverTCP are hot-image's and
+// og-hot's request over one keep-alive connection, client included:
+// the OG hit should cost what the image hit does.
+func BenchmarkHitOverTCP(b *testing.B)   { benchmarkRoundTrips(b, imageHitsOverTCP(b)) }
+func BenchmarkOGHitOverTCP(b *testing.B) { benchmarkRoundTrips(b, ogHitsOverTCP(b)) }
+
+func benchmarkRoundTrips(b *testing.B, roundTrip func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		roundTrip()
+	}
+}
+
+// imageHitsOverTCP returns the round trip of a cached 24 KiB image.
+func imageHitsOverTCP(t testing.TB) func() {
+	o := newFakeOrigin(t)
+	o.png = noisy(24 << 10)
+	e := newTestEdge(t, o.URL)
+	return hitsOverTCP(t, e, "GET /v1/image/"+testID+".png HTTP/1.1\r\nHost: edge\r\n\r\n", o.png)
+}
+
+// ogHitsOverTCP returns the round trip of a cached OG image, asked for
+// by Twitterbot.
+func ogHitsOverTCP(t testing.TB) func() {
+	o := newOGOrigin(t, contract.OGFit)
+	e := newTestEdge(t, o.URL)
+	uri := contract.OGPrefix + ogDomain + "/p/hot"
+	want := bytes.Clone(get(e, uri, "User-Agent", uaTwitter).Response.Body())
+	return hitsOverTCP(t, e, "GET "+uri+" HTTP/1.1\r\nHost: edge\r\nUser-Agent: "+uaTwitter+"\r\nAccept: */*\r\n\r\n", want)
+}
+
+// hitsOverTCP starts e, opens a keep-alive connection to it and returns
+// the round trip of req on it, whose answer's body must be want; the
+// cache and the pools are warm, the body checked. The client reads with
+// fixed buffers, so the process's allocations are the server's.
+func hitsOverTCP(t testing.TB, e *Edge, req string, want []byte) func() {
 	t.Helper()
 	base := startEdge(t, e)
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Minute))
 	raw := []byte(req)
 	br := bufio.NewReaderSize(c, 64<<10)
 	body := make([]byte, len(want))
@@ -167,6 +193,11 @@ func allocsPerHitOverTCP(t *testing.T, e *Edge, req string, want []byte) float64
 	if !bytes.Equal(body, want) {
 		t.Fatal("the body differs from the origin's")
 	}
+	return roundTrip
+}
+
+// allocsPerRoundTrip returns the process's allocations per round trip.
+func allocsPerRoundTrip(roundTrip func()) float64 {
 	const n = 5000
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -174,7 +205,5 @@ func allocsPerHitOverTCP(t *testing.T, e *Edge, req string, want []byte) float64
 		roundTrip()
 	}
 	runtime.ReadMemStats(&after)
-	per := float64(after.Mallocs-before.Mallocs) / n
-	t.Logf("%.4f allocations per hit", per)
-	return per
+	return float64(after.Mallocs-before.Mallocs) / n
 }

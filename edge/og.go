@@ -165,8 +165,12 @@ func newOGState(now func() time.Time) *ogState {
 }
 
 // platformMemoSlots is how many User-Agents a platformMemo remembers at
-// most (a power of two).
-const platformMemoSlots = 256
+// most (a power of two); longer User-Agents than platformMemoMaxUA are
+// read each time, so that a flood of long distinct ones makes no garbage.
+const (
+	platformMemoSlots = 256
+	platformMemoMaxUA = 512
+)
 
 // platformMemo remembers the platform of the User-Agents seen last, one
 // per slot their hash picks: a crawler sends the same User-Agent on every
@@ -187,6 +191,9 @@ type uaPlatform struct {
 
 // of returns ogplatform.FromUserAgent(ua), remembered.
 func (m *platformMemo) of(ua []byte) ogplatform.Platform {
+	if len(ua) > platformMemoMaxUA {
+		return ogplatform.FromUserAgent(ua)
+	}
 	slot := &m.slots[maphash.Bytes(m.seed, ua)&(platformMemoSlots-1)]
 	if p := slot.Load(); p != nil && p.ua == string(ua) {
 		return p.platform
