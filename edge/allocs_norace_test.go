@@ -98,21 +98,72 @@ func TestOGHitAllocatesNothing(t *testing.T) {
 // connection, fasthttp's server included. The client reads with fixed
 // buffers, so the process's allocation count is the server's.
 func TestHitOverTCPAllocatesNothing(t *testing.T) {
+	roundTrip := imageHitsOverTCP(t)
+	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
+		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
+	}
+}
+
+// TestOGHitOverTCPAllocatesNothing: og-hot's request, a cached OG image
+// asked for by Twitterbot over a keep-alive connection, allocates no
+// more than an image's does.
+func TestOGHitOverTCPAllocatesNothing(t *testing.T) {
+	roundTrip := ogHitsOverTCP(t)
+	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
+		t.Fatalf("%.3f allocations per OG hit over TCP, want 0", per)
+	}
+}
+
+// BenchmarkHitOverTCP and BenchmarkOGHitOverTCP are hot-image's and
+// og-hot's request over one keep-alive connection, client included:
+// the OG hit should cost what the image hit does.
+func BenchmarkHitOverTCP(b *testing.B)   { benchmarkRoundTrips(b, imageHitsOverTCP(b)) }
+func BenchmarkOGHitOverTCP(b *testing.B) { benchmarkRoundTrips(b, ogHitsOverTCP(b)) }
+
+func benchmarkRoundTrips(b *testing.B, roundTrip func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		roundTrip()
+	}
+}
+
+// imageHitsOverTCP returns the round trip of a cached 24 KiB image.
+func imageHitsOverTCP(t testing.TB) func() {
 	o := newFakeOrigin(t)
 	o.png = noisy(24 << 10)
 	e := newTestEdge(t, o.URL)
+	return hitsOverTCP(t, e, "GET /v1/image/"+testID+".png HTTP/1.1\r\nHost: edge\r\n\r\n", o.png)
+}
+
+// ogHitsOverTCP returns the round trip of a cached OG image, asked for
+// by Twitterbot.
+func ogHitsOverTCP(t testing.TB) func() {
+	o := newOGOrigin(t, contract.OGFit)
+	e := newTestEdge(t, o.URL)
+	uri := contract.OGPrefix + ogDomain + "/p/hot"
+	want := bytes.Clone(get(e, uri, "User-Agent", uaTwitter).Response.Body())
+	return hitsOverTCP(t, e, "GET "+uri+" HTTP/1.1\r\nHost: edge\r\nUser-Agent: "+uaTwitter+"\r\nAccept: */*\r\n\r\n", want)
+}
+
+// hitsOverTCP starts e, opens a keep-alive connection to it and returns
+// the round trip of req on it, whose answer's body must be want; the
+// cache and the pools are warm, the body checked. The client reads with
+// fixed buffers, so the process's allocations are the server's.
+func hitsOverTCP(t testing.TB, e *Edge, req string, want []byte) func() {
+	t.Helper()
 	base := startEdge(t, e)
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
-	req := []byte("GET /v1/image/" + testID + ".png HTTP/1.1\r\nHost: edge\r\n\r\n")
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Minute))
+	raw := []byte(req)
 	br := bufio.NewReaderSize(c, 64<<10)
-	body := make([]byte, len(o.png))
+	body := make([]byte, len(want))
 	roundTrip := func() {
-		if _, err := c.Write(req); err != nil {
+		if _, err := c.Write(raw); err != nil {
 			t.Fatal(err)
 		}
 		n := -1
@@ -139,9 +190,14 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 		roundTrip()
 	}
 	e.stores.settle()
-	if !bytes.Equal(body, o.png) {
+	if !bytes.Equal(body, want) {
 		t.Fatal("the body differs from the origin's")
 	}
+	return roundTrip
+}
+
+// allocsPerRoundTrip returns the process's allocations per round trip.
+func allocsPerRoundTrip(roundTrip func()) float64 {
 	const n = 5000
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -149,9 +205,5 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 		roundTrip()
 	}
 	runtime.ReadMemStats(&after)
-	per := float64(after.Mallocs-before.Mallocs) / n
-	t.Logf("%.4f allocations per hit", per)
-	if per > 0.05 {
-		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
-	}
+	return float64(after.Mallocs-before.Mallocs) / n
 }

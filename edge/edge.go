@@ -410,15 +410,18 @@ var (
 	pathHealthz  = []byte("/healthz")
 	pathMetrics  = []byte("/metrics")
 	hdrRequestID = []byte(contract.HeaderRequestID)
+	// canonRequestID is its name as fasthttp spells it, which every
+	// answer's SetCanonical writes without normalising it again.
+	canonRequestID = canonicalKey(hdrRequestID)
 )
 
 func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 	rid := ctx.Request.Header.PeekBytes(hdrRequestID)
 	if contract.ValidRequestID(rid) {
-		ctx.Response.Header.SetBytesKV(hdrRequestID, rid)
+		ctx.Response.Header.SetCanonical(canonRequestID, rid)
 	} else {
 		var buf [48]byte
-		ctx.Response.Header.SetBytesKV(hdrRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
+		ctx.Response.Header.SetCanonical(canonRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
 		rid = ctx.Response.Header.PeekBytes(hdrRequestID)
 	}
 	path := ctx.Path()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"image"
 	"image/color"
 	"image/png"
@@ -1070,14 +1071,20 @@ func TestParseFreshness(t *testing.T) {
 
 // BenchmarkOGHitL1 is an OG image answered from memory, a crawler's
 // User-Agent read: like BenchmarkHitL1, it must not allocate.
-func BenchmarkOGHitL1(b *testing.B) {
+func BenchmarkOGHitL1(b *testing.B) { benchmarkOGHit(b, uaTwitter) }
+
+// BenchmarkOGHitL1Discord is the same for a crawler whose User-Agent is
+// a browser's with a marker, matched by the last rules.
+func BenchmarkOGHitL1Discord(b *testing.B) { benchmarkOGHit(b, ogplatform.Discord.UserAgent) }
+
+func benchmarkOGHit(b *testing.B, ua string) {
 	o := newOGOrigin(b, contract.OGAsIs)
 	e := newTestEdge(b, o.URL)
 	uri := contract.OGPrefix + ogDomain + "/blog/post"
-	get(e, uri, "User-Agent", uaTwitter)
+	get(e, uri, "User-Agent", ua)
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI(uri)
-	ctx.Request.Header.SetUserAgent(uaTwitter)
+	ctx.Request.Header.SetUserAgent(ua)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -1155,4 +1162,57 @@ func mustPlatform(t *testing.T, name string) ogplatform.Platform {
 		t.Fatalf("no platform %q", name)
 	}
 	return p
+}
+
+// TestPlatformMemo: the remembered platform of a User-Agent is always
+// ogplatform.FromUserAgent's, whether it is read for the first time, again,
+// or again after other User-Agents took its slot (2,000 User-Agents in 256
+// slots collide); one longer than platformMemoMaxUA is not remembered.
+func TestPlatformMemo(t *testing.T) {
+	var uas []string
+	for i, p := range ogplatform.All {
+		uas = append(uas, p.UserAgent, strings.ToUpper(p.UserAgent), p.UserAgent+" ")
+		for j := range 150 {
+			uas = append(uas, fmt.Sprintf("%s/%d.%d", p.UserAgent, i, j))
+		}
+	}
+	uas = append(uas, "", strings.Repeat("a", 600)+"Twitterbot", "Twitterbot"+strings.Repeat("a", 600))
+	m := platformMemo{seed: maphash.MakeSeed()}
+	for round := range 3 {
+		for _, ua := range uas {
+			if got, want := m.of([]byte(ua)), ogplatform.FromUserAgent(ua); got != want {
+				t.Fatalf("round %d: platform of %q = %s, want %s", round, ua, got.Name, want.Name)
+			}
+		}
+	}
+	remembered := 0
+	for i := range m.slots {
+		if p := m.slots[i].Load(); p != nil {
+			remembered++
+			if len(p.ua) > platformMemoMaxUA {
+				t.Fatalf("a %d-byte User-Agent is remembered", len(p.ua))
+			}
+		}
+	}
+	if remembered == 0 {
+		t.Fatal("no User-Agent remembered")
+	}
+}
+
+// TestOGHeaderNamesAsFasthttpSpellsThem: the header names an OG answer
+// sets without normalising are those SetBytesKV would write, byte for byte.
+func TestOGHeaderNamesAsFasthttpSpellsThem(t *testing.T) {
+	for _, tc := range []struct{ name, canon []byte }{
+		{hdrVary, canonVary}, {hdrETag, canonETag}, {hdrCache, canonCache}, {hdrLastMod, canonLastMod},
+		{hdrNoSniff, canonNoSniff}, {hdrRequestID, canonRequestID},
+	} {
+		t.Run(string(tc.name), func(t *testing.T) {
+			var normalised, canonical fasthttp.ResponseHeader
+			normalised.SetBytesKV(tc.name, []byte("v"))
+			canonical.SetCanonical(tc.canon, []byte("v"))
+			if a, b := normalised.String(), canonical.String(); a != b {
+				t.Fatalf("SetBytesKV writes\n%q\nSetCanonical\n%q", a, b)
+			}
+		})
+	}
 }
