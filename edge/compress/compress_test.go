@@ -42,7 +42,7 @@ func TestNegotiate(t *testing.T) {
 		{"br;q=0.5, identity;q=0.5", Brotli},
 		{"br;q=0.4, identity;q=0.5", Identity},
 		{"identity;q=0, gzip;q=0.1", Gzip},
-		{"br;q=2", Identity},       // malformed q: element ignored
+		{"br;q=2", Identity},        // malformed q: element ignored
 		{"br;q=0.5000, gzip", Gzip}, // too many digits
 		{"br;q=1.5, gzip", Gzip},
 		{"br;q=, gzip", Gzip},
