@@ -262,6 +262,7 @@ func TestCompressLeavesAlone(t *testing.T) {
 		"/t/notransform": {contentType: "application/json", cacheControl: "public, no-transform", body: text},
 		"/t/range":       {contentType: "application/json", etag: `"r"`, body: text},
 		"/t/events":      {contentType: "text/event-stream", body: text, stream: true},
+		"/t/norange":     {contentType: "application/json", body: text, stream: true},
 	})
 	base := startEdge(t, newTunedEdge(t, o.URL, nil))
 	for _, tc := range []struct {
@@ -279,6 +280,9 @@ func TestCompressLeavesAlone(t *testing.T) {
 		{"range", "/t/range", "bytes=100-1099", text[100:1100], 206, false},
 		{"whole despite the range header", "/t/range", "bytes=0-", text, 206, false},
 		{"event stream", "/t/events", "", text, 200, false},
+		// A range asks for the identity form: the whole of it too, when
+		// the origin ignores the range.
+		{"range the origin ignores", "/t/norange", "bytes=100-1099", text, 200, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := map[string]string{"Accept-Encoding": "br, gzip"}
