@@ -351,3 +351,33 @@ func BenchmarkOpenAPICompressed(b *testing.B) {
 		})
 	}
 }
+
+// TestHostileAcceptEncoding: Accept-Encoding headers meant to hurt (many
+// elements, malformed q-values, odd bytes) get an answer the client can
+// decode, never a 500 or a hang, on the
+// documents of the binary and on relayed text alike.
+func TestHostileAcceptEncoding(t *testing.T) {
+	text := textOf(8 << 10)
+	o := newTextOrigin(t, map[string]textAnswer{"/t/json": {contentType: "application/json", body: text}})
+	base := startEdge(t, newTunedEdge(t, o.URL, nil))
+	for name, ae := range map[string]string{
+		"thousands of elements": strings.Repeat("br;q=0.5000, x;q=1, ", 150) + "gzip;q=0.001",
+		"only separators":       strings.Repeat(",;=", 1000),
+		"q without end":         "br;q=0." + strings.Repeat("0", 3000) + "1",
+		"tabs and empty values": "br\t;\tq=\t, \tgzip\t;q=1;q=0",
+		"non-ASCII":             "brötli, gzíp, br;q=１",
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, tg := range []struct {
+				path string
+				body []byte
+			}{{"/t/json", text}, {"/v1/openapi.json", openapi.JSON()}} {
+				r := apitest.Do(t, base, apitest.Request{Method: "GET", Path: tg.path, Header: map[string]string{"Accept-Encoding": ae}})
+				apitest.WantStatus(t, r, http.StatusOK)
+				if got := decodeAs(t, r.Header.Get("Content-Encoding"), r.Body); !bytes.Equal(got, tg.body) {
+					t.Fatalf("%s: decoded %d bytes, not the %d of the source", tg.path, len(got), len(tg.body))
+				}
+			}
+		})
+	}
+}
