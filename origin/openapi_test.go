@@ -22,6 +22,7 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/imaging"
 	contractopenapi "github.com/pictorhq/pictor/origin/contract/openapi"
+	"github.com/pictorhq/pictor/origin/contract/precompress"
 	"github.com/pictorhq/pictor/origin/images"
 	"github.com/pictorhq/pictor/origin/openapi"
 )
@@ -86,6 +87,9 @@ func TestOpenAPIDocument(t *testing.T) {
 		path := filepath.Join(goldenDir, name)
 		if os.Getenv("PICTOR_UPDATE_OPENAPI") != "" {
 			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := precompress.Write(path); err != nil { // the forms the edge serves
 				t.Fatal(err)
 			}
 			continue

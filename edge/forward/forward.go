@@ -18,6 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/pictorhq/pictor/edge/compress"
 	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
@@ -199,7 +200,7 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 		// request.
 		rc.SetConnectionClose()
 	}
-	streaming = f.writeResponse(rc, resp, up)
+	streaming = f.writeResponse(rc, resp, up, out)
 }
 
 // outbound is a relayed request but for its origin: each attempt makes an
@@ -211,6 +212,11 @@ type outbound struct {
 	header        http.Header
 	contentLength int64 // -1: chunked
 	hasBody       bool
+	// encoding is the coding the answer gets if it is text the edge
+	// compresses (compress.Identity: the client wants none, or asked for a
+	// range); inm is the client's If-None-Match as it sent it.
+	encoding compress.Encoding
+	inm      string
 }
 
 func (f *Forwarder) newOutbound(rc *fasthttp.RequestCtx, requestID string, up *upload) (*outbound, error) {
@@ -238,13 +244,25 @@ func (f *Forwarder) newOutbound(rc *fasthttp.RequestCtx, requestID string, up *u
 		contentLength = 0
 	}
 	out.contentLength = contentLength
+	if len(rc.Request.Header.Peek("Range")) == 0 {
+		// A range is of the identity form: answered as the origin does.
+		out.encoding = compress.Negotiate(rc.Request.Header.Peek("Accept-Encoding"))
+	}
 	for key, value := range rc.Request.Header.All() {
 		k := string(key)
 		if hopByHop[http.CanonicalHeaderKey(k)] || strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") ||
 			strings.EqualFold(k, "Expect") { // the edge already answered 100-continue
 			continue
 		}
-		out.header.Add(k, string(value))
+		v := string(value)
+		switch {
+		case strings.EqualFold(k, "If-None-Match"):
+			out.inm = v
+			v = stripETags(v, out.encoding) // only the variant this answer would be
+		case strings.EqualFold(k, "If-Match"):
+			v = stripETags(v, compress.Brotli, compress.Gzip) // the state, whatever its coding
+		}
+		out.header.Add(k, v)
 	}
 	out.header.Set(contract.HeaderRequestID, requestID)
 	out.header.Set("X-Forwarded-Host", string(rc.Host()))
@@ -295,7 +313,8 @@ func (out *outbound) request(ctx context.Context, o *origins.Origin, up *upload)
 
 // writeResponse relays resp into rc; it reports whether its body streams
 // (download.Close ends the upload then).
-func (f *Forwarder) writeResponse(rc *fasthttp.RequestCtx, resp *http.Response, up *upload) bool {
+func (f *Forwarder) writeResponse(rc *fasthttp.RequestCtx, resp *http.Response, up *upload, out *outbound) bool {
+	enc := encodingOf(resp, out)
 	rc.SetStatusCode(resp.StatusCode)
 	h := &rc.Response.Header
 	h.Del("Content-Type") // fasthttp's default; the origin's value, if any, follows
@@ -308,18 +327,127 @@ func (f *Forwarder) writeResponse(rc *fasthttp.RequestCtx, resp *http.Response, 
 			h.Add(k, v)
 		}
 	}
+	length := int(resp.ContentLength)
+	if enc.vary {
+		h.Add("Vary", "Accept-Encoding")
+	}
+	if enc.etag != "" {
+		h.Set("ETag", enc.etag)
+	}
+	if enc.coding != compress.Identity {
+		h.Set("Content-Encoding", enc.coding.String())
+		length = -1 // the coded length is known once it is sent: chunked
+	}
 	if rc.IsHead() || resp.StatusCode == http.StatusNotModified || resp.StatusCode == http.StatusNoContent {
 		resp.Body.Close()
 		rc.Response.SkipBody = true
-		if resp.ContentLength >= 0 {
-			h.SetContentLength(int(resp.ContentLength))
+		if length >= 0 {
+			h.SetContentLength(length)
 		}
 		return false
 	}
+	body := resp.Body
+	if enc.coding != compress.Identity {
+		body = compress.NewReader(body, enc.coding)
+	}
 	// fasthttp closes the stream once the body has been sent, before it
 	// recycles rc; download.Close ends the upload at that point.
-	rc.SetBodyStream(&download{body: resp.Body, up: up}, int(resp.ContentLength))
+	rc.SetBodyStream(&download{body: body, up: up}, length)
 	return true
+}
+
+// answerCoding is how a relayed answer is coded: coding (Identity: as the
+// origin sent it), whether it carries Vary: Accept-Encoding, and the ETag
+// replacing the origin's, if any.
+type answerCoding struct {
+	coding compress.Encoding
+	vary   bool
+	etag   string
+}
+
+// encodingOf decides how resp is relayed. Text (compress.Compressible)
+// that the origin did not code itself and does not mark no-transform
+// varies by Accept-Encoding; it is compressed in the coding the client
+// prefers unless it is a part (206, or the request had a Range), or
+// declares fewer than compress.MinSize bytes. A body of unknown length
+// (streamed by the origin) is compressed. The ETag of a compressed answer
+// names its coding; a 304 gives back the tag the client sent (see
+// stripETags), so that it revalidates the variant it holds.
+func encodingOf(resp *http.Response, out *outbound) answerCoding {
+	if resp.Header.Get("Content-Encoding") != "" || resp.StatusCode == http.StatusPartialContent ||
+		resp.Header.Get("Content-Range") != "" || strings.Contains(strings.ToLower(strings.Join(resp.Header.Values("Cache-Control"), ",")), "no-transform") {
+		return answerCoding{}
+	}
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode == http.StatusNotModified {
+		// The 304 of an answer that was compressed: the tag the client
+		// sent tells which variant it holds.
+		if e := out.encoding; e != compress.Identity && etag != "" && etagListed(out.inm, compress.ETag(etag, e)) {
+			return answerCoding{vary: !varies(resp.Header), etag: compress.ETag(etag, e)}
+		}
+		return answerCoding{}
+	}
+	if !compress.Compressible([]byte(resp.Header.Get("Content-Type"))) {
+		return answerCoding{}
+	}
+	a := answerCoding{vary: !varies(resp.Header)}
+	if out.encoding == compress.Identity || (resp.ContentLength >= 0 && resp.ContentLength < compress.MinSize) ||
+		resp.StatusCode < 200 || resp.StatusCode == http.StatusNoContent {
+		return a
+	}
+	a.coding = out.encoding
+	if etag != "" {
+		a.etag = compress.ETag(etag, a.coding)
+	}
+	return a
+}
+
+// varies reports whether the origin's Vary already names Accept-Encoding
+// (or is "*"): the edge adds it otherwise.
+func varies(h http.Header) bool {
+	for _, v := range h.Values("Vary") {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f == "*" || strings.EqualFold(f, "Accept-Encoding") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stripETags turns the tags of variants coded with one of codings in an
+// If-None-Match or If-Match list back into the origin's ("abc-br" into
+// "abc"): the origin knows only its own. If-None-Match is stripped of the
+// coding the answer would have only, so a client holding another variant
+// gets a 200 rather than a 304 for a variant it did not ask for; the tag
+// answered with a 304 is put back by encodingOf.
+func stripETags(list string, codings ...compress.Encoding) string {
+	if !strings.Contains(list, "-") {
+		return list
+	}
+	tags := strings.Split(list, ",")
+	for i, tag := range tags {
+		tag = strings.TrimSpace(tag)
+		for _, e := range codings {
+			if t, ok := compress.StripETag(tag, e); ok {
+				tag = t
+				break
+			}
+		}
+		tags[i] = tag
+	}
+	return strings.Join(tags, ", ")
+}
+
+// etagListed reports whether tag is in an If-None-Match list (weakly).
+func etagListed(list, tag string) bool {
+	tag = strings.TrimPrefix(tag, "W/")
+	for t := range strings.SplitSeq(list, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == tag {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteError answers with the standard error body.

@@ -7,7 +7,8 @@
 // edge tier may import: the standard error body (apierr), request field
 // validation (field), image conversions (codec), structured logs (logging),
 // the HTTP/1.1 request framing both tiers accept (framing), the crawlers and
-// their card sizes (ogplatform) and the test kit for the standard body
-// (apitest). A test in edge/ fails
+// their card sizes (ogplatform), the test kit for the standard body
+// (apitest) and the build-time compression of the files the edge serves
+// from the binary (precompress). A test in edge/ fails
 // when an edge package imports any other origin package.
 package contract

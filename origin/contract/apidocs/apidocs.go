@@ -61,6 +61,21 @@ var (
 	license []byte
 	//go:embed redoc/redoc.standalone.js.LICENSE.txt
 	notices []byte
+
+	// The compressed forms, made when the files are fetched
+	// (fetch-redoc.sh runs package precompress) and committed.
+	//go:embed redoc/redoc.standalone.js.br
+	scriptBrotli []byte
+	//go:embed redoc/redoc.standalone.js.gz
+	scriptGzip []byte
+	//go:embed redoc/LICENSE.br
+	licenseBrotli []byte
+	//go:embed redoc/LICENSE.gz
+	licenseGzip []byte
+	//go:embed redoc/redoc.standalone.js.LICENSE.txt.br
+	noticesBrotli []byte
+	//go:embed redoc/redoc.standalone.js.LICENSE.txt.gz
+	noticesGzip []byte
 )
 
 // File is one file of the reference page, as it is answered.
@@ -73,6 +88,9 @@ type File struct {
 	// Page marks the HTML page, answered with ContentSecurityPolicy and
 	// never framed.
 	Page bool
+	// Brotli and Gzip are Body compressed at build time (shared too), or
+	// nil for the files too small to gain from it (under 1 KiB).
+	Brotli, Gzip []byte
 }
 
 // Files returns the page and its files. The page is there twice: at
@@ -84,10 +102,10 @@ func Files() []File {
 	files := []File{
 		pageFile,
 		withSlash,
-		{Path: ScriptPath, ContentType: "text/javascript; charset=utf-8", CacheControl: cacheForever, Body: script},
+		{Path: ScriptPath, ContentType: "text/javascript; charset=utf-8", CacheControl: cacheForever, Body: script, Brotli: scriptBrotli, Gzip: scriptGzip},
 		{Path: StylePath, ContentType: "text/css; charset=utf-8", CacheControl: cacheRevalidate, Body: style},
-		{Path: LicensePath, ContentType: "text/plain; charset=utf-8", CacheControl: cacheRevalidate, Body: license},
-		{Path: NoticesPath, ContentType: "text/plain; charset=utf-8", CacheControl: cacheRevalidate, Body: notices},
+		{Path: LicensePath, ContentType: "text/plain; charset=utf-8", CacheControl: cacheRevalidate, Body: license, Brotli: licenseBrotli, Gzip: licenseGzip},
+		{Path: NoticesPath, ContentType: "text/plain; charset=utf-8", CacheControl: cacheRevalidate, Body: notices, Brotli: noticesBrotli, Gzip: noticesGzip},
 	}
 	for i := range files {
 		files[i].ETag = etag(files[i].Body)

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pictorhq/pictor/origin/contract/precompress"
 )
 
 // TestBundleIsThePinnedRelease: the committed bundle is RedocVersion's
@@ -118,5 +120,24 @@ func TestPolicy(t *testing.T) {
 	}
 	if strings.Contains(ContentSecurityPolicy, "unsafe-") || strings.Contains(ContentSecurityPolicy, "http") || strings.Contains(ContentSecurityPolicy, "*") {
 		t.Errorf("the policy allows more than the edge itself: %s", ContentSecurityPolicy)
+	}
+}
+
+// TestPrecompressed: every file of 1 KiB or more has its .br and .gz forms,
+// and they are what the committed sources give (fetch-redoc.sh makes them;
+// `go run ./origin/contract/precompress/write FILE` remakes one).
+func TestPrecompressed(t *testing.T) {
+	for _, f := range Files() {
+		t.Run(f.Path, func(t *testing.T) {
+			if len(f.Body) < 1<<10 {
+				if f.Brotli != nil || f.Gzip != nil {
+					t.Fatal("a file under 1 KiB has compressed forms")
+				}
+				return
+			}
+			if err := precompress.Check(f.Body, f.Brotli, f.Gzip); err != nil {
+				t.Fatalf("%v: run `make apidocs`, or go run ./origin/contract/precompress/write on the file", err)
+			}
+		})
 	}
 }

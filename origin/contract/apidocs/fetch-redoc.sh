@@ -45,5 +45,8 @@ if (n !== 1) {
 }
 fs.writeFileSync(dst, js.replace(logo, empty));
 JS
+# The edge serves the .br and .gz forms made here, never compressing per request.
+(cd ../../.. && go run ./origin/contract/precompress/write origin/contract/apidocs/redoc/redoc.standalone.js \
+	origin/contract/apidocs/redoc/redoc.standalone.js.LICENSE.txt origin/contract/apidocs/redoc/LICENSE)
 sed -i "s#/docs/redoc-[^\"]*\.js#/docs/redoc-$version.js#" index.html
 echo "fetch-redoc: redoc@$version in $(pwd)/redoc"

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v2"
+
+	"github.com/pictorhq/pictor/origin/contract/precompress"
 )
 
 func TestDocument(t *testing.T) {
@@ -117,5 +120,31 @@ func sameValue(diffs *[]string, path string, j, y any) {
 		if j != y {
 			*diffs = append(*diffs, fmt.Sprintf("%s: %T %q read as %T %v", path, j, j, y, y))
 		}
+	}
+}
+
+// TestPrecompressed: the committed .br and .gz forms are the documents'.
+// After a change of the document (PICTOR_UPDATE_OPENAPI=1 in ./origin
+// rewrites them with it), PICTOR_UPDATE_PRECOMPRESSED=1 rewrites them alone.
+func TestPrecompressed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		c    Compressed
+	}{
+		{"openapi.json", JSON(), JSONCompressed()},
+		{"openapi.yaml", YAML(), YAMLCompressed()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if os.Getenv("PICTOR_UPDATE_PRECOMPRESSED") != "" {
+				if err := precompress.Write(tc.name); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err := precompress.Check(tc.src, tc.c.Brotli, tc.c.Gzip); err != nil {
+				t.Fatalf("%v: rerun with PICTOR_UPDATE_PRECOMPRESSED=1 go test ./origin/contract/openapi -run TestPrecompressed", err)
+			}
+		})
 	}
 }
