@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/pictorhq/pictor/origin/perm"
 )
@@ -67,19 +66,15 @@ func (c *Console) assistants(w http.ResponseWriter, r *http.Request, st *state) 
 	if !d.CanRevoke {
 		d.RevokeNeeds = lacks(perm.APIKeysDelete)
 	}
-	q := url.Values{"count": {strconv.Itoa(assistantsPerPage)}}
-	start := r.URL.Query().Get("page_start")
-	if start != "" {
-		q.Set("page_start", start)
-	}
-	d.First = start == ""
+	l := newListPage(r, assistantsPerPage, "page_start")
+	d.First = l.First
 	var list struct {
 		Data       []grantView `json:"data"`
 		Pagination struct {
 			NextPageStart *string `json:"next_page_start"`
 		} `json:"pagination"`
 	}
-	switch err := c.call(r, st, http.MethodGet, "/v1/oauth-grants?"+q.Encode(), nil, &list); {
+	switch err := c.call(r, st, http.MethodGet, "/v1/oauth-grants?"+l.Query.Encode(), nil, &list); {
 	case isStatus(err, http.StatusForbidden):
 		d.Denied = lacks(perm.APIKeysRead)
 	case err != nil:
@@ -89,9 +84,7 @@ func (c *Console) assistants(w http.ResponseWriter, r *http.Request, st *state) 
 		for _, g := range list.Data {
 			d.Grants = append(d.Grants, newAssistantRow(g))
 		}
-		if next := list.Pagination.NextPageStart; next != nil {
-			d.Next = "/console/assistants?" + url.Values{"page_start": {*next}}.Encode()
-		}
+		d.Next = l.next("/console/assistants", list.Pagination.NextPageStart)
 	}
 	c.render(w, r, http.StatusOK, "assistants", page{Title: "Connected assistants", Data: d, state: st})
 }

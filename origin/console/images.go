@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/pictorhq/pictor/origin/perm"
 )
@@ -25,20 +23,13 @@ type imagesData struct {
 // images lists the organization's images newest first, a page at a time,
 // through GET /v1/images; thumbnails come from the edge's transforms.
 func (c *Console) images(w http.ResponseWriter, r *http.Request, st *state) {
-	q := url.Values{"count": {strconv.Itoa(imagesPerPage)}}
-	if n := r.URL.Query().Get("count"); n != "" {
-		q.Set("count", n)
-	}
-	tok := r.URL.Query().Get("page_token")
-	if tok != "" {
-		q.Set("page_token", tok)
-	}
-	d := imagesData{CanDelete: st.principal.Grant.Has(perm.ImagesDelete), First: tok == ""}
+	l := newListPage(r, imagesPerPage, "page_token")
+	d := imagesData{CanDelete: st.principal.Grant.Has(perm.ImagesDelete), First: l.First}
 	var list struct {
 		Images []imageEntry `json:"images"`
 		Next   *string      `json:"next_page_token"`
 	}
-	switch err := c.call(r, st, http.MethodGet, "/v1/images?"+q.Encode(), nil, &list); {
+	switch err := c.call(r, st, http.MethodGet, "/v1/images?"+l.Query.Encode(), nil, &list); {
 	case isStatus(err, http.StatusForbidden):
 		d.Denied = lacks(perm.ImagesRead)
 	case err != nil:
@@ -46,13 +37,7 @@ func (c *Console) images(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	default:
 		d.Images = list.Images
-		if list.Next != nil {
-			next := url.Values{"page_token": {*list.Next}}
-			if n := r.URL.Query().Get("count"); n != "" {
-				next.Set("count", n)
-			}
-			d.Next = "/console/images?" + next.Encode()
-		}
+		d.Next = l.next("/console/images", list.Next)
 	}
 	c.render(w, r, http.StatusOK, "images", page{Title: "Images", Data: d, state: st})
 }

@@ -8,6 +8,8 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/pictorhq/pictor/origin/api"
@@ -28,7 +30,10 @@ type page struct {
 	Data    any
 	state   *state
 	asset   func(string) string
-	Nav     []navItem
+	// previews is the organization's allowance of live previews a
+	// minute, which the pages with one tell.
+	previews int
+	Nav      []navItem
 }
 
 type navItem struct {
@@ -78,11 +83,14 @@ func (p page) Key() string {
 // Asset is the URL path of a static asset, "" when there is none.
 func (p page) Asset(name string) string { return p.asset(name) }
 
+// PreviewsPerMinute is the organization's allowance of live previews.
+func (p page) PreviewsPerMinute() int { return p.previews }
+
 var templates = template.Must(template.New("console").ParseFS(templateFiles, "templates/*.html"))
 
 // render writes the page with the template name inside the layout.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	p.asset = c.cfg.Asset
+	p.asset, p.previews = c.cfg.Asset, c.cfg.PreviewsPerMinute
 	if p.state != nil {
 		for _, n := range nav {
 			n.Current = r.URL.Path == n.Path || strings.HasPrefix(r.URL.Path, n.Path+"/") // a page under it too
@@ -286,4 +294,41 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, st *state) {
 func isStatus(err error, status int) bool {
 	e, ok := err.(*apiError)
 	return ok && e.Status == status
+}
+
+// listPage is one page of a list: the REST route's query (the address's
+// count, which the route checks, else perPage; and the address's cursor,
+// passed on under its name: "page_start", or "page_token" for images),
+// and whether it is the first page.
+type listPage struct {
+	r      *http.Request
+	cursor string
+	Query  url.Values
+	First  bool
+}
+
+func newListPage(r *http.Request, perPage int, cursor string) listPage {
+	l := listPage{r: r, cursor: cursor, Query: url.Values{"count": {strconv.Itoa(perPage)}}}
+	if n := r.URL.Query().Get("count"); n != "" {
+		l.Query.Set("count", n)
+	}
+	at := r.URL.Query().Get(cursor)
+	if at != "" {
+		l.Query.Set(cursor, at)
+	}
+	l.First = at == ""
+	return l
+}
+
+// next is the address of the page after this one at path, given the
+// route's next cursor; "" on the last page.
+func (l listPage) next(path string, cursor *string) string {
+	if cursor == nil {
+		return ""
+	}
+	q := url.Values{l.cursor: {*cursor}}
+	if n := l.r.URL.Query().Get("count"); n != "" {
+		q.Set("count", n)
+	}
+	return path + "?" + q.Encode()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/pictorhq/pictor/origin/contract/apierr"
 	"github.com/pictorhq/pictor/origin/imageparams/schema"
 	"github.com/pictorhq/pictor/origin/perm"
 )
@@ -28,22 +29,34 @@ type option struct {
 	Value      string
 	Checked    bool
 	Error      string
+	choice     bool // a boolean shown as a choice of true or false
 }
 
 // sourceFields are the form's own fields, not options.
 var sourceFields = map[string]bool{"html": true, "css": true, "url": true}
 
 func options(form map[string][]string, errs *apiError) []option {
-	props, order := schema.Properties(schema.ForHTML | schema.ForURL)
+	return formOptions(schema.ForHTML|schema.ForURL, sourceFields, false, form, errs)
+}
+
+// formOptions are the form's inputs for the parameters of use (but those
+// of skip), made from the one parameter table and valued from form, with
+// errs' message by field. boolChoice makes a boolean a choice of true or
+// false rather than a checkbox (a template's default may be either).
+func formOptions(use schema.Use, skip map[string]bool, boolChoice bool, form map[string][]string, errs *apiError) []option {
+	props, order := schema.Properties(use)
 	var out []option
 	for _, name := range order {
-		if sourceFields[name] {
+		if skip[name] {
 			continue
 		}
 		s := props[name]
 		o := option{Name: name, Help: s.Description, Kind: kindOf(s), Value: first(form, name)}
 		for _, e := range s.Enum {
 			o.Enum = append(o.Enum, fmt.Sprint(e))
+		}
+		if o.Kind == "bool" && boolChoice {
+			o.Kind, o.Enum, o.choice = "enum", []string{"true", "false"}, true
 		}
 		if s.Minimum != nil {
 			o.Min = strconv.FormatFloat(*s.Minimum, 'f', -1, 64)
@@ -58,6 +71,45 @@ func options(form map[string][]string, errs *apiError) []option {
 		out = append(out, o)
 	}
 	return out
+}
+
+// setOptions writes the options that have a value into body as the API
+// reads them, and returns the fields whose value does not read as its
+// kind (a number or JSON option that is neither). keepText keeps a text
+// value as typed, spaces included.
+func setOptions(body map[string]any, opts []option, keepText bool) []apierr.FieldError {
+	var bad []apierr.FieldError
+	for _, o := range opts {
+		v := strings.TrimSpace(o.Value)
+		if v == "" {
+			continue
+		}
+		switch {
+		case o.Kind == "bool":
+			body[o.Name] = true
+		case o.choice:
+			body[o.Name] = v == "true"
+		case o.Kind == "integer" || o.Kind == "number":
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				bad = append(bad, fieldError(o.Name, "must be a number"))
+				continue
+			}
+			body[o.Name] = n
+		case o.Kind == "json":
+			var j any
+			if err := json.Unmarshal([]byte(v), &j); err != nil {
+				bad = append(bad, fieldError(o.Name, "is not JSON"))
+				continue
+			}
+			body[o.Name] = j
+		case keepText:
+			body[o.Name] = o.Value
+		default:
+			body[o.Name] = v
+		}
+	}
+	return bad
 }
 
 func kindOf(s *jsonschema.Schema) string {
@@ -89,7 +141,6 @@ type playgroundData struct {
 	Options                  []option
 	CanCreate                bool
 	Created                  *createdImage
-	PreviewsPerMinute        int
 }
 
 type createdImage struct {
@@ -97,7 +148,7 @@ type createdImage struct {
 }
 
 func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) {
-	d := playgroundData{Options: options(nil, nil), CanCreate: st.principal.Grant.Has(perm.ImagesCreate), PreviewsPerMinute: c.cfg.PreviewsPerMinute}
+	d := playgroundData{Options: options(nil, nil), CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
 	c.render(w, r, http.StatusOK, "new", page{Title: "New image", Data: d, state: st})
 }
 
@@ -105,7 +156,7 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, st *state) 
 // next to their fields.
 func (c *Console) createImage(w http.ResponseWriter, r *http.Request, st *state) {
 	d := playgroundData{HTML: r.PostFormValue("html"), CSS: r.PostFormValue("css"), URL: r.PostFormValue("url"),
-		CanCreate: st.principal.Grant.Has(perm.ImagesCreate), PreviewsPerMinute: c.cfg.PreviewsPerMinute}
+		CanCreate: st.principal.Grant.Has(perm.ImagesCreate)}
 	body, local := imageBody(r.PostForm)
 	raw, _ := json.Marshal(body)
 	var made struct{ ID, URL string }
@@ -145,36 +196,8 @@ func imageBody(form url.Values) (map[string]any, *apiError) {
 			body[f] = v
 		}
 	}
-	var local apiError
-	for _, o := range options(form, nil) {
-		v := strings.TrimSpace(o.Value)
-		if v == "" {
-			continue
-		}
-		switch o.Kind {
-		case "bool":
-			body[o.Name] = true
-		case "integer", "number":
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				local.Fields = append(local.Fields, fieldError(o.Name, "must be a number"))
-				continue
-			}
-			body[o.Name] = n
-		case "json":
-			var j any
-			if err := json.Unmarshal([]byte(v), &j); err != nil {
-				local.Fields = append(local.Fields, fieldError(o.Name, "is not JSON"))
-				continue
-			}
-			body[o.Name] = j
-		default:
-			body[o.Name] = v
-		}
-	}
-	if len(local.Fields) > 0 {
-		local.Status, local.Kind, local.Message = http.StatusBadRequest, "Bad Request", "Some options are not valid."
-		return body, &local
+	if bad := setOptions(body, options(form, nil), false); len(bad) > 0 {
+		return body, &apiError{Status: http.StatusBadRequest, Kind: "Bad Request", Message: "Some options are not valid.", Fields: bad}
 	}
 	return body, nil
 }

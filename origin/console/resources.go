@@ -137,17 +137,10 @@ func (c *Console) resourcePage(w http.ResponseWriter, r *http.Request, st *state
 			NextPageStart *string `json:"next_page_start"`
 		} `json:"pagination"`
 	}
-	q := url.Values{"count": {"100"}}
-	if n := r.URL.Query().Get("count"); n != "" {
-		q.Set("count", n) // the REST route checks it
-	}
-	start := r.URL.Query().Get("page_start")
-	if start != "" {
-		q.Set("page_start", start)
-	}
-	d.First = start == ""
+	l := newListPage(r, 100, "page_start")
+	d.First = l.First
 	var ae *apiError
-	switch err := c.call(r, st, http.MethodGet, rs.API+"?"+q.Encode(), nil, &list); {
+	switch err := c.call(r, st, http.MethodGet, rs.API+"?"+l.Query.Encode(), nil, &list); {
 	case isStatus(err, http.StatusForbidden) && !g.Has(rs.Read):
 		d.Denied = lacks(rs.Read)
 	case errors.As(err, &ae) && ae.Status < 500:
@@ -163,13 +156,7 @@ func (c *Console) resourcePage(w http.ResponseWriter, r *http.Request, st *state
 			}
 			d.Rows = append(d.Rows, row)
 		}
-		if next := list.Pagination.NextPageStart; next != nil {
-			next := url.Values{"page_start": {*next}}
-			if n := r.URL.Query().Get("count"); n != "" {
-				next.Set("count", n)
-			}
-			d.Next = rs.Path + "?" + next.Encode()
-		}
+		d.Next = l.next(rs.Path, list.Pagination.NextPageStart)
 	}
 	if rs.Note != nil && d.Denied == "" && d.Refused == "" {
 		var v map[string]any

@@ -73,17 +73,10 @@ type templateListData struct {
 // listTemplates lists the organization's templates newest first, a page
 // at a time, through GET /v1/template.
 func (c *Console) listTemplates(w http.ResponseWriter, r *http.Request, st *state) {
-	q := url.Values{"count": {strconv.Itoa(templatesPerPage)}}
-	if n := r.URL.Query().Get("count"); n != "" {
-		q.Set("count", n)
-	}
-	start := r.URL.Query().Get("page_start")
-	if start != "" {
-		q.Set("page_start", start)
-	}
-	d := templateListData{Create: canDo(st, perm.TemplatesCreateUpdate), First: start == ""}
+	l := newListPage(r, templatesPerPage, "page_start")
+	d := templateListData{Create: canDo(st, perm.TemplatesCreateUpdate), First: l.First}
 	var list templatePage
-	switch err := c.call(r, st, http.MethodGet, "/v1/template?"+q.Encode(), nil, &list); {
+	switch err := c.call(r, st, http.MethodGet, "/v1/template?"+l.Query.Encode(), nil, &list); {
 	case isStatus(err, http.StatusForbidden):
 		d.Denied = lacks(perm.TemplatesRead)
 	case err != nil:
@@ -91,13 +84,7 @@ func (c *Console) listTemplates(w http.ResponseWriter, r *http.Request, st *stat
 		return
 	default:
 		d.Templates = list.Data
-		if list.Pagination.Next != nil {
-			next := url.Values{"page_start": {*list.Pagination.Next}}
-			if n := r.URL.Query().Get("count"); n != "" {
-				next.Set("count", n)
-			}
-			d.Next = "/console/templates?" + next.Encode()
-		}
+		d.Next = l.next("/console/templates", list.Pagination.Next)
 	}
 	c.render(w, r, http.StatusOK, "templates", page{Title: "Templates", Data: d, state: st})
 }
@@ -136,8 +123,6 @@ type templateData struct {
 	Pin       bool
 	SignedURL string
 	Saved     string // what the last action did
-	// PreviewsPerMinute is the organization's allowance of previews.
-	PreviewsPerMinute int
 }
 
 // Formats are the signed URL's formats.
@@ -151,32 +136,7 @@ var ownFields = map[string]bool{"html": true, "css": true, "name": true, "descri
 // valued from form. A boolean is a choice of default, true or false: a
 // template's default may be either.
 func defaultOptions(form map[string][]string, errs *apiError) []option {
-	props, order := schema.Properties(schema.ForDefaults)
-	var out []option
-	for _, name := range order {
-		if ownFields[name] {
-			continue
-		}
-		s := props[name]
-		o := option{Name: name, Help: s.Description, Kind: kindOf(s), Value: first(form, name)}
-		for _, e := range s.Enum {
-			o.Enum = append(o.Enum, fmt.Sprint(e))
-		}
-		if o.Kind == "bool" {
-			o.Kind, o.Enum = "enum", []string{"true", "false"}
-		}
-		if s.Minimum != nil {
-			o.Min = strconv.FormatFloat(*s.Minimum, 'f', -1, 64)
-		}
-		if s.Maximum != nil {
-			o.Max = strconv.FormatFloat(*s.Maximum, 'f', -1, 64)
-		}
-		if errs != nil {
-			o.Error = errs.field(name)
-		}
-		out = append(out, o)
-	}
-	return out
+	return formOptions(schema.ForDefaults, ownFields, true, form, errs)
 }
 
 // defaultsForm is a version's render defaults as the form's text.
@@ -215,35 +175,8 @@ func templateBody(form map[string][]string) (map[string]any, *apiError) {
 	for _, f := range []string{"name", "description", "html", "css"} {
 		body[f] = first(form, f)
 	}
-	local := &apiError{Status: http.StatusBadRequest, Message: "Some render defaults are not valid."}
-	for _, o := range defaultOptions(form, nil) {
-		v := strings.TrimSpace(o.Value)
-		if v == "" {
-			continue
-		}
-		switch {
-		case len(o.Enum) == 2 && o.Enum[0] == "true" && o.Enum[1] == "false":
-			body[o.Name] = v == "true"
-		case o.Kind == "integer" || o.Kind == "number":
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				local.Fields = append(local.Fields, fieldError(o.Name, "must be a number"))
-				continue
-			}
-			body[o.Name] = n
-		case o.Kind == "json":
-			var j any
-			if err := json.Unmarshal([]byte(v), &j); err != nil {
-				local.Fields = append(local.Fields, fieldError(o.Name, "is not JSON"))
-				continue
-			}
-			body[o.Name] = j
-		default:
-			body[o.Name] = o.Value
-		}
-	}
-	if len(local.Fields) > 0 {
-		return nil, local
+	if bad := setOptions(body, defaultOptions(form, nil), true); len(bad) > 0 {
+		return nil, &apiError{Status: http.StatusBadRequest, Message: "Some render defaults are not valid.", Fields: bad}
 	}
 	return body, nil
 }
@@ -270,7 +203,6 @@ func formError(form map[string][]string, e *apiError) templateForm {
 // newTemplate is the creation form.
 func (c *Console) newTemplate(w http.ResponseWriter, r *http.Request, st *state) {
 	d := templateData{Form: templateForm{Options: defaultOptions(nil, nil)}, Save: canDo(st, perm.TemplatesCreateUpdate)}
-	d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 	c.render(w, r, http.StatusOK, "template", page{Title: "New template", Data: d, state: st})
 }
 
@@ -289,7 +221,6 @@ func (c *Console) createTemplate(w http.ResponseWriter, r *http.Request, st *sta
 	}
 	if errors.As(err, &ae) && ae.Status < 500 && ae.Status != http.StatusForbidden {
 		d := templateData{Form: formError(r.PostForm, ae), Save: canDo(st, perm.TemplatesCreateUpdate)}
-		d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 		c.render(w, r, ae.Status, "template", page{Title: "New template", Data: d, state: st})
 		return
 	}
@@ -393,7 +324,6 @@ func (c *Console) renderTemplate(w http.ResponseWriter, r *http.Request, st *sta
 	if title == "" {
 		title = "Template " + d.ID
 	}
-	d.PreviewsPerMinute = c.cfg.PreviewsPerMinute
 	c.render(w, r, status, "template", page{Title: title, Data: d, state: st})
 }
 
