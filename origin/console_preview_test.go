@@ -230,10 +230,6 @@ func TestConsoleTemplatePreviewInABrowser(t *testing.T) {
 	if !strings.HasPrefix(blue.Status, "Rendered in ") || len(blue.Pixel) != 4 || blue.Pixel[2] < 247 || blue.Pixel[0] > 8 {
 		t.Errorf("blue: %+v", blue)
 	}
-	shots := t.ArtifactDir()
-	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
-		shots = d
-	}
 	// The window, not the whole page: the editor beside its preview.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1024, 900), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
 		t.Fatal(err)
@@ -242,7 +238,7 @@ func TestConsoleTemplatePreviewInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(shots, "template-preview-light-1024.png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(shotsDir(t), "template-preview-light-1024.png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	_ "image/png"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -456,14 +454,6 @@ func TestConsoleTemplateValuesInABrowser(t *testing.T) {
 	// a phone's, as TestConsoleInABrowser looks at the other pages.
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/image/" + made.ID, Creds: &o.Owner, JSON: map[string]any{"template_values": map[string]any{"title": "a"}}}), 200)
 	apitest.WantStatus(t, o.do(t, apitest.Request{Method: "POST", Path: "/v1/template/" + made.ID, Creds: &o.Owner, JSON: map[string]any{"name": "Card", "html": "<h1>{{title}}</h1>"}}), 200)
-	axeSource, err := os.ReadFile("testdata/axe/node_modules/axe-core/axe.min.js")
-	if err != nil {
-		t.Fatalf("axe-core is not installed (make test-deps runs npm ci in origin/testdata/axe): %v", err)
-	}
-	shots := t.ArtifactDir()
-	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
-		shots = d
-	}
 	for _, scheme := range []string{"light", "dark"} {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
@@ -476,32 +466,7 @@ func TestConsoleTemplateValuesInABrowser(t *testing.T) {
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if overflow > 0 {
-					t.Errorf("%s: the page is %d px wider than the window", name, overflow)
-				}
-				type violation struct{ ID, Impact, Help, Target string }
-				vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]violation](string(axeSource)+`;
-					axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({ID: v.id, Impact: v.impact, Help: v.help, Target: v.nodes[0].target.join(" ")})))`,
-					chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
-				if err != nil {
-					t.Fatalf("%s: axe: %v", name, err)
-				}
-				for _, v := range vs {
-					if v.Impact == "serious" || v.Impact == "critical" {
-						t.Errorf("%s: axe %s (%s): %s, the first %s", name, v.ID, v.Impact, v.Help, v.Target)
-					}
-				}
-				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				lookAt(ctx, t, name)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -381,6 +382,67 @@ var browsedPages = []string{
 	"/console/templates",
 }
 
+// axeSource is axe-core's script (npm-pinned in testdata/axe).
+var axeSource = sync.OnceValues(func() ([]byte, error) {
+	return os.ReadFile("testdata/axe/node_modules/axe-core/axe.min.js")
+})
+
+// shotsDir is where the browser tests save their screenshots: the test's
+// artifact directory, or PICTOR_CONSOLE_SHOTS.
+func shotsDir(t *testing.T) string {
+	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
+		return d
+	}
+	return t.ArtifactDir()
+}
+
+// lookAt checks the page in the tab as every browser test of the console
+// does: nothing is wider than the window, and axe-core finds no serious
+// or critical violation; then it saves a screenshot of the whole page as
+// name.png.
+func lookAt(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	axe, err := axeSource()
+	if err != nil {
+		t.Fatalf("axe-core is not installed (make test-deps runs npm ci in origin/testdata/axe): %v", err)
+	}
+	type look struct {
+		Overflow int
+		Widest   string
+	}
+	l, err := chromedp.Run(ctx, chromedp.Evaluate[look](`({Overflow: document.documentElement.scrollWidth - window.innerWidth,
+		Widest: [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+			.map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className == "string" ? "." + e.className.split(" ").join(".") : "")).slice(-3).join(", ")})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Overflow > 0 {
+		t.Errorf("%s: the page is %d px wider than the window (%s)", name, l.Overflow, l.Widest)
+	}
+	type violation struct {
+		ID, Impact, Help, Target string
+		Nodes                    int
+	}
+	vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]violation](string(axe)+`;
+		axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({ID: v.id, Impact: v.impact, Help: v.help, Target: v.nodes[0].target.join(" "), Nodes: v.nodes.length})))`,
+		chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: axe: %v", name, err)
+	}
+	for _, v := range vs {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			t.Errorf("%s: axe %s (%s): %s, %d elements, the first %s", name, v.ID, v.Impact, v.Help, v.Nodes, v.Target)
+		}
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shotsDir(t), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestConsoleInABrowser(t *testing.T) {
 	o := startOrigin(t)
 	var made struct{ ID string }
@@ -419,16 +481,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Error("the key is kept in the browser's storage")
 	}
 	// Every page, in both themes, at a desk's width and a phone's: the
-	// script ran under the CSP, the style applies, nothing overflows the
-	// phone's width, and axe-core finds no serious or critical violation.
-	axeSource, err := os.ReadFile("testdata/axe/node_modules/axe-core/axe.min.js")
-	if err != nil {
-		t.Fatalf("axe-core is not installed (make test-deps runs npm ci in origin/testdata/axe): %v", err)
-	}
-	shots := t.ArtifactDir()
-	if d := os.Getenv("PICTOR_CONSOLE_SHOTS"); d != "" {
-		shots = d
-	}
+	// script ran under the CSP, the style applies, and lookAt's checks.
 	for _, scheme := range []string{"light", "dark"} {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
@@ -441,46 +494,14 @@ func TestConsoleInABrowser(t *testing.T) {
 					chromedp.WaitVisible(chromedp.CSS(`html[data-console-js] h1`))); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				type look struct {
-					Background string
-					Overflow   int
-					Widest     string
-				}
-				l, err := chromedp.Run(ctx, chromedp.Evaluate[look](`({Background: getComputedStyle(document.body).backgroundColor,
-					Overflow: document.documentElement.scrollWidth - window.innerWidth,
-					Widest: [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
-						.map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className == "string" ? "." + e.className.split(" ").join(".") : "")).slice(-3).join(", ")})`))
+				background, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if dark := l.Background != "rgb(255, 255, 255)"; dark != (scheme == "dark") || l.Background == "rgba(0, 0, 0, 0)" {
-					t.Errorf("%s: the page's background is %s", name, l.Background)
+				if dark := background != "rgb(255, 255, 255)"; dark != (scheme == "dark") || background == "rgba(0, 0, 0, 0)" {
+					t.Errorf("%s: the page's background is %s", name, background)
 				}
-				if l.Overflow > 0 {
-					t.Errorf("%s: the page is %d px wider than the window (%s)", name, l.Overflow, l.Widest)
-				}
-				type violation struct {
-					ID, Impact, Help, Target string
-					Nodes                    int
-				}
-				vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]violation](string(axeSource)+`;
-					axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({ID: v.id, Impact: v.impact, Help: v.help, Target: v.nodes[0].target.join(" "), Nodes: v.nodes.length})))`,
-					chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
-				if err != nil {
-					t.Fatalf("%s: axe: %v", name, err)
-				}
-				for _, v := range vs {
-					if v.Impact == "serious" || v.Impact == "critical" {
-						t.Errorf("%s: axe %s (%s): %s, %d elements, the first %s", name, v.ID, v.Impact, v.Help, v.Nodes, v.Target)
-					}
-				}
-				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				lookAt(ctx, t, name)
 			}
 		}
 	}
