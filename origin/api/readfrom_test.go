@@ -29,17 +29,15 @@ func (r *readFromRecorder) ReadFrom(src io.Reader) (int64, error) {
 	return io.Copy(r.ResponseRecorder, src)
 }
 
-// TestFileBodyReachesReadFrom: a file a handler copies to the router's
-// ResponseWriter (http.ServeContent, io.Copy) reaches the server's
-// ReadFrom as the file itself, so that net/http can send it with sendfile,
-// and the router still counts the answer's status and bytes.
-func TestFileBodyReachesReadFrom(t *testing.T) {
-	data := bytes.Repeat([]byte("file bytes "), 1000)
+// fileRouter is a Router with one public route, GET /file, that serves a
+// file holding data with http.ServeContent.
+func fileRouter(t *testing.T, data []byte) *api.Router {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "body")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := api.New(api.Config{Authenticator: authenticator{}, Limiter: ratelimit.NewMemory(nil)},
+	return api.New(api.Config{Authenticator: authenticator{}, Limiter: ratelimit.NewMemory(nil)},
 		routes(api.Route{Method: "GET", Pattern: "/file", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
 			f, err := os.Open(path)
 			if err != nil {
@@ -49,6 +47,15 @@ func TestFileBodyReachesReadFrom(t *testing.T) {
 			defer f.Close()
 			http.ServeContent(w, r, "", time.Time{}, f)
 		}}))
+}
+
+// TestFileBodyReachesReadFrom: a file a handler copies to the router's
+// ResponseWriter (http.ServeContent, io.Copy) reaches the server's
+// ReadFrom as the file itself, so that net/http can send it with sendfile,
+// and the router still counts the answer's status and bytes.
+func TestFileBodyReachesReadFrom(t *testing.T) {
+	data := bytes.Repeat([]byte("file bytes "), 1000)
+	rt := fileRouter(t, data)
 	rec := &readFromRecorder{ResponseRecorder: httptest.NewRecorder()}
 	rt.ServeHTTP(rec, httptest.NewRequest("GET", "/file", nil))
 	if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), data) {
@@ -98,20 +105,7 @@ func (c *sendfileConn) ReadFrom(r io.Reader) (int64, error) {
 // a copy through Write; the answer is whole.
 func TestFileBodyReachesTheConnection(t *testing.T) {
 	data := bytes.Repeat([]byte("file bytes "), 100_000)
-	path := filepath.Join(t.TempDir(), "body")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rt := api.New(api.Config{Authenticator: authenticator{}, Limiter: ratelimit.NewMemory(nil)},
-		routes(api.Route{Method: "GET", Pattern: "/file", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
-			f, err := os.Open(path)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer f.Close()
-			http.ServeContent(w, r, "", time.Time{}, f)
-		}}))
+	rt := fileRouter(t, data)
 	var sent atomic.Int64
 	srv := httptest.NewUnstartedServer(rt)
 	ln := api.NewListener(sendfileListener{Listener: srv.Listener, sent: &sent}, 8<<10)
