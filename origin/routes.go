@@ -22,13 +22,6 @@ import (
 	"github.com/pictorhq/pictor/origin/template"
 )
 
-// The template handler answers the images handler's optional questions
-// (type assertions there): a change of either signature must not compile.
-var (
-	_ images.TemplateVariables = (*template.Handler)(nil)
-	_ images.DraftTemplates    = (*template.Handler)(nil)
-)
-
 // routes is the route table: every route of the origin with the permission
 // it requires, its rate-limit group, and its description in the OpenAPI
 // document (Doc, an operation of origin/openapi) or why the document leaves

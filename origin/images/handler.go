@@ -53,6 +53,14 @@ type Templates interface {
 	Expand(ctx context.Context, orgID string, obj *field.Object, pathID string, pathVersion int) (*field.Object, string, int, error)
 	CountRenders(ctx context.Context, id string, version int, n int64) error
 	Owner(ctx context.Context, id string) (string, error)
+	// Variables names the variables of a template version: the names its
+	// html and css read from the top level of template_values. A
+	// template render refuses such a name sent beside template_values.
+	Variables(ctx context.Context, orgID, id string, version int) ([]string, error)
+	// ExpandDraft expands a preview request holding a template not saved
+	// (under "template"): the expanded request, and the names the draft
+	// reads from template_values.
+	ExpandDraft(ctx context.Context, obj *field.Object) (*field.Object, []string, error)
 }
 
 // templateRef names the template version an image came from.

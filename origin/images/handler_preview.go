@@ -35,13 +35,6 @@ type PreviewLimit struct {
 	PerMinute int
 }
 
-// DraftTemplates expands a preview request holding a template not saved
-// (template.Handler): the expanded request, and the names the draft
-// reads from template_values.
-type DraftTemplates interface {
-	ExpandDraft(ctx context.Context, obj *field.Object) (*field.Object, []string, error)
-}
-
 // draftField is the field of a preview that holds a draft template
 // (template.DraftField).
 const draftField = "template"
@@ -112,11 +105,10 @@ func (h *Handler) parsePreview(ctx context.Context, o *org.Org, obj *field.Objec
 		}
 		return params, err
 	}
-	drafts, ok := h.Templates.(DraftTemplates)
-	if !ok {
+	if h.Templates == nil {
 		return parsed{}, apierr.Field(draftField, "draft templates are not available")
 	}
-	expanded, vars, err := drafts.ExpandDraft(ctx, obj)
+	expanded, vars, err := h.Templates.ExpandDraft(ctx, obj)
 	if err != nil {
 		return parsed{}, err
 	}

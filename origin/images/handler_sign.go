@@ -72,8 +72,8 @@ func (h *Handler) SignTemplateURL(w http.ResponseWriter, r *http.Request) error 
 	if owner, err := h.Templates.Owner(r.Context(), id); err != nil || owner != p.Org.ID {
 		return apierr.NotFound("Template %s not found", id)
 	}
-	if tv, ok := h.Templates.(TemplateVariables); ok && version != 0 {
-		if _, err := tv.Variables(r.Context(), p.Org.ID, id, version); err != nil {
+	if version != 0 {
+		if _, err := h.Templates.Variables(r.Context(), p.Org.ID, id, version); err != nil {
 			var ae *apierr.Error
 			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 				return apierr.NotFound("Template %s has no version %d", id, version)

@@ -9,14 +9,6 @@ import (
 	"github.com/pictorhq/pictor/origin/imageparams/schema"
 )
 
-// TemplateVariables names the variables of a template version: the
-// names its html and css read from the top level of template_values.
-// Templates that implement it have a template render refuse such a
-// name sent beside template_values.
-type TemplateVariables interface {
-	Variables(ctx context.Context, orgID, id string, version int) ([]string, error)
-}
-
 // requestFields are the fields a template render reads at its top level:
 // the image creation parameters, and template_version.
 var requestFields = sync.OnceValue(func() map[string]bool {
@@ -33,15 +25,14 @@ var requestFields = sync.OnceValue(func() map[string]bool {
 // the render would leave the variable blank. Other unknown fields are
 // ignored, as in any creation request.
 func (h *Handler) checkTemplateFields(ctx context.Context, orgID string, obj *field.Object, ref *templateRef) error {
-	tv, ok := h.Templates.(TemplateVariables)
-	if !ok || ref == nil {
+	if h.Templates == nil || ref == nil {
 		return nil
 	}
 	stray := strayFields(obj)
 	if len(stray) == 0 {
 		return nil // the template is not parsed again
 	}
-	vars, err := tv.Variables(ctx, orgID, ref.id, ref.version)
+	vars, err := h.Templates.Variables(ctx, orgID, ref.id, ref.version)
 	if err != nil {
 		return err
 	}
