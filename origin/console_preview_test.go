@@ -230,6 +230,61 @@ func TestConsoleTemplatePreviewInABrowser(t *testing.T) {
 	if !strings.HasPrefix(blue.Status, "Rendered in ") || len(blue.Pixel) != 4 || blue.Pixel[2] < 247 || blue.Pixel[0] > 8 {
 		t.Errorf("blue: %+v", blue)
 	}
+
+	// Typing is debounced: a burst of changes sends one preview. A newer
+	// preview aborts the one in flight: two at once leave the first
+	// aborted and the second shown.
+	type sent struct {
+		Fetches int
+		Aborted []bool
+		Status  string
+	}
+	burst, err := chromedp.Run(ctx, chromedp.Evaluate[sent](`new Promise(done => {
+		const signals = [];
+		const fetch0 = window.fetch;
+		window.fetch = (url, init) => { signals.push(init.signal); return fetch0(url, init); };
+		const status = document.querySelector("#preview-status");
+		let started = false;
+		new MutationObserver((_, obs) => {
+			if (status.textContent == "Rendering…") { started = true; return; }
+			if (!started) return;
+			obs.disconnect();
+			window.fetch = fetch0;
+			done({Fetches: signals.length, Aborted: signals.map(s => s.aborted), Status: status.textContent});
+		}).observe(status, {childList: true, characterData: true, subtree: true});
+		const json = document.querySelector("#template-values");
+		for (const c of ["rgb(1, 1, 1)", "rgb(2, 2, 2)", "rgb(3, 3, 3)", "rgb(0, 128, 0)"]) {
+			json.value = JSON.stringify({color: c});
+			json.dispatchEvent(new Event("input", {bubbles: true}));
+		}
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if burst.Fetches != 1 || !strings.HasPrefix(burst.Status, "Rendered in ") {
+		t.Errorf("a burst of four changes: %+v, want one preview", burst)
+	}
+	both, err := chromedp.Run(ctx, chromedp.Evaluate[sent](`new Promise(done => {
+		const signals = [];
+		const fetch0 = window.fetch;
+		window.fetch = (url, init) => { signals.push(init.signal); return fetch0(url, init); };
+		const status = document.querySelector("#preview-status");
+		new MutationObserver((_, obs) => {
+			if (status.textContent == "Rendering…" || signals.length < 2) return;
+			obs.disconnect();
+			window.fetch = fetch0;
+			done({Fetches: signals.length, Aborted: signals.map(s => s.aborted), Status: status.textContent});
+		}).observe(status, {childList: true, characterData: true, subtree: true});
+		const now = document.querySelector("[data-preview-now]");
+		now.click();
+		now.click();
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both.Fetches != 2 || !both.Aborted[0] || both.Aborted[1] || !strings.HasPrefix(both.Status, "Rendered in ") {
+		t.Errorf("two previews at once: %+v, want the first aborted and the second shown", both)
+	}
 	// The window, not the whole page: the editor beside its preview.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1024, 900), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
 		t.Fatal(err)
