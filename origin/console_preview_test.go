@@ -93,8 +93,9 @@ func TestConsolePreview(t *testing.T) {
 	}
 }
 
-// TestConsolePreviewNewerCancelsOlder: a session's newer preview stops
-// its older one still rendering, which frees the one renderer for it.
+// TestConsolePreviewNewerCancelsOlder: a page's newer preview stops its
+// older one still rendering, which frees the one renderer for it; an
+// older one arriving late is refused and stops nothing.
 // The edge does not pass a browser's abort on, so the console does.
 func TestConsolePreviewNewerCancelsOlder(t *testing.T) {
 	// One tab and a render timeout far beyond the test's: only the
@@ -116,7 +117,7 @@ func TestConsolePreviewNewerCancelsOlder(t *testing.T) {
 	canceled := apitest.Metric(t, o.URL, `pictor_render_total{outcome="canceled"}`)
 	older := make(chan int, 1)
 	go func() {
-		form := url.Values{"csrf": {csrf}, "url": {hang.URL + "/slow"}, "max_wait_ms": {"10000"}}
+		form := url.Values{"csrf": {csrf}, "url": {hang.URL + "/slow"}, "max_wait_ms": {"10000"}, "preview_page": {"p1"}, "preview_seq": {"2"}}
 		req, _ := http.NewRequest("POST", o.URL+"/console/new/preview", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.AddCookie(c.cookie)
@@ -133,8 +134,19 @@ func TestConsolePreviewNewerCancelsOlder(t *testing.T) {
 	case status := <-older:
 		t.Fatalf("the older preview ended before its page was asked for: %d", status)
 	}
+	// The page numbers its previews: one numbered before the preview in
+	// flight, arriving after it (requests may arrive out of order), is
+	// stale and cancels nothing.
+	if stale := c.send("POST", "/console/new/preview", url.Values{"csrf": {csrf}, "html": {"<p>x</p>"}, "preview_page": {"p1"}, "preview_seq": {"1"}}); stale.status != http.StatusConflict {
+		t.Errorf("a stale preview: %d %s", stale.status, stale.body)
+	}
+	select {
+	case status := <-older:
+		t.Fatalf("a stale preview ended the newer one: %d", status)
+	default:
+	}
 	img := previewImage(t, c.send("POST", "/console/new/preview", url.Values{"csrf": {csrf},
-		"html": {`<body style="margin:0;background:rgb(0,0,255)"></body>`}, "viewport_width": {"50"}, "viewport_height": {"50"}, "device_scale": {"1"}}))
+		"html": {`<body style="margin:0;background:rgb(0,0,255)"></body>`}, "viewport_width": {"50"}, "viewport_height": {"50"}, "device_scale": {"1"}, "preview_page": {"p1"}, "preview_seq": {"3"}}))
 	apitest.WantPixel(t, img, 25, 25, colorOf([4]uint8{0, 0, 255, 255}), 3)
 	if status := <-older; status == http.StatusOK || status == 0 {
 		t.Errorf("the older preview answered %d", status)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/pictorhq/pictor/origin/contract/apierr"
@@ -42,13 +43,21 @@ func (c *Console) previewTemplate(w http.ResponseWriter, r *http.Request, st *st
 // preview runs POST /v1/image/preview as the key and answers as it did:
 // the image with its render time (Server-Timing), or the refusal in the
 // standard error body, which the page's script shows; past the
-// organization's previews a minute, a 429 with Retry-After. A session's
-// newer preview cancels its older one still rendering: the page has
-// moved on, and the edge does not pass a browser's abort on.
+// organization's previews a minute, a 429 with Retry-After. A page's
+// newer preview (by the sequence number its script sends, not by the
+// order requests arrive in) cancels its older one still rendering: the
+// page has moved on, and the edge does not pass a browser's abort on. An
+// older one arriving after a newer is answered 409 at once.
 func (c *Console) preview(w http.ResponseWriter, r *http.Request, st *state, body any) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	defer c.previews.start(st.session.id, cancel)()
+	seq, _ := strconv.ParseUint(r.PostFormValue("preview_seq"), 10, 64)
+	done, ok := c.previews.start(st.session.id+"/"+r.PostFormValue("preview_page"), seq, cancel)
+	if !ok {
+		writeRefusal(w, &apiError{Status: http.StatusConflict, Kind: "Conflict", Message: "A newer preview of this page has started."})
+		return
+	}
+	defer done()
 	r = r.WithContext(ctx)
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -77,32 +86,41 @@ func writeRefusal(w http.ResponseWriter, e *apiError) {
 	json.NewEncoder(w).Encode(e)
 }
 
-// inflight holds each session's preview in flight (in this process).
+// inflight holds each page's preview in flight (in this process), by
+// session and page.
 type inflight struct {
 	mu sync.Mutex
 	m  map[string]*previewRun
 }
 
-type previewRun struct{ cancel context.CancelFunc }
+type previewRun struct {
+	seq    uint64
+	cancel context.CancelFunc
+}
 
-// start records the session's new preview, cancelling the one before
-// it, and returns what to call when it ends.
-func (f *inflight) start(session string, cancel context.CancelFunc) (done func()) {
-	run := &previewRun{cancel: cancel}
+// start records the page's preview number seq, cancelling an older one
+// in flight, and returns what to call when it ends; ok is false when a
+// newer one is in flight (this one is stale). A client that numbers
+// nothing (seq 0 every time) has each preview cancel the one before.
+func (f *inflight) start(page string, seq uint64, cancel context.CancelFunc) (done func(), ok bool) {
+	run := &previewRun{seq: seq, cancel: cancel}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.m == nil {
 		f.m = map[string]*previewRun{}
 	}
-	if old := f.m[session]; old != nil {
+	if old := f.m[page]; old != nil {
+		if old.seq > seq {
+			return nil, false
+		}
 		old.cancel()
 	}
-	f.m[session] = run
-	f.mu.Unlock()
+	f.m[page] = run
 	return func() {
 		f.mu.Lock()
-		if f.m[session] == run {
-			delete(f.m, session)
+		if f.m[page] == run {
+			delete(f.m, page)
 		}
 		f.mu.Unlock()
-	}
+	}, true
 }

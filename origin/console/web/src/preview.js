@@ -30,8 +30,19 @@ export function refusalText(status, body, retryAfter) {
   return text;
 }
 
+/** Returns a random id for this page's previews (not secret). */
+function pageID() {
+  const bytes = new Uint8Array(8);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 function previewer(form) {
   const image = document.querySelector("[data-preview-image]");
+  // The server cancels this page's older preview by this number, whatever
+  // order the requests reach it in.
+  const page = pageID();
+  let seq = 0;
   const status = document.querySelector("[data-preview-status]");
   let timer = 0;
   let inFlight = null;
@@ -51,11 +62,15 @@ function previewer(form) {
     inFlight?.abort();
     const controller = new AbortController();
     inFlight = controller;
+    const fields = new URLSearchParams(new FormData(form));
+    seq += 1;
+    fields.set("preview_page", page);
+    fields.set("preview_seq", String(seq));
     say("Rendering…", true);
     try {
       const resp = await fetch(form.getAttribute("data-preview"), {
         method: "POST",
-        body: new URLSearchParams(new FormData(form)),
+        body: fields,
         credentials: "same-origin",
         signal: controller.signal,
       });
