@@ -105,11 +105,12 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	kb.b = opts.Key(kb.b)
 	var (
 		ent   *cache.Entry
+		body  io.ReadCloser // an L2 body on disk, sent with sendfile
 		level cache.Level
 		hit   bool
 	)
 	if caching {
-		ent, level, hit = e.lookup(kb.b)
+		ent, body, level, hit = e.lookupToSend(kb.b)
 	}
 	if !hit {
 		e.metrics.misses.Inc()
@@ -134,7 +135,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	} else {
 		e.metrics.hitsL2.Inc()
 	}
-	e.write(ctx, ent, format, opts.Download, id)
+	e.write(ctx, ent, body, format, opts.Download, id)
 	return true
 }
 
@@ -171,8 +172,24 @@ func appendLower(dst, s []byte) []byte {
 
 // write answers with a cached entry in format: 304 for a matching
 // If-None-Match, 206 for a satisfiable Range on a PDF, the whole body
-// otherwise. A download is named after the image id.
-func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format imaging.Format, download bool, id []byte) {
+// otherwise. A download is named after the image id. body is the open
+// file of an entry whose body is on disk (lookupToSend), nil otherwise;
+// write sees that it is closed.
+func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadCloser, format imaging.Format, download bool, id []byte) {
+	if body == nil && ent.OnDisk() { // not from lookupToSend
+		var ok bool
+		if body, ok = e.toSend(ent); !ok {
+			forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The cached image could not be read; try again"))
+			return
+		}
+	}
+	if body != nil {
+		defer func() {
+			if body != nil { // not handed to the response
+				body.Close()
+			}
+		}()
+	}
 	h := &ctx.Response.Header
 	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
 	if etag == nil { // an entry fresh from the origin, not (yet) from the cache
@@ -195,24 +212,58 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, format imaging.
 	if download {
 		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, format))
 	}
-	body := ent.Body
+	start, size := 0, ent.Len()
 	if format == imaging.PDF {
 		h.SetBytesKV(hdrAccept, valBytes)
 		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 && ifRange(ctx.Request.Header.PeekBytes(hdrIfRange), etag, lm) {
-			switch start, end, res := parseRange(rh, len(body)); res {
+			switch first, last, res := parseRange(rh, size); res {
 			case rangeUnsatisfiable:
 				ctx.SetStatusCode(fasthttp.StatusRequestedRangeNotSatisfiable)
-				h.Set("Content-Range", "bytes */"+strconv.Itoa(len(body)))
+				h.Set("Content-Range", "bytes */"+strconv.Itoa(size))
 				return
 			case rangePart:
 				ctx.SetStatusCode(fasthttp.StatusPartialContent)
-				h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(body)))
-				body = body[start : end+1]
+				h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+				start, size = first, last-first+1
 			}
 		}
 	}
-	e.metrics.bytes.Add(float64(len(body)))
-	ctx.Response.SetBodyRaw(body)
+	e.metrics.bytes.Add(float64(size))
+	if body == nil {
+		ctx.Response.SetBodyRaw(ent.Body[start : start+size])
+		return
+	}
+	e.sendFile(ctx, body, start, size, ent.Len())
+	body = nil
+}
+
+// sendFile hands size bytes from start of body, an entry's file on disk
+// of total bytes, to the response, which closes it: a whole file goes to the socket with
+// sendfile (fasthttp does so for an *os.File); a part is copied.
+func (e *Edge) sendFile(ctx *fasthttp.RequestCtx, body io.ReadCloser, start, size, total int) {
+	if start > 0 {
+		s, ok := body.(io.Seeker)
+		if !ok {
+			body.Close()
+			forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The cached body cannot be read in part; try again"))
+			return
+		}
+		if _, err := s.Seek(int64(start), io.SeekStart); err != nil {
+			body.Close()
+			forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The cached body could not be read; try again"))
+			return
+		}
+	}
+	if start+size < total {
+		body = partBody{io.LimitReader(body, int64(size)), body}
+	}
+	ctx.Response.SetBodyStream(body, size)
+}
+
+// partBody is a part of a file the response closes once sent.
+type partBody struct {
+	io.Reader
+	io.Closer
 }
 
 // etagMatch implements If-None-Match: "*" or a list holding the tag
@@ -379,6 +430,11 @@ func (e *Edge) derive(id string, format imaging.Format, opts imaging.Options, ri
 		return nil, apierr.BadRequest("PDF renditions take no transformation parameters")
 	}
 	masterKey := "i|" + id + "|png|"
+	fetchMaster := func() (*cache.Entry, error) {
+		return e.flight(masterKey, func() (*cache.Entry, error) {
+			return e.fetch("/v1/image/"+id+".png", rid, id, "")
+		})
+	}
 	var (
 		master *cache.Entry
 		ok     bool
@@ -386,19 +442,25 @@ func (e *Edge) derive(id string, format imaging.Format, opts imaging.Options, ri
 	if e.caching() {
 		master, _, ok = e.lookup([]byte(masterKey))
 	}
+	var masterBody []byte
+	if ok {
+		var err error
+		// A master L2 left on disk is read; gone since the lookup, it
+		// is fetched again.
+		masterBody, err = e.bodyOf(master)
+		ok = err == nil
+	}
 	if !ok {
 		var err error
-		master, err = e.flight(masterKey, func() (*cache.Entry, error) {
-			return e.fetch("/v1/image/"+id+".png", rid, id, "")
-		})
-		if err != nil {
+		if master, err = fetchMaster(); err != nil {
 			return nil, err
 		}
+		masterBody = master.Body
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(e.base, 30*time.Second)
 	defer cancel()
-	out, err := e.transform(ctx, func() ([]byte, error) { return imaging.Apply(ctx, master.Body, opts, format) })
+	out, err := e.transform(ctx, func() ([]byte, error) { return imaging.Apply(ctx, masterBody, opts, format) })
 	e.metrics.transform.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, err
@@ -461,13 +523,13 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 	uri := ctx.URI()
 	var format imaging.Format
 	kb.b, format = signedKey(kb.b[:0], uri.Path(), uri.QueryString())
-	if ent, level, hit := e.lookup(kb.b); hit {
+	if ent, body, level, hit := e.lookupToSend(kb.b); hit {
 		if level == cache.L1 {
 			e.metrics.hitsL1.Inc()
 		} else {
 			e.metrics.hitsL2.Inc()
 		}
-		e.write(ctx, ent, format, false, nil)
+		e.write(ctx, ent, body, format, false, nil)
 		return true
 	}
 	e.metrics.misses.Inc()
@@ -486,7 +548,7 @@ func (e *Edge) serveSigned(ctx *fasthttp.RequestCtx, kb *keyBuf, requestID []byt
 		e.answerFailure(ctx, err)
 		return true
 	}
-	e.write(ctx, ent, format, false, nil)
+	e.write(ctx, ent, nil, format, false, nil)
 	return true
 }
 

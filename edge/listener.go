@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -358,6 +359,15 @@ func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c) })
 	return err
+}
+
+// ReadFrom lets fasthttp's writer reach the socket's own ReadFrom, which
+// sends a file (an L2 body) with sendfile instead of copying it.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // String names the connection in logs.

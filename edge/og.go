@@ -243,7 +243,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	// as an edge without a purge channel serves every OG image.
 	caching := e.caching() && len(kb.b) <= cache.MaxKeyLen
 	if caching {
-		if ent, _, hit := e.cache.Get(kb.b); hit {
+		if ent, body, hit := e.getToSend(kb.b); hit {
 			now := e.og.now()
 			if now.Before(ent.FreshUntil) {
 				e.og.hitsFresh.Inc()
@@ -251,7 +251,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 				e.og.hitsStale.Inc()
 				e.revalidateOG(kb.b, len(domain), platform, requestID)
 			}
-			e.writeOG(ctx, ent, now)
+			e.writeOG(ctx, ent, body, now)
 			return
 		}
 	}
@@ -263,7 +263,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 		e.answerOGFailure(ctx, err)
 		return
 	}
-	e.writeOG(ctx, ent, e.og.now())
+	e.writeOG(ctx, ent, nil, e.og.now())
 }
 
 // ogTarget splits the path of an OG request, as sent, into its domain id
@@ -319,7 +319,7 @@ func badPagePath() *apierr.Error {
 // stale) and the origin's stale-while-revalidate, 304 for a matching
 // If-None-Match. Like write, it allocates nothing for an entry from the
 // cache.
-func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, now time.Time) {
+func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadCloser, now time.Time) {
 	h := &ctx.Response.Header
 	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
 	if etag == nil { // an entry fresh from the origin, not (yet) from the cache
@@ -336,11 +336,18 @@ func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, now time.Time
 	}
 	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		if body != nil {
+			body.Close()
+		}
 		return
 	}
 	h.SetContentTypeBytes(ct)
 	h.SetCanonical(canonNoSniff, valNoSniff)
-	e.metrics.bytes.Add(float64(len(ent.Body)))
+	e.metrics.bytes.Add(float64(ent.Len()))
+	if body != nil {
+		ctx.Response.SetBodyStream(body, ent.Len())
+		return
+	}
 	ctx.Response.SetBodyRaw(ent.Body)
 }
 

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -86,6 +87,54 @@ func (e *Edge) lookup(key []byte) (*cache.Entry, cache.Level, bool) {
 		return ent, cache.L1, true
 	}
 	return nil, cache.Miss, false
+}
+
+// lookupToSend is lookup for an answer: an entry whose body L2 left on
+// disk comes with that body open, for fasthttp to send with sendfile; the
+// answer closes it. A body gone since the lookup (a purge or an eviction
+// in between) or damaged makes it a miss.
+func (e *Edge) lookupToSend(key []byte) (*cache.Entry, io.ReadCloser, cache.Level, bool) {
+	ent, level, ok := e.lookup(key)
+	if !ok {
+		return nil, nil, cache.Miss, false
+	}
+	body, ok := e.toSend(ent)
+	if !ok {
+		return nil, nil, cache.Miss, false
+	}
+	return ent, body, level, true
+}
+
+// getToSend is lookupToSend for a caller that reads the cache alone (an
+// OG image: its fills are cached before they are answered).
+func (e *Edge) getToSend(key []byte) (*cache.Entry, io.ReadCloser, bool) {
+	ent, _, ok := e.cache.Get(key)
+	if !ok {
+		return nil, nil, false
+	}
+	body, ok := e.toSend(ent)
+	if !ok {
+		return nil, nil, false
+	}
+	return ent, body, true
+}
+
+// toSend opens ent's body when it is on disk; false means a miss.
+func (e *Edge) toSend(ent *cache.Entry) (io.ReadCloser, bool) {
+	if !ent.OnDisk() {
+		return nil, true
+	}
+	body, err := e.cache.OpenBody(ent)
+	return body, err == nil
+}
+
+// bodyOf returns ent's body in memory, reading it from L2 when it is on
+// disk there.
+func (e *Edge) bodyOf(ent *cache.Entry) ([]byte, error) {
+	if !ent.OnDisk() {
+		return ent.Body, nil
+	}
+	return e.cache.ReadBody(ent)
 }
 
 // pendingEntry returns key's entry while its put is under way, unless a

@@ -2,11 +2,15 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"hash/maphash"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,9 +34,10 @@ const (
 // use. Every entry in L1 is also in L2 (Put writes L2 first, L2 eviction and
 // purges drop from L1 too), so L2's indexes find every copy of an entry.
 type Cache struct {
-	cfg Config
-	db  *pebble.DB
-	l1  *ristretto.Cache[[]byte, *Entry]
+	cfg    Config
+	db     *pebble.DB
+	bodies *bodyFiles
+	l1     *ristretto.Cache[[]byte, *Entry]
 
 	seed1, seed2 maphash.Seed // L1's 128-bit key hash; seed1 also places ref bits and shards
 
@@ -67,7 +72,21 @@ type Cache struct {
 
 	collector prometheus.Collector
 	promote   bool // false in benchmarks that measure the bare L2 path
+	// promoteOneIn: an L2 hit on a body larger than readBelow is read and
+	// promoted to L1 once in promoteOneIn hits (drawn at random); the others
+	// are sent from their file.
+	promoteOneIn uint32
 }
+
+// L2 hits on bodies up to readBelow bytes are read into memory and
+// promoted, as sendfile saves nothing on them (fasthttp copies a body
+// stream of up to 8 KiB); larger ones once in promoteSample hits, so that
+// a body that is often asked for reaches L1 soon while the long tail is
+// sent from disk without a copy.
+const (
+	readBelow     = 8 << 10
+	promoteSample = 8
+)
 
 const numShards = 256
 
@@ -83,8 +102,8 @@ func Open(cfg Config) (*Cache, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	fs := cfg.fs
-	if fs == nil {
+	fs, osFS := cfg.fs, cfg.fs == nil
+	if osFS {
 		fs = vfs.Default
 	}
 	if err := fs.MkdirAll(cfg.Dir, 0o700); err != nil {
@@ -94,9 +113,15 @@ func Open(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open edge cache %s: %w", cfg.Dir, err)
 	}
+	bodies, err := openBodyFiles(fs, cfg.Dir, osFS)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	c := &Cache{
 		cfg:     cfg,
 		db:      db,
+		bodies:  bodies,
 		seed1:   maphash.MakeSeed(),
 		seed2:   maphash.MakeSeed(),
 		purges:  newPurgeLog(purgeLogSize),
@@ -107,6 +132,8 @@ func Open(cfg Config) (*Cache, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		promote: true,
+
+		promoteOneIn: promoteSample,
 	}
 	if err := c.load(); err != nil {
 		db.Close()
@@ -179,10 +206,16 @@ func (c *Cache) load() error {
 	case err != nil:
 		return err
 	default:
-		ok := string(v) == formatName
+		layout := string(v)
 		closer.Close()
-		if !ok {
-			return fmt.Errorf("%w: layout %q, want %q", ErrNotCacheDir, v, formatName)
+		switch layout {
+		case formatName:
+		case formatOld:
+			if err := c.emptyOldLayout(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: layout %q, want %q", ErrNotCacheDir, layout, formatName)
 		}
 	}
 	it, err := c.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMeta}, UpperBound: []byte{prefixMeta + 1}})
@@ -191,6 +224,7 @@ func (c *Cache) load() error {
 	}
 	var size, entries int64
 	var bad [][]byte
+	named := map[uint64][]byte{} // body file → key, until the files are listed
 	for it.First(); it.Valid(); it.Next() {
 		m, err := decodeMeta(it.Value())
 		if err != nil {
@@ -200,10 +234,17 @@ func (c *Cache) load() error {
 		size += m.size
 		entries++
 		c.nextSeq = max(c.nextSeq, m.seq+1)
+		named[m.file] = append([]byte(nil), it.Key()[1:]...)
 	}
 	if err := it.Close(); err != nil {
 		return err
 	}
+	lost, err := c.matchBodies(named)
+	if err != nil {
+		return err
+	}
+	size -= lost.size
+	entries -= lost.entries
 	if len(bad) > 0 {
 		b := c.db.NewBatch()
 		for _, key := range bad {
@@ -230,6 +271,63 @@ func (c *Cache) load() error {
 		c.nextSeq = max(c.nextSeq, beUint64(it.Key()[1:])+1)
 	}
 	return it.Close()
+}
+
+// emptyOldLayout drops a cache of the layout that kept bodies in pebble
+// (it is a cache: what it held is fetched again) and claims the directory
+// for this one.
+func (c *Cache) emptyOldLayout() error {
+	slog.Info("edge cache emptied: its layout predates body files", "layout", formatOld)
+	if err := c.db.DeleteRange([]byte{0}, []byte{0xff}, pebble.Sync); err != nil {
+		return err
+	}
+	if err := c.db.Set([]byte(formatKey), []byte(formatName), pebble.Sync); err != nil {
+		return err
+	}
+	return c.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+}
+
+// dropped counts the records Open drops.
+type dropped struct{ size, entries int64 }
+
+// matchBodies pairs the records with the body files: a file no record
+// names (a crash came between writing it and committing its entry, or
+// between a deletion and the removal of its file) is removed; a record
+// whose file is gone (its directory entry was lost in a crash) is dropped.
+// It sets the next file number above every file found.
+func (c *Cache) matchBodies(named map[uint64][]byte) (lost dropped, err error) {
+	last := uint64(0)
+	err = c.bodies.list(func(n uint64) {
+		last = max(last, n)
+		if _, ok := named[n]; ok {
+			delete(named, n)
+			return
+		}
+		c.bodies.remove(n)
+	})
+	if err != nil {
+		return lost, err
+	}
+	c.bodies.next.Store(last + 1)
+	if len(named) == 0 {
+		return lost, nil
+	}
+	b := c.db.NewBatch()
+	defer b.Close()
+	for _, key := range named {
+		m, found, err := c.readMeta(key)
+		if err != nil || !found {
+			return lost, fmt.Errorf("reread meta: %w", err)
+		}
+		c.deleteEntry(b, key, &m)
+		lost.size += m.size
+		lost.entries++
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return lost, err
+	}
+	slog.Warn("edge cache dropped records whose body files are gone", "count", lost.entries)
+	return lost, nil
 }
 
 func (c *Cache) empty() (bool, error) {
@@ -264,8 +362,12 @@ func (c *Cache) Close() error {
 	}
 	c.l1.Close()
 	// Puts and evictions commit without fsync; one synced record makes
-	// everything before it in the WAL durable.
-	err := c.db.LogData(nil, pebble.Sync)
+	// everything before it in the WAL durable, once the directories hold
+	// the names of the body files it refers to.
+	err := c.bodies.syncDirs()
+	if err == nil {
+		err = c.db.LogData(nil, pebble.Sync)
+	}
 	if cerr := c.db.Close(); err == nil {
 		err = cerr
 	}
@@ -282,9 +384,17 @@ func (c *Cache) Get(key []byte) (*Entry, Level, bool) { return c.get(key, true) 
 
 // Recheck is Get for a caller that already counted its miss: one that
 // missed, then found no fill of the key under way, looks again in case a
-// fill finished in between. A miss is not counted twice.
+// fill finished in between. A miss is not counted twice. The entry's body
+// is in memory, as a fill's is.
 func (c *Cache) Recheck(key []byte) (*Entry, bool) {
 	e, _, ok := c.get(key, false)
+	if ok && e.onDisk {
+		body, err := c.ReadBody(e)
+		if err != nil {
+			return nil, false
+		}
+		e.Body, e.onDisk = body, false // e is this call's own
+	}
 	return e, ok
 }
 
@@ -324,26 +434,72 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	e, err := decodeValue(v)
 	closer.Close()
 	if err != nil {
-		c.stats.l2Corrupt.Add(1)
-		slog.Warn("edge cache corrupt entry", "key", string(key), "err", err)
-		select {
-		case c.repairs <- append([]byte(nil), key...):
-		default: // the maintainer is busy; the next read finds it again
-		}
+		c.reportCorrupt(key, err)
 		return nil, Miss, false
+	}
+	read := e.size <= readBelow || (c.promote && rand.Uint32N(c.promoteOneIn) == 0)
+	if read {
+		body, err := c.bodies.read(e)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			c.reportCorrupt(key, err)
+			return nil, Miss, false
+		case err != nil: // removed since the value was read, most likely
+			return nil, Miss, false
+		}
+		e.Body, e.onDisk = body, false
 	}
 	e.prepare(key, h)
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)
 	// Promote unless a write to this shard (Put, purge, eviction) started
 	// since the read: what was read may be stale now. TryRLock never waits.
-	if c.promote && s.mu.TryRLock() {
+	if read && c.promote && s.mu.TryRLock() {
 		if s.gen.Load() == gen {
 			c.l1.Set(e.key, e, e.cost)
 		}
 		s.mu.RUnlock()
 	}
 	return e, L2, true
+}
+
+// reportCorrupt counts a corrupt L2 record of key and has the maintainer drop it.
+func (c *Cache) reportCorrupt(key []byte, err error) {
+	c.stats.l2Corrupt.Add(1)
+	slog.Warn("edge cache corrupt entry", "key", string(key), "err", err)
+	select {
+	case c.repairs <- append([]byte(nil), key...):
+	default: // the maintainer is busy; the next read finds it again
+	}
+}
+
+// OpenBody opens the body of e, an entry Get returned with OnDisk true, to
+// send it: an *os.File, which fasthttp hands to the socket with sendfile.
+// The caller closes it. An error (the entry was purged or evicted since
+// the Get, or its file is damaged) means a miss: fetch it again.
+func (c *Cache) OpenBody(e *Entry) (io.ReadCloser, error) {
+	if !e.onDisk {
+		return nil, fmt.Errorf("%w: the body is in memory", ErrInvalidEntry)
+	}
+	f, err := c.bodies.open(e)
+	if errors.Is(err, ErrCorrupt) {
+		c.reportCorrupt(e.key, err)
+	}
+	return f, err
+}
+
+// ReadBody returns e's body: Body, or the file of an entry on disk, read
+// and checked against its checksum. An error means a miss, as for
+// OpenBody.
+func (c *Cache) ReadBody(e *Entry) ([]byte, error) {
+	if !e.onDisk {
+		return e.Body, nil
+	}
+	body, err := c.bodies.read(e)
+	if errors.Is(err, ErrCorrupt) {
+		c.reportCorrupt(e.key, err)
+	}
+	return body, err
 }
 
 // fence makes promotions of key that read L2 before now give up; those that
@@ -407,10 +563,27 @@ func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
 	if y := e.StoredAt.Year(); y < 1970 || y > 9999 {
 		e.StoredAt = time.Now().UTC()
 	}
+	e.size = len(in.Body)
 	valueLen := encodedLen(e)
-	if int64(valueLen) > c.cfg.MaxEntryBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, valueLen, c.cfg.MaxEntryBytes)
+	if n := int64(valueLen) + int64(e.size); n > c.cfg.MaxEntryBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, c.cfg.MaxEntryBytes)
 	}
+	if c.Purged(ep, e) { // spare the file; checked again below
+		c.stats.putsDropped.Add(1)
+		return ErrPurged
+	}
+	e.sum = crc32.Checksum(e.Body, castagnoli)
+	file, err := c.bodies.write(e.Body)
+	if err != nil {
+		return fmt.Errorf("cache put: %w", err)
+	}
+	e.file = file
+	committed := false
+	defer func() {
+		if !committed {
+			c.bodies.remove(file)
+		}
+	}()
 	e.prepare(key, c.hash(key))
 
 	// Encode outside the lock, straight into the batch.
@@ -423,7 +596,7 @@ func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
 	if err := op.Finish(); err != nil {
 		return fmt.Errorf("cache put: %w", err)
 	}
-	m := meta{size: entrySize(key, e, valueLen), valueLen: uint32(valueLen), org: e.OrgID, image: e.ImageID, tag: e.Tag}
+	m := meta{size: entrySize(key, e, valueLen), valueLen: uint32(valueLen), file: file, org: e.OrgID, image: e.ImageID, tag: e.Tag}
 
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -447,6 +620,10 @@ func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
 	c.setIndexes(b, key, &m)
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("cache put: %w", err)
+	}
+	committed = true
+	if found {
+		c.bodies.remove(old.file)
 	}
 	c.nextSeq++
 	c.stats.puts.Add(1)
@@ -553,6 +730,7 @@ func (c *Cache) Delete(key []byte) (bool, error) {
 	}
 	switch {
 	case found:
+		c.bodies.remove(m.file)
 		c.stats.l2Bytes.Add(-m.size)
 		c.stats.l2Entries.Add(-1)
 	case corrupt:
@@ -603,6 +781,11 @@ func (c *Cache) purge(k kind, id string) (int, error) {
 		lower = append(indexKey(k, id, keys[len(keys)-1]), 0)
 	}
 	if wrote {
+		// The sync also makes the Puts before the purge durable, body
+		// files included.
+		if err := c.bodies.syncDirs(); err != nil {
+			return n, fmt.Errorf("purge %s %s: %w", k, id, err)
+		}
 		if err := c.db.LogData(nil, pebble.Sync); err != nil {
 			return n, fmt.Errorf("purge %s %s: sync: %w", k, id, err)
 		}
@@ -633,6 +816,7 @@ func (c *Cache) indexKeys(lower, upper []byte, skip int) ([][]byte, error) {
 func (c *Cache) purgeKeys(k kind, id string, keys [][]byte) (removed int, freed int64, err error) {
 	b := c.db.NewBatch()
 	defer b.Close()
+	files := make([]uint64, 0, len(keys))
 	for _, key := range keys {
 		m, found, err := c.readMeta(key)
 		switch {
@@ -649,11 +833,15 @@ func (c *Cache) purgeKeys(k kind, id string, keys [][]byte) (removed int, freed 
 			continue
 		}
 		c.deleteEntry(b, key, &m)
+		files = append(files, m.file)
 		removed++
 		freed += m.size
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, 0, err
+	}
+	for _, f := range files {
+		c.bodies.remove(f)
 	}
 	return removed, freed, nil
 }

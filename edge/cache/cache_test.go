@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -114,12 +115,33 @@ func (c *Cache) scanned(t testing.TB) (size, entries int64) {
 	return size, entries
 }
 
-func sameEntry(t testing.TB, got, want *Entry) {
+// sameEntry compares got with want, reading got's body from c when it is
+// on disk; with a nil c (a decoded value alone) it compares the body's
+// length and checksum.
+func sameEntry(t testing.TB, c *Cache, got, want *Entry) {
 	t.Helper()
-	if !bytes.Equal(got.Body, want.Body) || got.ContentType != want.ContentType || got.ETag != want.ETag ||
+	body := got.Body
+	switch {
+	case got.OnDisk() && c != nil:
+		var err error
+		if body, err = c.ReadBody(got); err != nil {
+			t.Fatalf("body of an entry on disk: %v", err)
+		}
+	case got.OnDisk():
+		if got.size != len(want.Body) || got.sum != crc32.Checksum(want.Body, castagnoli) {
+			t.Fatalf("body of %d bytes, sum %08x; want %d bytes", got.size, got.sum, len(want.Body))
+		}
+		body = want.Body
+	}
+	if got.Len() != len(want.Body) {
+		t.Fatalf("Len %d, want %d", got.Len(), len(want.Body))
+	}
+	if !bytes.Equal(body, want.Body) || got.ContentType != want.ContentType || got.ETag != want.ETag ||
 		!got.LastModified.Equal(want.LastModified) || got.OrgID != want.OrgID || got.ImageID != want.ImageID || got.Tag != want.Tag ||
 		!got.FreshUntil.Equal(want.FreshUntil) || got.StaleWhileRevalidate != want.StaleWhileRevalidate || got.Validator != want.Validator {
-		t.Fatalf("entry differs:\n got %+v\nwant %+v", got, want)
+		g, w := *got, *want
+		g.Body, w.Body = nil, nil
+		t.Fatalf("entry differs (bodies equal: %v, %d vs %d bytes, on disk %v):\n got %+v\nwant %+v", bytes.Equal(body, want.Body), len(body), len(want.Body), got.OnDisk(), g, w)
 	}
 }
 
@@ -156,6 +178,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestPutGet(t *testing.T) {
 	c := openCache(t, testConfig(t))
+	c.promoteOneIn = 1 // every L2 hit is read and promoted
 	tests := []struct {
 		name  string
 		key   string
@@ -175,7 +198,7 @@ func TestPutGet(t *testing.T) {
 			if !ok || lvl != L1 {
 				t.Fatalf("Get after Put = %v, %v; want an L1 hit", lvl, ok)
 			}
-			sameEntry(t, got, tt.entry)
+			sameEntry(t, c, got, tt.entry)
 			if got == tt.entry {
 				t.Fatal("Get returned the caller's Entry, want the cache's copy")
 			}
@@ -198,7 +221,7 @@ func TestPutGet(t *testing.T) {
 			if !ok || lvl != L2 {
 				t.Fatalf("Get after dropping L1 = %v, %v; want an L2 hit", lvl, ok)
 			}
-			sameEntry(t, got2, tt.entry)
+			sameEntry(t, c, got2, tt.entry)
 			if !got2.StoredAt.Equal(got.StoredAt) || !bytes.Equal(got2.LastModifiedBytes(), got.LastModifiedBytes()) {
 				t.Fatalf("L2 copy differs in times: %v %q", got2.StoredAt, got2.LastModifiedBytes())
 			}
@@ -312,7 +335,7 @@ func TestReopenServesL2(t *testing.T) {
 		if !ok || lvl != L2 {
 			t.Fatalf("Get %s after reopen = %v, %v; want an L2 hit", key, lvl, ok)
 		}
-		sameEntry(t, got, e)
+		sameEntry(t, c, got, e)
 	}
 	// Indexes survived too.
 	if n, err := c.PurgeImage("3"); err != nil || n != 5 {
@@ -397,10 +420,11 @@ func TestCorruptL2IsAMiss(t *testing.T) {
 		name string
 		f    func([]byte) []byte
 	}{
-		{"flipped body bit", func(v []byte) []byte { v[len(v)/2] ^= 0x10; return v }},
+		{"flipped string bit", func(v []byte) []byte { v[valueHeaderLen+2] ^= 0x10; return v }},
 		{"flipped header bit", func(v []byte) []byte { v[3] ^= 1; return v }},
+		{"flipped body checksum", func(v []byte) []byte { v[49] ^= 1; return v }},
 		{"flipped checksum", func(v []byte) []byte { v[len(v)-1] ^= 0xff; return v }},
-		{"truncated", func(v []byte) []byte { return v[:len(v)-100] }},
+		{"truncated", func(v []byte) []byte { return v[:len(v)-10] }},
 		{"cut to the header", func(v []byte) []byte { return v[:valueHeaderLen] }},
 		{"empty", func([]byte) []byte { return nil }},
 		{"appended bytes", func(v []byte) []byte { return append(v, 1, 2, 3) }},
@@ -491,6 +515,9 @@ func TestEvictionKeepsL2UnderCap(t *testing.T) {
 	if size != s.L2Bytes || entries != s.L2Entries {
 		t.Fatalf("tracked %d bytes %d entries, scanned %d, %d", s.L2Bytes, s.L2Entries, size, entries)
 	}
+	if files, bytes := c.bodyFiles(t); int64(files) != entries || bytes > cfg.DiskBytes {
+		t.Fatalf("%d body files of %d bytes for %d entries under a cap of %d", files, bytes, entries, cfg.DiskBytes)
+	}
 	// FIFO: the first are gone from both levels, the last are there.
 	for i := range n {
 		key := fmt.Sprintf("k%03d", i)
@@ -516,6 +543,9 @@ func TestEvictionKeepsL2UnderCap(t *testing.T) {
 	}
 	if int64(total) != s.L2Entries || c.Stats().L2Bytes != 0 {
 		t.Fatalf("purged %d of %d entries, %d bytes left", total, s.L2Entries, c.Stats().L2Bytes)
+	}
+	if files, _ := c.bodyFiles(t); files != 0 {
+		t.Fatalf("%d body files left after purging everything", files)
 	}
 }
 
@@ -938,8 +968,8 @@ func TestHammer(t *testing.T) {
 				case op < 55:
 					if e, _, ok := c.Get([]byte(keyOf(i))); ok {
 						hits.Add(1)
-						if e.ImageID != fmt.Sprint(i%images) || len(e.Body) < 1000 {
-							t.Errorf("Get %s returned %s/%d bytes", keyOf(i), e.ImageID, len(e.Body))
+						if e.ImageID != fmt.Sprint(i%images) || e.Len() < 1000 {
+							t.Errorf("Get %s returned %s/%d bytes", keyOf(i), e.ImageID, e.Len())
 						}
 					}
 				case op < 96:

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -12,21 +11,24 @@ import (
 
 // L2 layout. Every record's key starts with one byte naming its kind:
 //
-//	'v' key               value: the entry (valueVersion layout below)
+//	'v' key               value: the entry but its body (valueVersion layout below)
 //	'm' key               meta:  seq, size, value length, owner ids; crc32c
 //	'q' seq (8 bytes BE)  queue: key; the FIFO of the eviction clock
 //	'x' kind len(id) id key  index: empty; kind is 'i' image, 'o' org, 't' tag
 //	'f'                   the layout's name, formatName
 //
 // One pebble batch writes or deletes all of an entry's records, so they are
-// consistent after a crash.
+// consistent after a crash. The body is a file (bodies.go), written and
+// synced before the batch that names it commits.
 const (
 	prefixValue = 'v'
 	prefixMeta  = 'm'
 	prefixQueue = 'q'
 	prefixIndex = 'x'
 	formatKey   = "f"
-	formatName  = "pictor-edge-cache/1"
+	formatName  = "pictor-edge-cache/2"
+	// formatOld is the layout that kept bodies in pebble: Open empties it.
+	formatOld = "pictor-edge-cache/1"
 )
 
 // kind names the owner an index maps to keys.
@@ -50,32 +52,33 @@ func (k kind) String() string {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Value layout, little-endian:
+// Value layout, little-endian. The body is not in the value: it is a file
+// of its own (bodies.go), which the value names with its length and
+// checksum.
 //
-//	0  version (1)     1  flags (0, or flagRevalidates)
+//	0  version (2)     1  flags (0, or flagRevalidates)
 //	2  Last-Modified   int64 Unix seconds, then uint32 nanoseconds
 //	14 StoredAt        int64 Unix seconds, then uint32 nanoseconds
 //	26 lengths         uint16 ContentType, ETag, OrgID, ImageID, Tag
 //	36 body length     uint32
-//	40 ContentType ETag OrgID ImageID Tag Body
+//	40 body file       uint64, its number under bodies/
+//	48 body checksum   uint32, crc32c of the body
+//	52 ContentType ETag OrgID ImageID Tag
 //	n-4 crc32c of bytes [0, n-4)
 //
 // With flagRevalidates (an entry with a FreshUntil: an OG image), 18 bytes
 // follow the header and the strings end with the Validator:
 //
-//	40 FreshUntil      int64 Unix seconds, then uint32 nanoseconds
-//	52 stale-while-revalidate  uint32 seconds
-//	56 length          uint16 Validator
-//	58 ContentType ETag OrgID ImageID Tag Validator Body
-//
-// Entries without a FreshUntil (images) are written as before the flag
-// existed, and values written then read as entries that never go stale.
+//	52 FreshUntil      int64 Unix seconds, then uint32 nanoseconds
+//	64 stale-while-revalidate  uint32 seconds
+//	68 length          uint16 Validator
+//	70 ContentType ETag OrgID ImageID Tag Validator
 const (
-	valueVersion   = 1
-	valueHeaderLen = 40
+	valueVersion   = 2
+	valueHeaderLen = 52
 	revalidateLen  = 18
 	trailerLen     = 4
-	maxBodyLen     = math.MaxUint32 - valueHeaderLen - revalidateLen - 6*math.MaxUint16 - trailerLen
+	maxBodyLen     = math.MaxUint32
 
 	flagRevalidates = 1 << 0
 )
@@ -87,7 +90,7 @@ const (
 )
 
 func encodedLen(e *Entry) int {
-	n := valueHeaderLen + len(e.ContentType) + len(e.ETag) + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + len(e.Body) + trailerLen
+	n := valueHeaderLen + len(e.ContentType) + len(e.ETag) + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + trailerLen
 	if e.revalidates() {
 		n += revalidateLen + len(e.Validator)
 	}
@@ -95,8 +98,9 @@ func encodedLen(e *Entry) int {
 }
 
 // encodeValue writes e into dst, which is exactly encodedLen(e) long. The
-// caller has validated e (string lengths fit their uint16 fields) and kept
-// whole seconds of its StaleWhileRevalidate.
+// caller has validated e (string lengths fit their uint16 fields), kept
+// whole seconds of its StaleWhileRevalidate and set its body's file,
+// length and checksum.
 func encodeValue(dst []byte, e *Entry) {
 	dst[0], dst[1] = valueVersion, 0
 	putTime(dst[2:], e.LastModified)
@@ -105,7 +109,9 @@ func encodeValue(dst []byte, e *Entry) {
 	for i, s := range strs {
 		binary.LittleEndian.PutUint16(dst[26+2*i:], uint16(len(s)))
 	}
-	binary.LittleEndian.PutUint32(dst[36:], uint32(len(e.Body)))
+	binary.LittleEndian.PutUint32(dst[36:], uint32(e.size))
+	binary.LittleEndian.PutUint64(dst[40:], e.file)
+	binary.LittleEndian.PutUint32(dst[48:], e.sum)
 	off := valueHeaderLen
 	if e.revalidates() {
 		dst[1] |= flagRevalidates
@@ -120,7 +126,6 @@ func encodeValue(dst []byte, e *Entry) {
 	if e.revalidates() {
 		off += copy(dst[off:], e.Validator)
 	}
-	off += copy(dst[off:], e.Body)
 	binary.LittleEndian.PutUint32(dst[off:], crc32.Checksum(dst[:off], castagnoli))
 }
 
@@ -142,7 +147,8 @@ func getTime(src []byte) (time.Time, bool) {
 }
 
 // decodeValue checks and decodes an L2 value into a new Entry that owns its
-// memory (src may be pebble's buffer). Any defect is an ErrCorrupt.
+// memory (src may be pebble's buffer) and whose body is on disk. Any defect
+// is an ErrCorrupt.
 func decodeValue(src []byte) (*Entry, error) {
 	n := len(src)
 	if n < valueHeaderLen+trailerLen {
@@ -183,9 +189,12 @@ func decodeValue(src []byte) (*Entry, error) {
 		total += revalidateLen + lens[5]
 		off += revalidateLen
 	}
-	bodyLen := int(binary.LittleEndian.Uint32(src[36:]))
-	if total+bodyLen != n {
-		return nil, fmt.Errorf("%w: value lengths add up to %d, have %d bytes", ErrCorrupt, total+bodyLen, n)
+	if total != n {
+		return nil, fmt.Errorf("%w: value lengths add up to %d, have %d bytes", ErrCorrupt, total, n)
+	}
+	file := binary.LittleEndian.Uint64(src[40:])
+	if file == 0 {
+		return nil, fmt.Errorf("%w: value names no body file", ErrCorrupt)
 	}
 	var strs [6]string
 	for i, l := range lens {
@@ -193,7 +202,6 @@ func decodeValue(src []byte) (*Entry, error) {
 		off += l
 	}
 	e := &Entry{
-		Body:                 bytes.Clone(src[off : off+bodyLen]), // no zeroing first
 		ContentType:          strs[0],
 		ETag:                 strs[1],
 		LastModified:         lastMod,
@@ -204,6 +212,10 @@ func decodeValue(src []byte) (*Entry, error) {
 		FreshUntil:           fresh,
 		StaleWhileRevalidate: swr,
 		Validator:            strs[5],
+		file:                 file,
+		size:                 int(binary.LittleEndian.Uint32(src[36:])),
+		sum:                  binary.LittleEndian.Uint32(src[48:]),
+		onDisk:               true,
 	}
 	if err := e.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -216,6 +228,7 @@ type meta struct {
 	seq      uint64 // the entry's queue position
 	size     int64  // bytes of all its records, counted against DiskBytes
 	valueLen uint32 // for pebble's DeleteSized
+	file     uint64 // its body's file under bodies/
 	org      string
 	image    string
 	tag      string
@@ -237,14 +250,18 @@ func (m *meta) ids() []purgeKey {
 	return out
 }
 
-const metaVersion = 1
+const (
+	metaVersion   = 2
+	metaHeaderLen = 1 + 8 + 8 + 4 + 8
+)
 
 func encodeMeta(m *meta) []byte {
-	b := make([]byte, 0, 1+8+8+4+3+len(m.org)+len(m.image)+len(m.tag)+trailerLen)
+	b := make([]byte, 0, metaHeaderLen+3+len(m.org)+len(m.image)+len(m.tag)+trailerLen)
 	b = append(b, metaVersion)
 	b = binary.BigEndian.AppendUint64(b, m.seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.size))
 	b = binary.BigEndian.AppendUint32(b, m.valueLen)
+	b = binary.BigEndian.AppendUint64(b, m.file)
 	for _, s := range [...]string{m.org, m.image, m.tag} {
 		b = append(b, byte(len(s)))
 		b = append(b, s...)
@@ -255,7 +272,7 @@ func encodeMeta(m *meta) []byte {
 func decodeMeta(src []byte) (meta, error) {
 	var m meta
 	n := len(src)
-	if n < 1+8+8+4+3+trailerLen {
+	if n < metaHeaderLen+3+trailerLen {
 		return m, fmt.Errorf("%w: meta of %d bytes", ErrCorrupt, n)
 	}
 	if crc32.Checksum(src[:n-trailerLen], castagnoli) != binary.LittleEndian.Uint32(src[n-trailerLen:]) {
@@ -267,11 +284,12 @@ func decodeMeta(src []byte) (meta, error) {
 	m.seq = binary.BigEndian.Uint64(src[1:])
 	size := binary.BigEndian.Uint64(src[9:])
 	m.valueLen = binary.BigEndian.Uint32(src[17:])
-	if size > math.MaxInt64 {
-		return m, fmt.Errorf("%w: meta size %d", ErrCorrupt, size)
+	m.file = binary.BigEndian.Uint64(src[21:])
+	if size > math.MaxInt64 || m.file == 0 {
+		return m, fmt.Errorf("%w: meta size %d, body file %d", ErrCorrupt, size, m.file)
 	}
 	m.size = int64(size)
-	rest := src[21 : n-trailerLen]
+	rest := src[metaHeaderLen : n-trailerLen]
 	var strs [3]string
 	for i := range strs {
 		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
@@ -319,11 +337,13 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// entrySize is what an entry's records count against DiskBytes: keys and
-// values of its value, meta, queue and index records.
+// entrySize is what an entry counts against DiskBytes: its body file in
+// whole blocks of the file system, and the keys and values of its value,
+// meta, queue and index records.
 func entrySize(key []byte, e *Entry, valueLen int) int64 {
-	n := 1 + len(key) + valueLen // value
-	n += 1 + len(key) + 1 + 8 + 8 + 4 + 3 + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + trailerLen
+	n := (e.size + fileBlock - 1) / fileBlock * fileBlock
+	n += 1 + len(key) + valueLen // value
+	n += 1 + len(key) + metaHeaderLen + 3 + len(e.OrgID) + len(e.ImageID) + len(e.Tag) + trailerLen
 	n += 9 + len(key) // queue
 	for _, id := range [...]string{e.OrgID, e.ImageID, e.Tag} {
 		if id != "" {

@@ -3,14 +3,19 @@ package cache
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"testing"
 	"time"
 )
 
+// encode encodes e as Put would, its body in file 1 unless it is on disk.
 func encode(e *Entry) []byte {
+	if !e.onDisk {
+		c := *e
+		c.file, c.size, c.sum = 1, len(e.Body), crc32.Checksum(e.Body, castagnoli)
+		e = &c
+	}
 	v := make([]byte, encodedLen(e))
 	encodeValue(v, e)
 	return v
@@ -41,7 +46,7 @@ func TestValueRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			sameEntry(t, got, tt.e)
+			sameEntry(t, nil, got, tt.e)
 			if !got.StoredAt.Equal(tt.e.StoredAt) {
 				t.Fatalf("StoredAt %v, want %v", got.StoredAt, tt.e.StoredAt)
 			}
@@ -67,11 +72,12 @@ func TestValueCorruption(t *testing.T) {
 		{"short", func(v []byte) []byte { return v[:10] }},
 		{"truncated by one", func(v []byte) []byte { return v[:len(v)-1] }},
 		{"bit flip", func(v []byte) []byte { v[50] ^= 4; return v }},
-		{"unknown version", func(v []byte) []byte { v[0] = 2; return withCRC(v) }},
+		{"the layout with bodies inside", func(v []byte) []byte { v[0] = 1; return withCRC(v) }},
+		{"unknown version", func(v []byte) []byte { v[0] = 3; return withCRC(v) }},
 		{"revalidation flag on an entry without its fields", func(v []byte) []byte { v[1] = flagRevalidates; return withCRC(v) }},
 		{"unknown flag", func(v []byte) []byte { v[1] = 2; return withCRC(v) }},
 		{"nanoseconds out of range", func(v []byte) []byte { binary.LittleEndian.PutUint32(v[10:], 1e9); return withCRC(v) }},
-		{"body length too long", func(v []byte) []byte { binary.LittleEndian.PutUint32(v[36:], 101); return withCRC(v) }},
+		{"no body file", func(v []byte) []byte { binary.LittleEndian.PutUint64(v[40:], 0); return withCRC(v) }},
 		{"string length too long", func(v []byte) []byte { binary.LittleEndian.PutUint16(v[26:], 0xffff); return withCRC(v) }},
 		{"invalid etag", func(v []byte) []byte { v[valueHeaderLen+len("image/png")] = 'W'; return withCRC(v) }},
 	}
@@ -116,35 +122,8 @@ func TestValueOfOGCorruption(t *testing.T) {
 	}
 }
 
-// oldValue is an image entry as the layout wrote it before entries had a
-// freshness (encoded by that version's encodeValue).
-const oldValue = "010000f15365000000000000000064f1536500000000050000000900050005000500050007000000696d6167652f706e6722616263226f72675f31696d675f316170695f316f6c6420706e6747226aea"
-
-// TestValueWrittenBeforeFreshness: values written before the revalidation
-// fields existed read as entries that never go stale, and an image entry
-// is still written byte for byte as then.
-func TestValueWrittenBeforeFreshness(t *testing.T) {
-	v, err := hex.DecodeString(oldValue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeValue(v)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	want := &Entry{Body: []byte("old png"), ContentType: "image/png", ETag: `"abc"`,
-		LastModified: time.Unix(1_700_000_000, 0).UTC(), OrgID: "org_1", ImageID: "img_1", Tag: "api_1"}
-	sameEntry(t, got, want)
-	if !got.FreshUntil.IsZero() || got.StaleWhileRevalidate != 0 || got.Validator != "" {
-		t.Fatalf("an old entry has a freshness: %+v", got)
-	}
-	if !bytes.Equal(encode(got), v) {
-		t.Fatalf("an image entry is no longer written as before:\n got %x\nwant %x", encode(got), v)
-	}
-}
-
 func TestMetaRoundTrip(t *testing.T) {
-	m := meta{seq: 1 << 40, size: 12345, valueLen: 999, org: "o", image: "", tag: "api"}
+	m := meta{seq: 1 << 40, size: 12345, valueLen: 999, file: 77, org: "o", image: "", tag: "api"}
 	v := encodeMeta(&m)
 	got, err := decodeMeta(v)
 	if err != nil || got != m {
@@ -180,7 +159,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(newEntry("o", "i", "t", 64, 1)))
 	f.Add(encode(&Entry{ContentType: "image/png", ETag: `"x"`, OrgID: "o", ImageID: "i"}))
 	f.Add(encode(newOGEntry("o", "og:c", `"v"`, 64, 2)))
-	f.Add(encodeMeta(&meta{seq: 7, size: 100, valueLen: 50, org: "o", image: "i"}))
+	f.Add(encodeMeta(&meta{seq: 7, size: 100, valueLen: 50, file: 3, org: "o", image: "i"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sealed := binary.LittleEndian.AppendUint32(append([]byte(nil), data...), crc32.Checksum(data, castagnoli))

@@ -55,9 +55,9 @@ func TestCrash(t *testing.T) {
 					if !ok {
 						t.Fatalf("%s, synced by the purge, was lost", key)
 					}
-					sameEntry(t, got, e)
+					sameEntry(t, c2, got, e)
 				case ok:
-					sameEntry(t, got, e)
+					sameEntry(t, c2, got, e)
 				default:
 					lost++
 				}

@@ -12,6 +12,9 @@ import (
 // goroutines and immutable: never modify one, its Body or the slices its
 // methods return.
 type Entry struct {
+	// Body is the response body. It is nil in an entry Get found in L2 and
+	// left there: Len is its length, and Cache.OpenBody (to send it) or
+	// Cache.ReadBody (to use it) reach it.
 	Body        []byte
 	ContentType string
 	// ETag is a strong, quoted entity tag: "abc", never W/"abc".
@@ -48,7 +51,25 @@ type Entry struct {
 	lastMod  []byte // LastModified in http.TimeFormat, nil when zero
 	ref      uint32 // second-chance bit of the L2 eviction queue
 	cost     int64  // L1 cost in bytes
+
+	// The body's file in L2, its length and its crc32c; onDisk when Body is
+	// not in memory.
+	file   uint64
+	size   int
+	sum    uint32
+	onDisk bool
 }
+
+// Len returns the body's length, in memory or on disk.
+func (e *Entry) Len() int {
+	if e.onDisk {
+		return e.size
+	}
+	return len(e.Body)
+}
+
+// OnDisk reports whether the body is in L2 only (Body is nil).
+func (e *Entry) OnDisk() bool { return e.onDisk }
 
 // Ready-to-write header values of an entry returned by Get, for a hit path
 // that copies bytes instead of formatting (fasthttp's SetContentTypeBytes,

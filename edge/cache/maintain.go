@@ -119,6 +119,7 @@ func (c *Cache) evictChunk(low int64, chances *int64) (more bool, err error) {
 	size := c.stats.l2Bytes.Load()
 	head, nextSeq := c.qHead, c.nextSeq
 	var evicted [][]byte
+	var files []uint64
 	var freed int64
 	var second uint64
 	n := 0
@@ -158,6 +159,7 @@ func (c *Cache) evictChunk(low int64, chances *int64) (more bool, err error) {
 			continue
 		}
 		c.deleteEntry(b, key, &m)
+		files = append(files, m.file)
 		freed += m.size
 		evicted = append(evicted, key)
 	}
@@ -166,6 +168,9 @@ func (c *Cache) evictChunk(low int64, chances *int64) (more bool, err error) {
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return false, err
+	}
+	for _, f := range files {
+		c.bodies.remove(f)
 	}
 	c.qHead, c.nextSeq = head, nextSeq
 	c.stats.l2Bytes.Add(-freed)
@@ -176,8 +181,8 @@ func (c *Cache) evictChunk(low int64, chances *int64) (more bool, err error) {
 	return more, nil
 }
 
-// repair drops key's value if it is still corrupt: a Put may have replaced
-// it since Get found it bad.
+// repair drops key's entry if its value or its body file is still corrupt:
+// a Put may have replaced it since Get found it bad.
 func (c *Cache) repair(key []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -188,10 +193,12 @@ func (c *Cache) repair(key []byte) {
 	if err != nil {
 		return
 	}
-	_, derr := decodeValue(v)
+	e, derr := decodeValue(v)
 	closer.Close()
 	if derr == nil {
-		return
+		if _, derr = c.bodies.read(e); !errors.Is(derr, ErrCorrupt) {
+			return
+		}
 	}
 	m, found, err := c.readMeta(key)
 	corruptMeta := errors.Is(err, ErrCorrupt)
@@ -212,6 +219,7 @@ func (c *Cache) repair(key []byte) {
 	}
 	switch {
 	case found:
+		c.bodies.remove(m.file)
 		c.stats.l2Bytes.Add(-m.size)
 		c.stats.l2Entries.Add(-1)
 	case corruptMeta: // its size is unknown; Open's scan corrects the total

@@ -1,0 +1,230 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// L2 keeps each body in a file of its own, beside pebble, which keeps only
+// the index and the metadata:
+//
+//	<Dir>/bodies/<xx>/<16 hex digits>
+//
+// The name is a number no other Put used (xx its low byte, so that no
+// directory holds more than a 256th of the files); a file is written once,
+// synced, and only then named by the batch that commits its entry, so a
+// value record never names a torn or missing file after a crash, only
+// files whose directory entry was lost with it (Open drops those records).
+// A rewrite of a key writes a new file and removes the old one after its
+// commit; purges, evictions and deletes remove files after theirs. A crash
+// in between leaves files no record names: Open removes them. Hits send
+// the file with sendfile (Cache.OpenBody); small bodies and a sample of
+// the others are read into memory and promoted to L1.
+//
+// The numbers are not content hashes: two keys with identical bodies keep
+// two files, so that a purge never has to count references.
+const (
+	bodiesDir = "bodies"
+	// fileBlock is what a body's size is rounded up to against DiskBytes.
+	fileBlock = 4096
+)
+
+// bodyFiles is L2's directory of body files.
+type bodyFiles struct {
+	fs   vfs.FS
+	osFS bool // fs is the operating system's: OpenBody opens *os.File for sendfile
+	root string
+	next atomic.Uint64 // the next file number
+	// dirty marks the directories with files created since their last
+	// sync; a purge and Close sync them before pebble's log.
+	dirty [256]atomic.Bool
+	// beforeSync, when set (tests), runs between a file's write and its sync.
+	beforeSync func()
+}
+
+func openBodyFiles(fsys vfs.FS, dir string, osFS bool) (*bodyFiles, error) {
+	b := &bodyFiles{fs: fsys, osFS: osFS, root: fsys.PathJoin(dir, bodiesDir)}
+	for i := range 256 {
+		if err := fsys.MkdirAll(b.dir(byte(i)), 0o700); err != nil {
+			return nil, fmt.Errorf("create cache body directory: %w", err)
+		}
+	}
+	// The directories themselves survive a crash.
+	for _, d := range []string{b.root, dir} {
+		if err := syncDir(fsys, d); err != nil {
+			return nil, err
+		}
+	}
+	b.next.Store(1)
+	return b, nil
+}
+
+func syncDir(fsys vfs.FS, name string) error {
+	d, err := fsys.OpenDir(name)
+	if err == nil {
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sync cache directory: %w", err)
+	}
+	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+func (b *bodyFiles) dir(low byte) string {
+	return b.fs.PathJoin(b.root, string([]byte{hexDigits[low>>4], hexDigits[low&15]}))
+}
+
+func (b *bodyFiles) path(n uint64) string {
+	var name [16]byte
+	for i, v := len(name)-1, n; i >= 0; i, v = i-1, v>>4 {
+		name[i] = hexDigits[v&15]
+	}
+	return b.fs.PathJoin(b.dir(byte(n)), string(name[:]))
+}
+
+// write stores body as a new file, synced, and returns its number.
+func (b *bodyFiles) write(body []byte) (uint64, error) {
+	n := b.next.Add(1) - 1
+	name := b.path(n)
+	f, err := b.fs.Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return 0, fmt.Errorf("create body file: %w", err)
+	}
+	if !b.osFS {
+		// pebble's MemFS (crash tests) scribbles on what it was given to
+		// write when its invariants are on (race builds); L1 shares body.
+		body = bytes.Clone(body)
+	}
+	_, err = f.Write(body)
+	if b.beforeSync != nil {
+		b.beforeSync()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	b.dirty[byte(n)].Store(true)
+	if err != nil {
+		b.remove(n)
+		return 0, fmt.Errorf("write body file: %w", err)
+	}
+	return n, nil
+}
+
+// syncDirs makes the files created so far survive a crash with their
+// names.
+func (b *bodyFiles) syncDirs() error {
+	for i := range b.dirty {
+		if !b.dirty[i].Swap(false) {
+			continue
+		}
+		if err := syncDir(b.fs, b.dir(byte(i))); err != nil {
+			b.dirty[i].Store(true)
+			return err
+		}
+	}
+	return nil
+}
+
+// remove deletes file n; one already gone is no error.
+func (b *bodyFiles) remove(n uint64) {
+	if err := b.fs.Remove(b.path(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		slog.Warn("edge cache body file not removed", "err", err)
+	}
+}
+
+// open opens e's body file and checks its length. A file that is gone (a
+// purge or an eviction removed it since the Get) is fs.ErrNotExist; one
+// of another length is ErrCorrupt.
+func (b *bodyFiles) open(e *Entry) (io.ReadCloser, error) {
+	name := b.path(e.file)
+	if b.osFS {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := f.Stat(); err != nil || st.Size() != int64(e.size) {
+			f.Close()
+			if err == nil {
+				err = fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size(), e.size)
+			}
+			return nil, err
+		}
+		return f, nil
+	}
+	f, err := b.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != int64(e.size) {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size(), e.size)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// read returns e's body, checked against its length and checksum.
+func (b *bodyFiles) read(e *Entry) ([]byte, error) {
+	f, err := b.fs.Open(b.path(e.file))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	body := make([]byte, e.size+1) // one more byte to see a longer file
+	n, err := io.ReadFull(f, body)
+	ended := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	if n != e.size || !ended {
+		if err == nil || ended {
+			err = fmt.Errorf("%w: body file is not %d bytes long", ErrCorrupt, e.size)
+		}
+		return nil, err
+	}
+	body = body[:n:n]
+	if crc32.Checksum(body, castagnoli) != e.sum {
+		return nil, fmt.Errorf("%w: body checksum", ErrCorrupt)
+	}
+	return body, nil
+}
+
+// list calls found with the number of every file under bodies/, and
+// removes what is not a body file's name.
+func (b *bodyFiles) list(found func(n uint64)) error {
+	for i := range 256 {
+		dir := b.dir(byte(i))
+		names, err := b.fs.List(dir)
+		if err != nil {
+			return fmt.Errorf("list cache bodies: %w", err)
+		}
+		for _, name := range names {
+			n, err := strconv.ParseUint(name, 16, 64)
+			if err != nil || len(name) != 16 || n == 0 || byte(n) != byte(i) {
+				if err := b.fs.RemoveAll(b.fs.PathJoin(dir, name)); err != nil {
+					return fmt.Errorf("remove stray cache file: %w", err)
+				}
+				continue
+			}
+			found(n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,431 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// bodyFiles counts the files under bodies/ and their bytes.
+func (c *Cache) bodyFiles(t testing.TB) (files int, size int64) {
+	t.Helper()
+	err := c.bodies.list(func(n uint64) {
+		st, err := c.bodies.fs.Stat(c.bodies.path(n))
+		if err != nil {
+			t.Errorf("stat body %d: %v", n, err)
+			return
+		}
+		files++
+		size += st.Size()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, size
+}
+
+// bodyPath is the file of key's body, from its value record.
+func (c *Cache) bodyPath(t testing.TB, key string) string {
+	t.Helper()
+	v, closer, err := c.db.Get(recordKey(prefixValue, []byte(key)))
+	if err != nil {
+		t.Fatalf("value of %s: %v", key, err)
+	}
+	defer closer.Close()
+	e, err := decodeValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.bodies.path(e.file)
+}
+
+// TestL2SendsLargeBodiesFromDisk: an L2 hit on a large body leaves it on
+// disk for sendfile (an *os.File of exactly its bytes), a small one is read
+// and promoted, and a body asked for often reaches L1 by sampling.
+func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	c.promoteOneIn = 1 << 30 // never, for the first part
+	large, small := newEntry("o", "big", "", 64<<10, 1), newEntry("o", "small", "", readBelow, 2)
+	mustPut(t, c, "large", large)
+	mustPut(t, c, "small", small)
+	c.dropFromL1("large")
+	c.dropFromL1("small")
+
+	got, lvl, ok := c.Get([]byte("large"))
+	if !ok || lvl != L2 || !got.OnDisk() || got.Body != nil || got.Len() != len(large.Body) {
+		t.Fatalf("L2 hit on a large body = %v %v, on disk %v, Body %d bytes, Len %d", lvl, ok, got.OnDisk(), len(got.Body), got.Len())
+	}
+	rc, err := c.OpenBody(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, isFile := rc.(*os.File); !isFile {
+		t.Fatalf("OpenBody gave a %T, want an *os.File (sendfile)", rc)
+	}
+	sent, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(sent, large.Body) {
+		t.Fatalf("OpenBody read %d bytes (%v), want the %d put", len(sent), err, len(large.Body))
+	}
+	sameEntry(t, c, got, large)
+	c.l1.Wait()
+	if c.inL1("large") {
+		t.Fatal("an unsampled L2 hit on a large body was promoted")
+	}
+
+	got, lvl, ok = c.Get([]byte("small"))
+	if !ok || lvl != L2 || got.OnDisk() || !bytes.Equal(got.Body, small.Body) {
+		t.Fatalf("L2 hit on a small body = %v %v, on disk %v", lvl, ok, got.OnDisk())
+	}
+	c.l1.Wait()
+	if !c.inL1("small") {
+		t.Fatal("a small body read from L2 was not promoted")
+	}
+	if _, err := c.OpenBody(got); !errors.Is(err, ErrInvalidEntry) {
+		t.Fatalf("OpenBody of a body in memory = %v, want ErrInvalidEntry", err)
+	}
+
+	// Sampled: one hit in promoteSample reads and promotes; 400 hits all
+	// missing it has a probability of (7/8)^400, about 1e-23.
+	c.promoteOneIn = promoteSample
+	for i := 0; !c.inL1("large"); i++ {
+		if i == 400 {
+			t.Fatal("400 L2 hits never promoted the body")
+		}
+		if _, _, ok := c.Get([]byte("large")); !ok {
+			t.Fatal("large missed")
+		}
+		c.l1.Wait()
+	}
+	got, lvl, _ = c.Get([]byte("large"))
+	if lvl != L1 || !bytes.Equal(got.Body, large.Body) {
+		t.Fatalf("after promotion: %v, %d bytes", lvl, len(got.Body))
+	}
+}
+
+// TestBodyFileDamage: a body file cut short or altered is a miss and is
+// dropped, a file removed behind the cache's back is a miss, and a fill
+// puts each back.
+func TestBodyFileDamage(t *testing.T) {
+	tests := []struct {
+		name    string
+		size    int
+		damage  func(t *testing.T, path string)
+		corrupt bool
+	}{
+		{"small body altered", 5000, func(t *testing.T, path string) { flipByte(t, path, 100) }, true},
+		{"large body cut short", 64 << 10, func(t *testing.T, path string) {
+			if err := os.Truncate(path, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"large body grown", 64 << 10, func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte("more"))
+			f.Close()
+		}, true},
+		{"file removed", 64 << 10, func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openCache(t, testConfig(t))
+			c.promoteOneIn = 1 << 30
+			e := newEntry("o", "i", "", tt.size, 1)
+			mustPut(t, c, "k", e)
+			mustPut(t, c, "other", newEntry("o", "j", "", tt.size, 2))
+			c.dropFromL1("k")
+			tt.damage(t, c.bodyPath(t, "k"))
+
+			got, _, ok := c.Get([]byte("k"))
+			if ok && got.OnDisk() { // sent from disk: OpenBody checks its length
+				var rc io.ReadCloser
+				rc, err := c.OpenBody(got)
+				if err == nil {
+					rc.Close()
+				}
+				if ok = err == nil; !ok && !tt.corrupt && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("OpenBody of a removed file = %v, want fs.ErrNotExist", err)
+				}
+			}
+			if ok {
+				t.Fatal("a damaged body was served")
+			}
+			if s := c.Stats(); (s.L2Corrupt == 1) != tt.corrupt {
+				t.Fatalf("L2Corrupt = %d, corrupt %v", s.L2Corrupt, tt.corrupt)
+			}
+			c.settle()
+			if tt.corrupt && c.inL2("k") {
+				t.Fatal("the damaged entry is still in L2 after repair")
+			}
+			if _, _, ok := c.Get([]byte("other")); !ok {
+				t.Fatal("the intact entry is gone")
+			}
+			// The edge fetches it again and puts it back.
+			mustPut(t, c, "k", e)
+			c.dropFromL1("k")
+			c.promoteOneIn = 1
+			got, lvl, ok := c.Get([]byte("k"))
+			if !ok || lvl != L2 {
+				t.Fatalf("Get after the refill = %v, %v", lvl, ok)
+			}
+			sameEntry(t, c, got, e)
+			size, entries := c.scanned(t)
+			if s := c.Stats(); s.L2Bytes != size || s.L2Entries != entries || entries != 2 {
+				t.Fatalf("tracked %d bytes %d entries, scanned %d, %d", s.L2Bytes, s.L2Entries, size, entries)
+			}
+		})
+	}
+}
+
+func flipByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashMidWrite: the file system is cloned as a crash would leave it
+// while a body is half written (its bytes not synced, its entry not
+// committed). Reopened, the cache serves everything synced before, nothing
+// corrupt, and the torn file is gone.
+func TestCrashMidWrite(t *testing.T) {
+	for seed := range 8 {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			cfg := testConfig(t)
+			cfg.Dir, cfg.fs = "cache", mem
+			c := openCache(t, cfg)
+			want := map[string]*Entry{}
+			for i := range 10 {
+				key := fmt.Sprint("k", i)
+				want[key] = newEntry("o", fmt.Sprint(i), "", 20000+i, uint64(i))
+				mustPut(t, c, key, want[key])
+			}
+			// A purge that drops something syncs what came before it.
+			mustPut(t, c, "purged", newEntry("o", "p", "x", 100, 50))
+			if n, err := c.PurgeTag("x"); err != nil || n != 1 {
+				t.Fatalf("PurgeTag = %d, %v", n, err)
+			}
+			var crashed *vfs.MemFS
+			c.bodies.beforeSync = func() {
+				crashed = mem.CrashClone(vfs.CrashCloneCfg{
+					UnsyncedDataPercent: 50,
+					RNG:                 rand.New(rand.NewPCG(uint64(seed), 3)),
+				})
+			}
+			mustPut(t, c, "torn", newEntry("o", "t", "", 50000, 99))
+			c.bodies.beforeSync = nil
+			if crashed == nil {
+				t.Fatal("no crash image was taken")
+			}
+
+			cfg.fs = crashed
+			c2 := openCache(t, cfg)
+			c2.promoteOneIn = 1
+			if _, _, ok := c2.Get([]byte("torn")); ok {
+				t.Fatal("the entry whose body was being written is served")
+			}
+			for key, e := range want {
+				got, _, ok := c2.Get([]byte(key))
+				if !ok {
+					t.Fatalf("%s, synced before the crash, was lost", key)
+				}
+				sameEntry(t, c2, got, e)
+			}
+			if files, _ := c2.bodyFiles(t); files != len(want) {
+				t.Fatalf("%d body files after reopening, want %d (the torn one removed)", files, len(want))
+			}
+			if s := c2.Stats(); s.L2Corrupt != 0 || s.L2Entries != int64(len(want)) {
+				t.Fatalf("after the crash: %+v", s)
+			}
+			size, _ := c2.scanned(t)
+			if s := c2.Stats(); s.L2Bytes != size {
+				t.Fatalf("tracked %d bytes, scanned %d", s.L2Bytes, size)
+			}
+		})
+	}
+}
+
+// TestOpenMatchesRecordsAndFiles: Open removes files no record names and
+// drops records whose file is gone, and keeps the sizes true.
+func TestOpenMatchesRecordsAndFiles(t *testing.T) {
+	cfg := testConfig(t)
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		mustPut(t, c, fmt.Sprint("k", i), newEntry("o", fmt.Sprint(i), "", 10000, uint64(i)))
+	}
+	gone := c.bodyPath(t, "k2")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	stray := []string{
+		filepath.Join(cfg.Dir, bodiesDir, "07", "0000000000001007"), // an orphan: no record names it
+		filepath.Join(cfg.Dir, bodiesDir, "07", "not-a-body"),
+		filepath.Join(cfg.Dir, bodiesDir, "07", "0000000000000008"), // in the wrong directory
+	}
+	for _, p := range stray {
+		if err := os.WriteFile(p, []byte("left by a crash"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c = openCache(t, cfg)
+	for _, p := range stray {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s survived Open: %v", p, err)
+		}
+	}
+	if _, _, ok := c.Get([]byte("k2")); ok {
+		t.Fatal("the entry whose file is gone is served")
+	}
+	s := c.Stats()
+	size, entries := c.scanned(t)
+	if s.L2Entries != 5 || entries != 5 || s.L2Bytes != size || s.L2Corrupt != 0 {
+		t.Fatalf("reopened with %+v; scanned %d bytes %d entries", s, size, entries)
+	}
+	if files, _ := c.bodyFiles(t); files != 5 {
+		t.Fatalf("%d body files, want 5", files)
+	}
+	// New files never reuse the number of one found at Open.
+	mustPut(t, c, "new", newEntry("o", "n", "", 100, 9))
+	if p := c.bodyPath(t, "new"); filepath.Base(p) <= "0000000000001007" {
+		t.Fatalf("new body %s is not numbered above the files found", p)
+	}
+}
+
+// TestOpenEmptiesOldLayout: a cache of the layout that kept bodies in
+// pebble is emptied and claimed, not refused (it is a cache).
+func TestOpenEmptiesOldLayout(t *testing.T) {
+	cfg := testConfig(t)
+	db, err := openPebble(cfg.Dir, vfs.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{formatKey: formatOld, "vimg": "an old value with its body", "mimg": "an old meta"} {
+		if err := db.Set([]byte(k), []byte(v), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	c := openCache(t, cfg)
+	if s := c.Stats(); s.L2Entries != 0 || s.L2Bytes != 0 || s.L2Corrupt != 0 {
+		t.Fatalf("opened the old layout with %+v", s)
+	}
+	if c.inL2("img") {
+		t.Fatal("an old record survived")
+	}
+	mustPut(t, c, "k", newEntry("o", "i", "", 100, 1))
+	if _, _, ok := c.Get([]byte("k")); !ok {
+		t.Fatal("the claimed directory does not cache")
+	}
+}
+
+// TestConcurrentFillsOfOneKey: puts of one key racing each other leave one
+// entry, one file, and a body matching its ETag.
+func TestConcurrentFillsOfOneKey(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	c.promoteOneIn = 1 << 30
+	const n = 16
+	entries := make([]*Entry, n)
+	for i := range entries {
+		entries[i] = newEntry("o", "i", "", 30000+i, uint64(i))
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			if err := c.Put([]byte("k"), entries[i]); err != nil {
+				t.Errorf("Put %d: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if files, _ := c.bodyFiles(t); files != 1 {
+		t.Fatalf("%d body files for one key", files)
+	}
+	c.dropFromL1("k")
+	got, _, ok := c.Get([]byte("k"))
+	if !ok {
+		t.Fatal("k missed")
+	}
+	var want *Entry
+	for _, e := range entries {
+		if e.ETag == got.ETag {
+			want = e
+		}
+	}
+	if want == nil {
+		t.Fatalf("ETag %s is none of the puts'", got.ETag)
+	}
+	sameEntry(t, c, got, want)
+	size, count := c.scanned(t)
+	if s := c.Stats(); s.L2Entries != 1 || count != 1 || s.L2Bytes != size {
+		t.Fatalf("tracked %+v, scanned %d bytes %d entries", s, size, count)
+	}
+}
+
+// TestPurgeRemovesBodyFiles: purges and Delete remove the files of what
+// they drop and nothing else.
+func TestPurgeRemovesBodyFiles(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	for i := range 12 {
+		mustPut(t, c, fmt.Sprint("k", i), newEntry(fmt.Sprint("o", i%2), fmt.Sprint(i%3), fmt.Sprint("t", i%4), 9000, uint64(i)))
+	}
+	steps := []struct {
+		name  string
+		purge func() (int, error)
+		files int
+	}{
+		{"image 0", func() (int, error) { return c.PurgeImage("0") }, 8},
+		{"tag t1", func() (int, error) { return c.PurgeTag("t1") }, 6}, // k1 k5 (k9 went with image 0)
+		{"delete k2", func() (int, error) {
+			found, err := c.Delete([]byte("k2"))
+			return map[bool]int{true: 1}[found], err
+		}, 5},
+		{"org o1", func() (int, error) { return c.PurgeOrg("o1") }, 3},
+	}
+	for _, st := range steps {
+		if _, err := st.purge(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		files, _ := c.bodyFiles(t)
+		if s := c.Stats(); files != st.files || s.L2Entries != int64(files) {
+			t.Fatalf("after %s: %d files, %d entries; want %d", st.name, files, s.L2Entries, st.files)
+		}
+	}
+}

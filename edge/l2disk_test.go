@@ -1,0 +1,137 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pictorhq/pictor/origin/contract/imaging"
+)
+
+// openBodyFiles counts this process's open files under dir.
+func openBodyFiles(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestL2BodiesSentFromDisk: bodies too large for L1 are answered from
+// their files in L2 (sendfile): whole, in PDF ranges, for HEAD and 304s,
+// pipelined on one connection, and every file opened is closed again.
+func TestL2BodiesSentFromDisk(t *testing.T) {
+	o := newSpellingOrigin(t)
+	o.bodies[imaging.PNG] = noisy(3 << 20)
+	pdf := append([]byte("%PDF-1.4\n"), noisy(2<<20)...)
+	o.bodies[imaging.PDF] = pdf
+	cfg := DefaultConfig()
+	cfg.OriginURL = o.URL
+	cfg.CacheDir = filepath.Join(t.TempDir(), "cache")
+	cfg.CacheMem = 1 << 20 // below every body: each hit is an L2 hit
+	cfg.CacheDisk = 64 << 20
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop(t.Context()) })
+	base := startEdge(t, e)
+	pngURI, pdfURI := "/v1/image/"+testID+".png", signedPath+"/pdf?html=x"
+
+	c, err := net.Dial("tcp", base[len("http://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	type exchange struct {
+		method, uri, header string
+		status              int
+		body                []byte
+		contentRange        string
+	}
+	do := func(xs []exchange) {
+		t.Helper()
+		var req strings.Builder
+		for _, x := range xs {
+			fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: edge\r\n%s\r\n", x.method, x.uri, x.header)
+		}
+		if _, err := io.WriteString(c, req.String()); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range xs {
+			r, err := http.ReadResponse(br, &http.Request{Method: x.method})
+			if err != nil {
+				t.Fatalf("%s %s %q: %v", x.method, x.uri, x.header, err)
+			}
+			body, err := io.ReadAll(r.Body)
+			if err != nil || r.StatusCode != x.status || !bytes.Equal(body, x.body) {
+				t.Fatalf("exchange %d, %s %s %q: %d, %d bytes (%v); want %d, %d bytes", i, x.method, x.uri, x.header,
+					r.StatusCode, len(body), err, x.status, len(x.body))
+			}
+			if got := r.Header.Get("Content-Range"); got != x.contentRange {
+				t.Fatalf("exchange %d: Content-Range %q, want %q", i, got, x.contentRange)
+			}
+		}
+	}
+	// The fills.
+	do([]exchange{{method: "GET", uri: pngURI, status: 200, body: o.bodies[imaging.PNG]}, {method: "GET", uri: pdfURI, status: 200, body: pdf}})
+	e.stores.settle()
+	asked := o.requests()
+
+	// No collection while the hits run: a file left open would be closed
+	// by its finalizer, not by the answer, and go unseen.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	n := len(pdf)
+	for range 6 { // L2 hits read a sample of bodies into memory: both paths
+		do([]exchange{
+			{method: "GET", uri: pngURI, status: 200, body: o.bodies[imaging.PNG]},
+			{method: "HEAD", uri: pngURI, status: 200},
+			{method: "GET", uri: pngURI, header: "If-None-Match: \"png-etag\"\r\n", status: 304},
+			{method: "GET", uri: pdfURI, header: "Range: bytes=100-199\r\n", status: 206, body: pdf[100:200],
+				contentRange: fmt.Sprintf("bytes 100-199/%d", n)},
+			{method: "GET", uri: pdfURI, header: "Range: bytes=-50\r\n", status: 206, body: pdf[n-50:],
+				contentRange: fmt.Sprintf("bytes %d-%d/%d", n-50, n-1, n)},
+			{method: "GET", uri: pdfURI, header: "Range: bytes=0-0\r\n", status: 206, body: pdf[:1],
+				contentRange: fmt.Sprintf("bytes 0-0/%d", n)},
+			{method: "GET", uri: pdfURI, header: fmt.Sprintf("Range: bytes=%d-\r\n", n), status: 416, body: nil,
+				contentRange: fmt.Sprintf("bytes */%d", n)},
+			{method: "GET", uri: pdfURI, status: 200, body: pdf},
+		})
+	}
+	if got := o.requests(); got != asked {
+		t.Fatalf("the origin was asked %d more times: the hits were not served from L2", got-asked)
+	}
+	if s := e.cache.Stats(); s.L2Hits == 0 || s.L1Bytes != 0 {
+		t.Fatalf("cache stats %+v: want L2 hits and nothing in L1", s)
+	}
+	// fasthttp closes a body file once it has written it; that may come
+	// just after the client has read the last byte.
+	dir := filepath.Join(cfg.CacheDir, "bodies")
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for openBodyFiles(t, dir) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d body files are still open", openBodyFiles(t, dir))
+		}
+		<-tick.C
+	}
+}
