@@ -34,6 +34,7 @@ var (
 	hdrNoSniff   = []byte("X-Content-Type-Options")
 	hdrAccept    = []byte("Accept-Ranges")
 	valImmutable = []byte("public, max-age=31536000, immutable")
+	canonAccept  = canonicalKey(hdrAccept)
 	valNoSniff   = []byte("nosniff")
 	valBytes     = []byte("bytes")
 	hdrIfNone    = []byte("If-None-Match")
@@ -105,7 +106,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	kb.b = opts.Key(kb.b)
 	var (
 		ent   *cache.Entry
-		body  io.ReadCloser // an L2 body on disk, sent with sendfile
+		body  *cache.Body // an L2 body on disk, sent with sendfile
 		level cache.Level
 		hit   bool
 	)
@@ -175,7 +176,7 @@ func appendLower(dst, s []byte) []byte {
 // otherwise. A download is named after the image id. body is the open
 // file of an entry whose body is on disk (lookupToSend), nil otherwise;
 // write sees that it is closed.
-func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadCloser, format imaging.Format, download bool, id []byte) {
+func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.Body, format imaging.Format, download bool, id []byte) {
 	if body == nil && ent.OnDisk() { // not from lookupToSend
 		var ok bool
 		if body, ok = e.toSend(ent); !ok {
@@ -198,23 +199,23 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadClo
 			lm = []byte(ent.LastModified.UTC().Format(http.TimeFormat))
 		}
 	}
-	h.SetBytesKV(hdrETag, etag)
-	h.SetBytesKV(hdrCache, valImmutable)
+	h.SetCanonical(canonETag, etag)
+	h.SetCanonical(canonCache, valImmutable)
 	if lm != nil {
-		h.SetBytesKV(hdrLastMod, lm)
+		h.SetCanonical(canonLastMod, lm)
 	}
 	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		return
 	}
 	h.SetContentTypeBytes(ct)
-	h.SetBytesKV(hdrNoSniff, valNoSniff)
+	h.SetCanonical(canonNoSniff, valNoSniff)
 	if download {
 		ctx.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, format))
 	}
 	start, size := 0, ent.Len()
 	if format == imaging.PDF {
-		h.SetBytesKV(hdrAccept, valBytes)
+		h.SetCanonical(canonAccept, valBytes)
 		if rh := ctx.Request.Header.PeekBytes(hdrRangeReq); len(rh) > 0 && ifRange(ctx.Request.Header.PeekBytes(hdrIfRange), etag, lm) {
 			switch first, last, res := parseRange(rh, size); res {
 			case rangeUnsatisfiable:
@@ -233,37 +234,9 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadClo
 		ctx.Response.SetBodyRaw(ent.Body[start : start+size])
 		return
 	}
-	e.sendFile(ctx, body, start, size, ent.Len())
+	body.Part(int64(start), int64(size))
+	ctx.Response.SetBodyStream(body, size) // closed by fasthttp once sent
 	body = nil
-}
-
-// sendFile hands size bytes from start of body, an entry's file on disk
-// of total bytes, to the response, which closes it: a whole file goes to the socket with
-// sendfile (fasthttp does so for an *os.File); a part is copied.
-func (e *Edge) sendFile(ctx *fasthttp.RequestCtx, body io.ReadCloser, start, size, total int) {
-	if start > 0 {
-		s, ok := body.(io.Seeker)
-		if !ok {
-			body.Close()
-			forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The cached body cannot be read in part; try again"))
-			return
-		}
-		if _, err := s.Seek(int64(start), io.SeekStart); err != nil {
-			body.Close()
-			forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The cached body could not be read; try again"))
-			return
-		}
-	}
-	if start+size < total {
-		body = partBody{io.LimitReader(body, int64(size)), body}
-	}
-	ctx.Response.SetBodyStream(body, size)
-}
-
-// partBody is a part of a file the response closes once sent.
-type partBody struct {
-	io.Reader
-	io.Closer
 }
 
 // etagMatch implements If-None-Match: "*" or a list holding the tag

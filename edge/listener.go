@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
@@ -361,9 +362,19 @@ func (c *conn) Close() error {
 	return err
 }
 
-// ReadFrom lets fasthttp's writer reach the socket's own ReadFrom, which
-// sends a file (an L2 body) with sendfile instead of copying it.
+// ReadFrom is where fasthttp's writer hands a body stream over once its
+// buffer is empty: an L2 body goes to the socket with sendfile, anything
+// else to the socket's own ReadFrom.
 func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if body, ok := r.(*cache.Body); ok {
+		if sc, ok := c.Conn.(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				if n, err := body.SendTo(rc); !errors.Is(err, errors.ErrUnsupported) {
+					return n, err
+				}
+			}
+		}
+	}
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {
 		return rf.ReadFrom(r)
 	}

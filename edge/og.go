@@ -319,7 +319,7 @@ func badPagePath() *apierr.Error {
 // stale) and the origin's stale-while-revalidate, 304 for a matching
 // If-None-Match. Like write, it allocates nothing for an entry from the
 // cache.
-func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body io.ReadCloser, now time.Time) {
+func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.Body, now time.Time) {
 	h := &ctx.Response.Header
 	etag, ct, lm := ent.ETagBytes(), ent.ContentTypeBytes(), ent.LastModifiedBytes()
 	if etag == nil { // an entry fresh from the origin, not (yet) from the cache

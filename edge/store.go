@@ -2,7 +2,6 @@ package edge
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 
@@ -90,10 +89,10 @@ func (e *Edge) lookup(key []byte) (*cache.Entry, cache.Level, bool) {
 }
 
 // lookupToSend is lookup for an answer: an entry whose body L2 left on
-// disk comes with that body open, for fasthttp to send with sendfile; the
-// answer closes it. A body gone since the lookup (a purge or an eviction
+// disk comes with that body open, for the connection to send with
+// sendfile (conn.ReadFrom); the answer closes it. A body gone since the lookup (a purge or an eviction
 // in between) or damaged makes it a miss.
-func (e *Edge) lookupToSend(key []byte) (*cache.Entry, io.ReadCloser, cache.Level, bool) {
+func (e *Edge) lookupToSend(key []byte) (*cache.Entry, *cache.Body, cache.Level, bool) {
 	ent, level, ok := e.lookup(key)
 	if !ok {
 		return nil, nil, cache.Miss, false
@@ -107,7 +106,7 @@ func (e *Edge) lookupToSend(key []byte) (*cache.Entry, io.ReadCloser, cache.Leve
 
 // getToSend is lookupToSend for a caller that reads the cache alone (an
 // OG image: its fills are cached before they are answered).
-func (e *Edge) getToSend(key []byte) (*cache.Entry, io.ReadCloser, bool) {
+func (e *Edge) getToSend(key []byte) (*cache.Entry, *cache.Body, bool) {
 	ent, _, ok := e.cache.Get(key)
 	if !ok {
 		return nil, nil, false
@@ -120,7 +119,7 @@ func (e *Edge) getToSend(key []byte) (*cache.Entry, io.ReadCloser, bool) {
 }
 
 // toSend opens ent's body when it is on disk; false means a miss.
-func (e *Edge) toSend(ent *cache.Entry) (io.ReadCloser, bool) {
+func (e *Edge) toSend(ent *cache.Entry) (*cache.Body, bool) {
 	if !ent.OnDisk() {
 		return nil, true
 	}

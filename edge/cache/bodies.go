@@ -8,9 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -50,10 +50,18 @@ type bodyFiles struct {
 	dirty [256]atomic.Bool
 	// beforeSync, when set (tests), runs between a file's write and its sync.
 	beforeSync func()
+
+	// handles keeps files open for the hits that read or send them, as
+	// nginx's open_file_cache does: a direct-mapped table by file number,
+	// so the files open at once are bounded by its size.
+	handles    []atomic.Pointer[fileHandle]
+	handleMask uint64
 }
 
 func openBodyFiles(fsys vfs.FS, dir string, osFS bool) (*bodyFiles, error) {
-	b := &bodyFiles{fs: fsys, osFS: osFS, root: fsys.PathJoin(dir, bodiesDir)}
+	n := handleSlots()
+	b := &bodyFiles{fs: fsys, osFS: osFS, root: fsys.PathJoin(dir, bodiesDir),
+		handles: make([]atomic.Pointer[fileHandle], n), handleMask: uint64(n - 1)}
 	for i := range 256 {
 		if err := fsys.MkdirAll(b.dir(byte(i)), 0o700); err != nil {
 			return nil, fmt.Errorf("create cache body directory: %w", err)
@@ -145,38 +153,78 @@ func (b *bodyFiles) syncDirs() error {
 
 // remove deletes file n; one already gone is no error.
 func (b *bodyFiles) remove(n uint64) {
+	b.forget(n)
 	if err := b.fs.Remove(b.path(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		slog.Warn("edge cache body file not removed", "err", err)
 	}
 }
 
-// open opens e's body file and checks its length. A file that is gone (a
-// purge or an eviction removed it since the Get) is fs.ErrNotExist; one
-// of another length is ErrCorrupt.
-func (b *bodyFiles) open(e *Entry) (io.ReadCloser, error) {
-	name := b.path(e.file)
+// handle returns an acquired handle on e's body file: the table's, or one
+// it opens and puts there. A file that is gone (a purge or an eviction
+// removed it since the Get) is fs.ErrNotExist; one of another length is
+// ErrCorrupt. The caller releases it.
+func (b *bodyFiles) handle(e *Entry) (*fileHandle, error) {
+	slot := &b.handles[e.file&b.handleMask]
+	if h := slot.Load(); h != nil && h.n == e.file && h.acquire() {
+		return h, nil
+	}
+	f, err := b.openFile(b.path(e.file), e.size)
+	if err != nil {
+		return nil, err
+	}
+	h := &fileHandle{n: e.file, f: f}
+	h.refs.Store(2) // the table's and the caller's
+	if old := slot.Swap(h); old != nil {
+		old.release()
+	}
+	return h, nil
+}
+
+// forget drops file n's handle from the table; answers sending it keep
+// theirs until they are done.
+func (b *bodyFiles) forget(n uint64) {
+	slot := &b.handles[n&b.handleMask]
+	if h := slot.Load(); h != nil && h.n == n && slot.CompareAndSwap(h, nil) {
+		h.release()
+	}
+}
+
+// closeHandles releases every handle of the table (Close).
+func (b *bodyFiles) closeHandles() {
+	for i := range b.handles {
+		if h := b.handles[i].Swap(nil); h != nil {
+			h.release()
+		}
+	}
+}
+
+// openFile opens a body file of size bytes for reading.
+func (b *bodyFiles) openFile(name string, size int) (readerAtCloser, error) {
 	if b.osFS {
-		f, err := os.Open(name)
+		// os.Open would also register the file with the poller and set it
+		// non-blocking, system calls a regular file does not need.
+		fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, err
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
-		if st, err := f.Stat(); err != nil || st.Size() != int64(e.size) {
-			f.Close()
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil || st.Size != int64(size) {
+			syscall.Close(fd)
 			if err == nil {
-				err = fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size(), e.size)
+				return nil, fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size, size)
 			}
-			return nil, err
+			return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
 		}
-		return f, nil
+		return osFD(fd), nil
 	}
 	f, err := b.fs.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	if st, err := f.Stat(); err != nil || st.Size() != int64(e.size) {
+	if st, err := f.Stat(); err != nil || st.Size() != int64(size) {
 		f.Close()
 		if err == nil {
-			err = fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size(), e.size)
+			err = fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size(), size)
 		}
 		return nil, err
 	}
@@ -185,14 +233,14 @@ func (b *bodyFiles) open(e *Entry) (io.ReadCloser, error) {
 
 // read returns e's body, checked against its length and checksum.
 func (b *bodyFiles) read(e *Entry) ([]byte, error) {
-	f, err := b.fs.Open(b.path(e.file))
+	h, err := b.handle(e)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer h.release()
 	body := make([]byte, e.size+1) // one more byte to see a longer file
-	n, err := io.ReadFull(f, body)
-	ended := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	n, err := h.f.ReadAt(body, 0)
+	ended := errors.Is(err, io.EOF)
 	if n != e.size || !ended {
 		if err == nil || ended {
 			err = fmt.Errorf("%w: body file is not %d bytes long", ErrCorrupt, e.size)

@@ -7,9 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -32,6 +35,48 @@ func (c *Cache) bodyFiles(t testing.TB) (files int, size int64) {
 		t.Fatal(err)
 	}
 	return files, size
+}
+
+// sendOverTCP sends n bytes from start of e's body with Body.SendTo on a
+// loopback connection and returns what the other end read.
+func sendOverTCP(t *testing.T, c *Cache, e *Entry, start, n int64) []byte {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer conn.Close()
+		b, _ := io.ReadAll(conn)
+		got <- b
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.OpenBody(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body.Part(start, n)
+	rc, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := body.SendTo(rc)
+	body.Close()
+	conn.Close()
+	if err != nil || written != n {
+		t.Fatalf("SendTo wrote %d bytes (%v), want %d", written, err, n)
+	}
+	return <-got
 }
 
 // bodyPath is the file of key's body, from its value record.
@@ -65,17 +110,22 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	if !ok || lvl != L2 || !got.OnDisk() || got.Body != nil || got.Len() != len(large.Body) {
 		t.Fatalf("L2 hit on a large body = %v %v, on disk %v, Body %d bytes, Len %d", lvl, ok, got.OnDisk(), len(got.Body), got.Len())
 	}
-	rc, err := c.OpenBody(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, isFile := rc.(*os.File); !isFile {
-		t.Fatalf("OpenBody gave a %T, want an *os.File (sendfile)", rc)
-	}
-	sent, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil || !bytes.Equal(sent, large.Body) {
-		t.Fatalf("OpenBody read %d bytes (%v), want the %d put", len(sent), err, len(large.Body))
+	for _, part := range []struct{ start, n int64 }{{0, int64(len(large.Body))}, {1000, 20000}, {int64(len(large.Body)) - 7, 7}} {
+		// Read, and sent with sendfile over a real socket: the same bytes.
+		want := large.Body[part.start : part.start+part.n]
+		body, err := c.OpenBody(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body.Part(part.start, part.n)
+		read, err := io.ReadAll(body)
+		body.Close()
+		if err != nil || !bytes.Equal(read, want) {
+			t.Fatalf("part %+v read %d bytes (%v), want %d", part, len(read), err, len(want))
+		}
+		if sent := sendOverTCP(t, c, got, part.start, part.n); !bytes.Equal(sent, want) {
+			t.Fatalf("part %+v: %d bytes arrived, want %d", part, len(sent), len(want))
+		}
 	}
 	sameEntry(t, c, got, large)
 	c.l1.Wait()
@@ -155,10 +205,9 @@ func TestBodyFileDamage(t *testing.T) {
 
 			got, _, ok := c.Get([]byte("k"))
 			if ok && got.OnDisk() { // sent from disk: OpenBody checks its length
-				var rc io.ReadCloser
-				rc, err := c.OpenBody(got)
+				body, err := c.OpenBody(got)
 				if err == nil {
-					rc.Close()
+					body.Close()
 				}
 				if ok = err == nil; !ok && !tt.corrupt && !errors.Is(err, fs.ErrNotExist) {
 					t.Fatalf("OpenBody of a removed file = %v, want fs.ErrNotExist", err)
@@ -427,5 +476,84 @@ func TestPurgeRemovesBodyFiles(t *testing.T) {
 		if s := c.Stats(); files != st.files || s.L2Entries != int64(files) {
 			t.Fatalf("after %s: %d files, %d entries; want %d", st.name, files, s.L2Entries, st.files)
 		}
+	}
+}
+
+// openFilesUnder counts this process's open files under dir.
+func openFilesUnder(t *testing.T, dir string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBodyHandles: the files kept open for hits are bounded by the handle
+// table; a body being sent when its entry is purged is sent whole, and
+// its file is closed once the answer is done with it; after the purge the
+// entry's body cannot be opened again.
+func TestBodyHandles(t *testing.T) {
+	cfg := testConfig(t)
+	c := openCache(t, cfg)
+	c.promoteOneIn = 1 << 30
+	const slots = 64 // a small table, so that it fills
+	c.bodies.handles, c.bodies.handleMask = make([]atomic.Pointer[fileHandle], slots), slots-1
+	n := slots + slots/4
+	dir := filepath.Join(cfg.Dir, bodiesDir)
+	entries := make([]*Entry, n)
+	for i := range n {
+		entries[i] = newEntry("o", fmt.Sprint(i), "", readBelow+1+i, uint64(i))
+		mustPut(t, c, fmt.Sprint("k", i), entries[i])
+		c.dropFromL1(fmt.Sprint("k", i))
+	}
+	got := make([]*Entry, n)
+	for i := range n {
+		e, _, ok := c.Get([]byte(fmt.Sprint("k", i)))
+		if !ok || !e.OnDisk() {
+			t.Fatalf("k%d: hit %v, on disk %v", i, ok, ok && e.OnDisk())
+		}
+		got[i] = e
+		body, err := c.OpenBody(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body.Close()
+	}
+	if open := openFilesUnder(t, dir); open > slots || open == 0 {
+		t.Fatalf("%d body files open after %d hits, table of %d", open, n, slots)
+	}
+
+	// Purged while being sent.
+	body, err := c.OpenBody(got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PurgeImage("0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OpenBody(got[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenBody after the purge = %v, want fs.ErrNotExist", err)
+	}
+	read, err := io.ReadAll(body)
+	if err != nil || !bytes.Equal(read, entries[0].Body) {
+		t.Fatalf("the body being sent during its purge: %d bytes (%v), want %d", len(read), err, len(entries[0].Body))
+	}
+	before := openFilesUnder(t, dir)
+	body.Close()
+	if after := openFilesUnder(t, dir); after != before-1 {
+		t.Fatalf("closing the purged body left %d files open, %d before", after, before)
+	}
+	if _, err := c.PurgeOrg("o"); err != nil {
+		t.Fatal(err)
+	}
+	if open := openFilesUnder(t, dir); open != 0 {
+		t.Fatalf("%d body files open after purging everything", open)
 	}
 }

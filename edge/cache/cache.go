@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -361,6 +360,7 @@ func (c *Cache) Close() error {
 		c.cfg.Registerer.Unregister(c.collector)
 	}
 	c.l1.Close()
+	c.bodies.closeHandles()
 	// Puts and evictions commit without fsync; one synced record makes
 	// everything before it in the WAL durable, once the directories hold
 	// the names of the body files it refers to.
@@ -474,18 +474,21 @@ func (c *Cache) reportCorrupt(key []byte, err error) {
 }
 
 // OpenBody opens the body of e, an entry Get returned with OnDisk true, to
-// send it: an *os.File, which fasthttp hands to the socket with sendfile.
-// The caller closes it. An error (the entry was purged or evicted since
-// the Get, or its file is damaged) means a miss: fetch it again.
-func (c *Cache) OpenBody(e *Entry) (io.ReadCloser, error) {
+// send it (Body.SendTo: sendfile). The caller closes it. An error (the
+// entry was purged or evicted since the Get, or its file is damaged)
+// means a miss: fetch it again.
+func (c *Cache) OpenBody(e *Entry) (*Body, error) {
 	if !e.onDisk {
 		return nil, fmt.Errorf("%w: the body is in memory", ErrInvalidEntry)
 	}
-	f, err := c.bodies.open(e)
-	if errors.Is(err, ErrCorrupt) {
-		c.reportCorrupt(e.key, err)
+	h, err := c.bodies.handle(e)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			c.reportCorrupt(e.key, err)
+		}
+		return nil, err
 	}
-	return f, err
+	return &Body{h: h, end: int64(e.size)}, nil
 }
 
 // ReadBody returns e's body: Body, or the file of an entry on disk, read

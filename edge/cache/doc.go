@@ -1,7 +1,8 @@
 // Package cache is the edge's two-level store of rendered images: L1 in
 // memory (ristretto, cost in bytes, zero allocations on a hit) over L2 on disk
-// (pebble in its own directory, checksummed, size-capped, kept across
-// restarts). Secondary indexes by image, organization and tag let a purge drop
+// (size-capped, kept across restarts): each body a file of its own, written
+// once and sent with sendfile, and pebble in the same directory holding the
+// checksummed index and metadata (bodies.go). Secondary indexes by image, organization and tag let a purge drop
 // every variant at both levels, durably, before it returns. An entry may
 // carry a freshness (an OG image); the cache keeps it, the edge acts on it.
 package cache

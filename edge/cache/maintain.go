@@ -25,10 +25,9 @@ import (
 //     entry, so it ends even when everything is hot.
 //
 // Gets never wait for it: they take no lock eviction holds. The cap is soft by
-// what Puts add while a pass runs. Pebble reclaims the space of deleted
-// values as compactions run (DeleteSized tells it how much there is), so the
-// directory can exceed DiskBytes by the LSM's space amplification, typically
-// 10-20%, plus the WAL and memtables.
+// what Puts add while a pass runs. A body's file is removed as soon as the
+// batch deleting its records commits, so its space comes back at once; only
+// pebble's small records wait for compactions (plus its WAL and memtables).
 const (
 	evictChunk = 256
 	// lowWaterDiv: a pass stops at DiskBytes - DiskBytes/lowWaterDiv.

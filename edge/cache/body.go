@@ -1,0 +1,163 @@
+package cache
+
+import (
+	"errors"
+	"io"
+	"math/bits"
+	"sync/atomic"
+	"syscall"
+)
+
+// Body is an L2 body opened to be sent (OpenBody): read it, or hand it to
+// a socket with SendTo, which uses sendfile from the body's own offset (the
+// file is shared by every answer sending it). Close it once, when done.
+type Body struct {
+	h        *fileHandle
+	off, end int64
+}
+
+// Read reads the body from where the last Read or SendTo ended.
+func (b *Body) Read(p []byte) (int, error) {
+	if b.h == nil {
+		return 0, ErrClosed
+	}
+	if b.off >= b.end {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), b.end-b.off)]
+	n, err := b.h.f.ReadAt(p, b.off)
+	b.off += int64(n)
+	if errors.Is(err, io.EOF) && n == len(p) {
+		err = nil
+	}
+	if err == nil && n < len(p) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Part narrows the body to n bytes from start; Range answers use it
+// before any Read.
+func (b *Body) Part(start, n int64) {
+	b.off, b.end = start, min(start+n, b.end)
+}
+
+// Close releases the file.
+func (b *Body) Close() error {
+	if b.h != nil {
+		b.h.release()
+		b.h = nil
+	}
+	return nil
+}
+
+// SendTo writes the rest of the body to the socket c with sendfile, as
+// net's own ReadFrom does for an *os.File, but from the body's offset. It
+// reports errors.ErrUnsupported, having written nothing, for a body whose
+// file is not the operating system's (tests).
+func (b *Body) SendTo(c syscall.RawConn) (int64, error) {
+	if b.h == nil {
+		return 0, ErrClosed
+	}
+	in, ok := b.h.f.(osFD)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	var (
+		written int64
+		serr    error
+	)
+	err := c.Write(func(out uintptr) bool {
+		for b.off < b.end {
+			n, err := syscall.Sendfile(int(out), int(in), &b.off, int(min(b.end-b.off, 1<<30)))
+			if n > 0 {
+				written += int64(n)
+			}
+			switch {
+			case errors.Is(err, syscall.EAGAIN):
+				return false // wait until the socket takes more
+			case errors.Is(err, syscall.EINTR):
+			case err != nil:
+				serr = err
+				return true
+			case n == 0:
+				serr = io.ErrUnexpectedEOF // the file is shorter than it was
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = serr
+	}
+	return written, err
+}
+
+// readerAtCloser is an open body file.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// osFD is a body file opened by the operating system, read with pread.
+type osFD int
+
+func (f osFD) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := syscall.Pread(int(f), p[n:], off+int64(n))
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return n, err
+		case k == 0:
+			return n, io.EOF
+		}
+		n += k
+	}
+	return n, nil
+}
+
+func (f osFD) Close() error { return syscall.Close(int(f)) }
+
+// fileHandle is an open body file shared by the handle table and the hits
+// using it; the last to release it closes it. Once its count reaches 0
+// nobody can acquire it again, so a closed descriptor (whose number the
+// kernel may give to another file) is never read.
+type fileHandle struct {
+	n    uint64 // the file's number
+	f    readerAtCloser
+	refs atomic.Int32
+}
+
+func (h *fileHandle) acquire() bool {
+	for {
+		r := h.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if h.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+func (h *fileHandle) release() {
+	if h.refs.Add(-1) == 0 {
+		h.f.Close()
+	}
+}
+
+// handleSlots sizes the handle table: a power of two up to maxHandles, and
+// at most a quarter of the files the process may open.
+func handleSlots() int {
+	const minHandles, maxHandles = 256, 16384
+	limit := uint64(4 * maxHandles)
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		limit = rl.Cur
+	}
+	n := min(max(limit/4, minHandles), maxHandles)
+	return 1 << (bits.Len64(n) - 1)
+}
