@@ -416,15 +416,17 @@ var (
 )
 
 func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
-	rid := ctx.Request.Header.PeekBytes(hdrRequestID)
-	if contract.ValidRequestID(rid) {
-		ctx.Response.Header.SetCanonical(canonRequestID, rid)
-	} else {
-		var buf [48]byte
-		ctx.Response.Header.SetCanonical(canonRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
-		rid = ctx.Response.Header.PeekBytes(hdrRequestID)
+	// A request id is read and written under its name in fasthttp's
+	// spelling (fasthttp normalises the request's header names as it
+	// parses them), and one made here is made on the stack.
+	var idBuf [48]byte
+	rid := ctx.Request.Header.PeekCanonical(canonRequestID)
+	if !contract.ValidRequestID(rid) {
+		rid = strconv.AppendUint(append(idBuf[:0], e.idPrefix...), e.idSeq.Add(1), 36)
 	}
-	path := ctx.Path()
+	ctx.Response.Header.SetCanonical(canonRequestID, rid)
+	t := targetOf(ctx)
+	path := t.path
 	switch {
 	case bytes.Equal(path, pathHealthz):
 		e.healthz(ctx)
@@ -439,12 +441,12 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 			closeIfUnread(ctx)
 			return
 		}
-	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(ctx.URI().PathOriginal(), ogPrefix)):
-		e.serveOG(ctx, rid)
+	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(t.orig, ogPrefix)):
+		e.serveOG(ctx, rid, t.orig)
 		closeIfUnread(ctx)
 		return
 	case (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
-		if e.serveImage(ctx, rid) {
+		if e.serveImage(ctx, rid, path, t.query) {
 			closeIfUnread(ctx)
 			return
 		}
@@ -452,6 +454,81 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 	token := e.inflight.begin(string(rid), string(ctx.Method()), string(path))
 	e.fwd.Forward(e.base, ctx, string(rid), func() { e.inflight.end(token) })
 	e.metrics.forwarded.WithLabelValues(strconv.Itoa(ctx.Response.StatusCode())).Inc()
+}
+
+// requestTarget is what the edge reads of a request's target, as
+// fasthttp's URI gives it.
+type requestTarget struct {
+	path  []byte // normalised: URI.Path
+	orig  []byte // as sent: URI.PathOriginal
+	query []byte // URI.QueryString
+}
+
+// targetOf returns the target of ctx's request. A target plainTarget
+// accepts, the common case, is read from the request line as it is:
+// fasthttp's URI would give the same, after validating the Host and
+// copying the path to normalise it, a sixth of a cached hit's cost.
+func targetOf(ctx *fasthttp.RequestCtx) requestTarget {
+	if path, query, ok := plainTarget(ctx.Request.Header.RequestURI(), ctx.Request.Header.Host()); ok {
+		return requestTarget{path: path, orig: path, query: query}
+	}
+	uri := ctx.URI()
+	return requestTarget{path: uri.Path(), orig: uri.PathOriginal(), query: uri.QueryString()}
+}
+
+// plainTarget splits a request target that fasthttp's URI reads as it
+// is into its path and query: an absolute path without escapes, empty
+// segments, segments starting with a dot or control bytes, a query
+// without control bytes, no fragment, and a Host of letters, digits, dots
+// and hyphens with an optional port. fasthttp's URI parses such a target
+// without error, and its Path and PathOriginal are the path, its
+// QueryString the query (FuzzPlainTarget); anything else is not plain
+// (ok false) and is read by fasthttp's URI.
+func plainTarget(uri, host []byte) (path, query []byte, ok bool) {
+	if len(uri) == 0 || uri[0] != '/' || !plainHost(host) {
+		return nil, nil, false
+	}
+	path = uri
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		path, query = uri[:i], uri[i+1:]
+	}
+	for i, c := range path {
+		switch {
+		case c <= ' ' || c == 0x7f || c == '%' || c == '#':
+			return nil, nil, false
+		case c == '/' && i+1 < len(path) && (path[i+1] == '/' || path[i+1] == '.'):
+			return nil, nil, false
+		}
+	}
+	for _, c := range query {
+		if c < ' ' || c == 0x7f || c == '#' {
+			return nil, nil, false
+		}
+	}
+	return path, query, true
+}
+
+// plainHost reports whether a Host is letters, digits, dots and hyphens,
+// then optionally ':' and digits.
+func plainHost(h []byte) bool {
+	if len(h) == 0 {
+		return false
+	}
+	for i, c := range h {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-':
+		case c == ':' && i > 0:
+			for _, d := range h[i+1:] {
+				if d < '0' || d > '9' {
+					return false
+				}
+			}
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // closeIfUnread closes the connection after a request answered without

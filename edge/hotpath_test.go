@@ -1,0 +1,166 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pictorhq/pictor/origin/contract"
+)
+
+// BenchmarkHotServe is hot-image's and og-hot's request, as pictor-bench
+// sends it, served whole by the edge's fasthttp server from memory:
+// request parsing, dispatch, the hit, the answer's headers and body
+// written. Only the socket is left out (memConn), so the pair compares
+// what the edge does per request; both bodies are the same size, and the
+// OG request carries the crawler's User-Agent. Neither allocates.
+func BenchmarkHotServe(b *testing.B) {
+	og, ogBody := ogHotEdge(b)
+	img := newFakeOrigin(b)
+	img.png = noisy(len(ogBody)) // the same bytes to copy on both sides
+	imgEdge := newTestEdge(b, img.URL)
+	imgTarget := "/v1/image/" + testID + ".png"
+	get(imgEdge, imgTarget)
+	for _, tc := range []struct {
+		name string
+		e    *Edge
+		req  string
+		body []byte
+	}{
+		{"image", imgEdge, benchRequest(imgTarget, "pictor-bench"), img.png},
+		{"og", og, benchRequest(contract.OGPrefix+ogDomain+"/p/hot", uaTwitter), ogBody},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			checkServed(b, tc.e, tc.req, tc.body)
+			c := &memConn{req: []byte(tc.req), left: b.N}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := tc.e.server.ServeConn(c); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if c.left != 0 || c.written < int64(b.N)*int64(len(tc.body)) {
+				b.Fatalf("%d requests left unread, %d bytes written for %d answers of %d bytes", c.left, c.written, b.N, len(tc.body))
+			}
+		})
+	}
+}
+
+// ogHotEdge returns an edge holding og-hot's image, Twitter's fit of the
+// origin's, and its bytes.
+func ogHotEdge(t testing.TB) (*Edge, []byte) {
+	o := newOGOrigin(t, contract.OGFit)
+	e := newTestEdge(t, o.URL)
+	r := get(e, contract.OGPrefix+ogDomain+"/p/hot", "User-Agent", uaTwitter)
+	if r.Response.StatusCode() != http.StatusOK {
+		t.Fatalf("the fill answered %d", r.Response.StatusCode())
+	}
+	return e, bytes.Clone(r.Response.Body())
+}
+
+// benchRequest is a GET of target as pictor-bench's client sends it
+// (bench/load's KeepAlive, whose User-Agent is "pictor-bench" unless a
+// scenario sets one).
+func benchRequest(target, userAgent string) string {
+	return "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: " + userAgent + "\r\n\r\n"
+}
+
+// checkServed serves req once through e's server and checks the answer is
+// a 200 with body, from the cache.
+func checkServed(t testing.TB, e *Edge, req string, body []byte) {
+	t.Helper()
+	c := &memConn{req: []byte(req), left: 1, keep: true}
+	if err := e.server.ServeConn(c); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(c.out.Bytes())), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, body) {
+		t.Fatalf("status %d, %d bytes: not the cached body (%d bytes)", resp.StatusCode, len(got), len(body))
+	}
+}
+
+// memConn is a connection in memory for fasthttp's ServeConn: its reads
+// give req left times over, as one stream (pipelined), then io.EOF; its
+// writes are counted, and kept if keep is set.
+type memConn struct {
+	req     []byte
+	left    int // requests not yet read whole
+	off     int // read of the current one
+	keep    bool
+	out     bytes.Buffer
+	written int64
+}
+
+func (c *memConn) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && c.left > 0 {
+		k := copy(p[n:], c.req[c.off:])
+		n += k
+		if c.off += k; c.off == len(c.req) {
+			c.off = 0
+			c.left--
+		}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c *memConn) Write(p []byte) (int, error) {
+	c.written += int64(len(p))
+	if c.keep {
+		c.out.Write(p)
+	}
+	return len(p), nil
+}
+
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080} }
+func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (c *memConn) SetDeadline(time.Time) error      { return nil }
+func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+
+// FuzzPlainTarget: a target plainTarget accepts is one fasthttp's URI
+// parses without error into the same path (normalised and as sent) and
+// query, so that reading it from the request line changes no answer: a
+// hostile one whose escapes or dot segments would normalise it to another
+// route ("/v1/og/d/..%2F..%2F..%2Fhealthz" is /healthz) is not plain.
+func FuzzPlainTarget(f *testing.F) {
+	for _, uri := range []string{"/v1/og/" + ogDomain + "/p/hot", "/v1/image/" + testID + ".png?w=100&h=50", "/", "/healthz",
+		"/v1/og/d/..%2F..%2F..%2Fhealthz", "/v1/og/d/../../healthz", "//healthz", "/a/./b", "/a/..", "/.well-known/x",
+		"/x#frag", "/x?a=1#b", "/x?u=http://y/z", "/x?a=%zz", "/x%20y", "/x y", "http://edge/v1/og/d/p", "*", "",
+		"/x\x01", "/x?\x7f", "/é/ü", "/a+b?c+d", "/a//b"} {
+		for _, host := range []string{"127.0.0.1:8080", "edge", "EDGE.example-1", "[::1]:80", "a@b", "host:", "host:8x", "", "h:1:2", ":80", "h%41"} {
+			f.Add(uri, host)
+		}
+	}
+	f.Fuzz(func(t *testing.T, uri, host string) {
+		path, query, ok := plainTarget([]byte(uri), []byte(host))
+		if !ok {
+			return
+		}
+		var u fasthttp.URI
+		if err := u.Parse([]byte(host), []byte(uri)); err != nil {
+			t.Fatalf("plainTarget(%q, %q) is plain; fasthttp's URI: %v", uri, host, err)
+		}
+		if !bytes.Equal(u.Path(), path) || !bytes.Equal(u.PathOriginal(), path) || !bytes.Equal(u.QueryString(), query) {
+			t.Fatalf("plainTarget(%q, %q) = %q, %q; fasthttp's URI: path %q as sent %q, query %q",
+				uri, host, path, query, u.Path(), u.PathOriginal(), u.QueryString())
+		}
+	})
+}
