@@ -456,79 +456,18 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 	e.metrics.forwarded.WithLabelValues(strconv.Itoa(ctx.Response.StatusCode())).Inc()
 }
 
-// requestTarget is what the edge reads of a request's target, as
-// fasthttp's URI gives it.
+// requestTarget is what the edge reads of a request's target.
 type requestTarget struct {
 	path  []byte // normalised: URI.Path
 	orig  []byte // as sent: URI.PathOriginal
 	query []byte // URI.QueryString
 }
 
-// targetOf returns the target of ctx's request. A target plainTarget
-// accepts, the common case, is read from the request line as it is:
-// fasthttp's URI would give the same, after validating the Host and
-// copying the path to normalise it, a sixth of a cached hit's cost.
+// targetOf returns the target of ctx's request, read once: fasthttp's
+// server parsed it before the handler.
 func targetOf(ctx *fasthttp.RequestCtx) requestTarget {
-	if path, query, ok := plainTarget(ctx.Request.Header.RequestURI(), ctx.Request.Header.Host()); ok {
-		return requestTarget{path: path, orig: path, query: query}
-	}
 	uri := ctx.URI()
 	return requestTarget{path: uri.Path(), orig: uri.PathOriginal(), query: uri.QueryString()}
-}
-
-// plainTarget splits a request target that fasthttp's URI reads as it
-// is into its path and query: an absolute path without escapes, empty
-// segments, segments starting with a dot or control bytes, a query
-// without control bytes, no fragment, and a Host of letters, digits, dots
-// and hyphens with an optional port. fasthttp's URI parses such a target
-// without error, and its Path and PathOriginal are the path, its
-// QueryString the query (FuzzPlainTarget); anything else is not plain
-// (ok false) and is read by fasthttp's URI.
-func plainTarget(uri, host []byte) (path, query []byte, ok bool) {
-	if len(uri) == 0 || uri[0] != '/' || !plainHost(host) {
-		return nil, nil, false
-	}
-	path = uri
-	if i := bytes.IndexByte(uri, '?'); i >= 0 {
-		path, query = uri[:i], uri[i+1:]
-	}
-	for i, c := range path {
-		switch {
-		case c <= ' ' || c == 0x7f || c == '%' || c == '#':
-			return nil, nil, false
-		case c == '/' && i+1 < len(path) && (path[i+1] == '/' || path[i+1] == '.'):
-			return nil, nil, false
-		}
-	}
-	for _, c := range query {
-		if c < ' ' || c == 0x7f || c == '#' {
-			return nil, nil, false
-		}
-	}
-	return path, query, true
-}
-
-// plainHost reports whether a Host is letters, digits, dots and hyphens,
-// then optionally ':' and digits.
-func plainHost(h []byte) bool {
-	if len(h) == 0 {
-		return false
-	}
-	for i, c := range h {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-':
-		case c == ':' && i > 0:
-			for _, d := range h[i+1:] {
-				if d < '0' || d > '9' {
-					return false
-				}
-			}
-			return true
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // closeIfUnread closes the connection after a request answered without

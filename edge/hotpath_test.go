@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/pictorhq/pictor/origin/contract"
 )
 
@@ -134,33 +132,3 @@ func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: ne
 func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
-
-// FuzzPlainTarget: a target plainTarget accepts is one fasthttp's URI
-// parses without error into the same path (normalised and as sent) and
-// query, so that reading it from the request line changes no answer: a
-// hostile one whose escapes or dot segments would normalise it to another
-// route ("/v1/og/d/..%2F..%2F..%2Fhealthz" is /healthz) is not plain.
-func FuzzPlainTarget(f *testing.F) {
-	for _, uri := range []string{"/v1/og/" + ogDomain + "/p/hot", "/v1/image/" + testID + ".png?w=100&h=50", "/", "/healthz",
-		"/v1/og/d/..%2F..%2F..%2Fhealthz", "/v1/og/d/../../healthz", "//healthz", "/a/./b", "/a/..", "/.well-known/x",
-		"/x#frag", "/x?a=1#b", "/x?u=http://y/z", "/x?a=%zz", "/x%20y", "/x y", "http://edge/v1/og/d/p", "*", "",
-		"/x\x01", "/x?\x7f", "/é/ü", "/a+b?c+d", "/a//b"} {
-		for _, host := range []string{"127.0.0.1:8080", "edge", "EDGE.example-1", "[::1]:80", "a@b", "host:", "host:8x", "", "h:1:2", ":80", "h%41"} {
-			f.Add(uri, host)
-		}
-	}
-	f.Fuzz(func(t *testing.T, uri, host string) {
-		path, query, ok := plainTarget([]byte(uri), []byte(host))
-		if !ok {
-			return
-		}
-		var u fasthttp.URI
-		if err := u.Parse([]byte(host), []byte(uri)); err != nil {
-			t.Fatalf("plainTarget(%q, %q) is plain; fasthttp's URI: %v", uri, host, err)
-		}
-		if !bytes.Equal(u.Path(), path) || !bytes.Equal(u.PathOriginal(), path) || !bytes.Equal(u.QueryString(), query) {
-			t.Fatalf("plainTarget(%q, %q) = %q, %q; fasthttp's URI: path %q as sent %q, query %q",
-				uri, host, path, query, u.Path(), u.PathOriginal(), u.QueryString())
-		}
-	})
-}
