@@ -6,11 +6,37 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pictorhq/pictor/origin/contract"
 )
+
+// TestOGHitAtRequestTime: served by the edge's server with no clock
+// configured, a hit reads its time from the request (fasthttp's): the
+// entry is fresh and its max-age at most the origin's, as when it read
+// the clock.
+func TestOGHitAtRequestTime(t *testing.T) {
+	o := newOGOrigin(t, contract.OGFit)
+	e := newTestEdge(t, o.URL)
+	base := startEdge(t, e)
+	path := contract.OGPrefix + ogDomain + "/p/hot"
+	ogGet(t, base, "GET", path, uaTwitter) // the fill
+	e.stores.settle()
+	r := ogGet(t, base, "GET", path, uaTwitter)
+	if r.Status != http.StatusOK || o.count.Load() != 1 {
+		t.Fatalf("status %d after %d requests to the origin: not a hit", r.Status, o.count.Load())
+	}
+	cc := r.Header.Get("Cache-Control")
+	rest, ok := strings.CutPrefix(cc, "public, max-age=")
+	left, swr, _ := strings.Cut(rest, ", ")
+	n, err := strconv.Atoi(left)
+	if !ok || err != nil || n <= 0 || n > ogMaxAgeS || swr != "stale-while-revalidate="+strconv.Itoa(ogSWRS) {
+		t.Fatalf("Cache-Control %q: want a fresh hit's, max-age at most %d", cc, ogMaxAgeS)
+	}
+}
 
 // BenchmarkHotServe is hot-image's and og-hot's request, as pictor-bench
 // sends it, served whole by the edge's fasthttp server from memory:
@@ -132,3 +158,29 @@ func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: ne
 func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+
+func TestValidDomainID(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{ogDomain, true},
+		{"AZaz09-_", true},
+		{strings.Repeat("a", maxDomainID), true},
+		{strings.Repeat("a", maxDomainID+1), false},
+		{"", false},
+		{"a.b", false},
+		{"a/b", false},
+		{"a%41", false},
+		{"a b", false},
+		{"é", false},
+		{"a\x00", false},
+		{"a=", false},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			if got := validDomainID([]byte(tc.id)); got != tc.want {
+				t.Fatalf("validDomainID(%q) = %v, want %v", tc.id, got, tc.want)
+			}
+		})
+	}
+}

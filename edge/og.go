@@ -317,14 +317,20 @@ func validDomainID(id []byte) bool {
 		return false
 	}
 	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
+		if !domainIDByte[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// domainIDByte holds the bytes of URL-safe base64.
+var domainIDByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	return t
+}()
 
 func ogNotFound() *apierr.Error {
 	return apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
