@@ -161,11 +161,12 @@ func validID(id []byte) bool {
 
 // appendLower appends s to dst with its ASCII letters in lower case.
 func appendLower(dst, s []byte) []byte {
-	for _, c := range s {
+	n := len(dst)
+	dst = append(dst, s...)
+	for i, c := range dst[n:] {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			dst[n+i] = c + 'a' - 'A'
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }
