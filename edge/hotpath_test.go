@@ -184,3 +184,47 @@ func TestValidDomainID(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestIDs: an answer carries the client's request id, whatever
+// the case of its header's name, and the OG fill sends it on to the
+// origin; a request without a valid one gets one of the edge's own, a new
+// one each time.
+func TestRequestIDs(t *testing.T) {
+	o := newOGOrigin(t, contract.OGAsIs)
+	e := newTestEdge(t, o.URL)
+	c, err := net.Dial("tcp", strings.TrimPrefix(startEdge(t, e), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	roundTrip := func(path, idHeader string) (string, int) {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: edge\r\nUser-Agent: "+uaTwitter+"\r\n"+idHeader+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get(contract.HeaderRequestID), resp.StatusCode
+	}
+	path := contract.OGPrefix + ogDomain + "/ids"
+	if id, status := roundTrip(path, "x-REQUEST-id: client-id-1\r\n"); id != "client-id-1" || status != http.StatusOK {
+		t.Fatalf("the fill answered %d with request id %q, want the client's", status, id)
+	}
+	if got := o.next(t).requestID; got != "client-id-1" {
+		t.Fatalf("the origin got request id %q, want the client's", got)
+	}
+	prefix := string(e.idPrefix)
+	seen := map[string]bool{}
+	for _, h := range []string{"", "X-Request-Id: " + strings.Repeat("a", contract.MaxRequestID+1) + "\r\n", "X-Request-Id: \r\n", ""} {
+		id, status := roundTrip(path, h)
+		if status != http.StatusOK || !strings.HasPrefix(id, prefix) || len(id) == len(prefix) || seen[id] {
+			t.Fatalf("header %q: answered %d with request id %q, want a new one of the edge's (%s…)", h, status, id, prefix)
+		}
+		seen[id] = true
+	}
+}
