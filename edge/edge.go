@@ -416,15 +416,17 @@ var (
 )
 
 func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
-	rid := ctx.Request.Header.PeekBytes(hdrRequestID)
-	if contract.ValidRequestID(rid) {
-		ctx.Response.Header.SetCanonical(canonRequestID, rid)
-	} else {
-		var buf [48]byte
-		ctx.Response.Header.SetCanonical(canonRequestID, strconv.AppendUint(append(buf[:0], e.idPrefix...), e.idSeq.Add(1), 36))
-		rid = ctx.Response.Header.PeekBytes(hdrRequestID)
+	// A request id is read and written under its name in fasthttp's
+	// spelling (fasthttp normalises the request's header names as it
+	// parses them), and one made here is made on the stack.
+	var idBuf [48]byte
+	rid := ctx.Request.Header.PeekCanonical(canonRequestID)
+	if !contract.ValidRequestID(rid) {
+		rid = strconv.AppendUint(append(idBuf[:0], e.idPrefix...), e.idSeq.Add(1), 36)
 	}
-	path := ctx.Path()
+	ctx.Response.Header.SetCanonical(canonRequestID, rid)
+	t := targetOf(ctx)
+	path := t.path
 	switch {
 	case bytes.Equal(path, pathHealthz):
 		e.healthz(ctx)
@@ -439,12 +441,12 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 			closeIfUnread(ctx)
 			return
 		}
-	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(ctx.URI().PathOriginal(), ogPrefix)):
-		e.serveOG(ctx, rid)
+	case (ctx.IsGet() || ctx.IsHead()) && (bytes.HasPrefix(path, ogPrefix) || bytes.HasPrefix(t.orig, ogPrefix)):
+		e.serveOG(ctx, rid, t.orig)
 		closeIfUnread(ctx)
 		return
 	case (ctx.IsGet() || ctx.IsHead()) && bytes.HasPrefix(path, imagePrefix):
-		if e.serveImage(ctx, rid) {
+		if e.serveImage(ctx, rid, path, t.query) {
 			closeIfUnread(ctx)
 			return
 		}
@@ -452,6 +454,20 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 	token := e.inflight.begin(string(rid), string(ctx.Method()), string(path))
 	e.fwd.Forward(e.base, ctx, string(rid), func() { e.inflight.end(token) })
 	e.metrics.forwarded.WithLabelValues(strconv.Itoa(ctx.Response.StatusCode())).Inc()
+}
+
+// requestTarget is what the edge reads of a request's target.
+type requestTarget struct {
+	path  []byte // normalised: URI.Path
+	orig  []byte // as sent: URI.PathOriginal
+	query []byte // URI.QueryString
+}
+
+// targetOf returns the target of ctx's request, read once: fasthttp's
+// server parsed it before the handler.
+func targetOf(ctx *fasthttp.RequestCtx) requestTarget {
+	uri := ctx.URI()
+	return requestTarget{path: uri.Path(), orig: uri.PathOriginal(), query: uri.QueryString()}
 }
 
 // closeIfUnread closes the connection after a request answered without

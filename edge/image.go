@@ -58,9 +58,10 @@ var keyPool = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 256)
 // An edge without a purge channel (see caching) caches nothing: it relays
 // masters and signed URLs to the origin as they are, and still makes
 // transformed renditions itself, from a master it fetches for each one,
-// since the origin serves masters only.
-func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
-	rest := ctx.Path()[len(imagePrefix):]
+// since the origin serves masters only. path and query are the request's
+// (targetOf).
+func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID, path, query []byte) bool {
+	rest := path[len(imagePrefix):]
 	kb := keyPool.Get().(*keyBuf)
 	defer keyPool.Put(kb)
 	caching := e.caching()
@@ -90,7 +91,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 		forward.WriteError(ctx, apierr.NotFound("Image not found"))
 		return true
 	}
-	opts, err := imaging.Parse(format, ctx.URI().QueryString())
+	opts, err := imaging.Parse(format, query)
 	if err != nil {
 		forward.WriteError(ctx, err)
 		return true
@@ -115,7 +116,7 @@ func (e *Edge) serveImage(ctx *fasthttp.RequestCtx, requestID []byte) bool {
 	}
 	if !hit {
 		e.metrics.misses.Inc()
-		token := e.inflight.begin(string(requestID), string(ctx.Method()), string(ctx.Path()))
+		token := e.inflight.begin(string(requestID), string(ctx.Method()), string(path))
 		ent, err = e.fill(ctx, string(kb.b), string(id), format, opts, requestID)
 		e.inflight.end(token)
 		if errors.Is(err, errTooBig) || errors.Is(err, errNotCached) {
@@ -162,11 +163,12 @@ func validID(id []byte) bool {
 
 // appendLower appends s to dst with its ASCII letters in lower case.
 func appendLower(dst, s []byte) []byte {
-	for _, c := range s {
+	n := len(dst)
+	dst = append(dst, s...)
+	for i, c := range dst[n:] {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			dst[n+i] = c + 'a' - 'A'
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }

@@ -70,6 +70,7 @@ var (
 	canonCache   = canonicalKey(hdrCache)
 	canonLastMod = canonicalKey(hdrLastMod)
 	canonNoSniff = canonicalKey(hdrNoSniff)
+	canonIfNone  = canonicalKey(hdrIfNone)
 )
 
 // canonicalKey returns a header name as fasthttp normalises it.
@@ -110,7 +111,10 @@ const (
 // ogState is the edge's OG machinery: its clock, its background
 // revalidations and their back-offs, and its metrics.
 type ogState struct {
-	now       func() time.Time
+	now func() time.Time
+	// clocked is set when now is the configuration's clock (tests'),
+	// which a hit reads instead of its request's time.
+	clocked   bool
 	platforms platformMemo
 
 	hits                         *prometheus.CounterVec
@@ -134,7 +138,8 @@ type ogBackoff struct {
 }
 
 func newOGState(now func() time.Time) *ogState {
-	if now == nil {
+	clocked := now != nil
+	if !clocked {
 		now = time.Now
 	}
 	hits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pictor_edge_og_hits_total",
@@ -149,6 +154,7 @@ func newOGState(now func() time.Time) *ogState {
 	}
 	return &ogState{
 		now:       now,
+		clocked:   clocked,
 		platforms: platformMemo{seed: maphash.MakeSeed()},
 		hits:      hits,
 		hitsFresh: hits.WithLabelValues("fresh"),
@@ -210,6 +216,18 @@ func (o *ogState) collectors() []prometheus.Collector {
 	return []prometheus.Collector{o.hits, o.misses, o.revalidations, o.skipped, running}
 }
 
+// hitTime is the time a hit is served at: its request's, which fasthttp
+// read when the request arrived (ctx.Time), unless the configuration
+// gives a clock or ctx has no time (a handler called outside a server).
+func (o *ogState) hitTime(ctx *fasthttp.RequestCtx) time.Time {
+	if !o.clocked {
+		if t := ctx.Time(); !t.IsZero() {
+			return t
+		}
+	}
+	return o.now()
+}
+
 // busy returns the number of revalidations running.
 func (o *ogState) busy() int {
 	o.mu.Lock()
@@ -217,10 +235,11 @@ func (o *ogState) busy() int {
 	return len(o.running)
 }
 
-// serveOG answers GET/HEAD of an OG image.
-func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
+// serveOG answers GET/HEAD of an OG image; rawPath is the request's path
+// as sent (URI.PathOriginal).
+func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID, rawPath []byte) {
 	ctx.Response.Header.SetCanonical(canonVary, valVaryUA)
-	domain, page, err := ogTarget(ctx.URI().PathOriginal())
+	domain, page, err := ogTarget(rawPath)
 	if err != nil {
 		forward.WriteError(ctx, err)
 		return
@@ -244,12 +263,12 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID []byte) {
 	caching := e.caching() && len(kb.b) <= cache.MaxKeyLen
 	if caching {
 		if ent, body, hit := e.getToSend(kb.b); hit {
-			now := e.og.now()
+			now := e.og.hitTime(ctx)
 			if now.Before(ent.FreshUntil) {
 				e.og.hitsFresh.Inc()
 			} else {
 				e.og.hitsStale.Inc()
-				e.revalidateOG(kb.b, len(domain), platform, requestID)
+				e.revalidateOG(kb.b, len(domain), platform, requestID, now)
 			}
 			e.writeOG(ctx, ent, body, now)
 			return
@@ -298,14 +317,20 @@ func validDomainID(id []byte) bool {
 		return false
 	}
 	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
+		if !domainIDByte[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// domainIDByte holds the bytes of URL-safe base64.
+var domainIDByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	return t
+}()
 
 func ogNotFound() *apierr.Error {
 	return apierr.NotFound("OG image not found: no enabled OG configuration has this domain id")
@@ -334,7 +359,7 @@ func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.B
 	if lm != nil {
 		h.SetCanonical(canonLastMod, lm)
 	}
-	if inm := ctx.Request.Header.PeekBytes(hdrIfNone); len(inm) > 0 && etagMatch(inm, etag) {
+	if inm := ctx.Request.Header.PeekCanonical(canonIfNone); len(inm) > 0 && etagMatch(inm, etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		if body != nil {
 			body.Close()
@@ -644,11 +669,10 @@ func parseFreshness(cc string) freshness {
 // revalidateOG starts the revalidation of a stale entry in the background,
 // unless one of key runs already, key is backing off after a failure, or
 // every slot is busy (a later stale hit starts it then). key is
-// appendOGKey's with the path, its domain id domainLen bytes long. It
-// allocates nothing when it starts nothing.
-func (e *Edge) revalidateOG(key []byte, domainLen int, platform ogplatform.Platform, requestID []byte) {
+// appendOGKey's with the path, its domain id domainLen bytes long; now
+// is the stale hit's time. It allocates nothing when it starts nothing.
+func (e *Edge) revalidateOG(key []byte, domainLen int, platform ogplatform.Platform, requestID []byte, now time.Time) {
 	o := e.og
-	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, busy := o.running[string(key)]; busy || o.stopped {

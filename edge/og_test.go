@@ -651,7 +651,7 @@ func TestOGStopEndsRevalidations(t *testing.T) {
 		t.Fatalf("%d revalidations running after Stop", n)
 	}
 	// A stale hit after Stop starts nothing.
-	e.revalidateOG([]byte("o|"+ogDomain+"|default|/"), len(ogDomain), ogplatform.Default, []byte("rid"))
+	e.revalidateOG([]byte("o|"+ogDomain+"|default|/"), len(ogDomain), ogplatform.Default, []byte("rid"), clock.Now())
 	if e.og.busy() != 0 {
 		t.Fatal("a revalidation started after Stop")
 	}
