@@ -366,7 +366,7 @@ func (c *conn) Close() error {
 // buffer is empty: an L2 body goes to the socket with sendfile, anything
 // else to the socket's own ReadFrom.
 func (c *conn) ReadFrom(r io.Reader) (int64, error) {
-	if body, ok := r.(*cache.Body); ok {
+	if body, ok := cache.AsBody(r); ok {
 		if sc, ok := c.Conn.(syscall.Conn); ok {
 			if rc, err := sc.SyscallConn(); err == nil {
 				if n, err := body.SendTo(rc); !errors.Is(err, errors.ErrUnsupported) {

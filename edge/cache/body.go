@@ -14,6 +14,7 @@ import (
 type Body struct {
 	h        *fileHandle
 	off, end int64
+	sent     *atomic.Uint64 // the cache's count of bytes sent with sendfile
 }
 
 // Read reads the body from where the last Read or SendTo ended.
@@ -34,6 +35,51 @@ func (b *Body) Read(p []byte) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// sendfileAbove: a body longer than this is sent with sendfile after the
+// headers; a shorter one is read into the writer's buffer behind them,
+// so that both leave in one write.
+const sendfileAbove = 16 << 10
+
+// bufferedWriter is bufio.Writer's part WriteTo needs.
+type bufferedWriter interface {
+	io.ReaderFrom
+	Flush() error
+}
+
+// WriteTo writes the rest of the body to w. Behind a buffered writer
+// (fasthttp's) holding the headers, a long body flushes them first, so
+// that the writer hands the body to the connection's ReadFrom, which sends
+// it with sendfile (SendTo); a short one is read in behind them.
+func (b *Body) WriteTo(w io.Writer) (int64, error) {
+	if bw, ok := w.(bufferedWriter); ok {
+		if b.end-b.off > sendfileAbove {
+			if err := bw.Flush(); err != nil {
+				return 0, err
+			}
+		}
+		return bw.ReadFrom(onlyReader{b})
+	}
+	return io.Copy(w, onlyReader{b})
+}
+
+// onlyReader hides Body's WriteTo from io.Copy and bufio, which would call
+// it back; AsBody unwraps it for the connection's ReadFrom.
+type onlyReader struct{ b *Body }
+
+func (r onlyReader) Read(p []byte) (int, error) { return r.b.Read(p) }
+
+// AsBody returns the Body r is, or wraps, for a connection's ReadFrom to
+// send it with SendTo.
+func AsBody(r io.Reader) (*Body, bool) {
+	switch r := r.(type) {
+	case *Body:
+		return r, true
+	case onlyReader:
+		return r.b, true
+	}
+	return nil, false
 }
 
 // Part narrows the body to n bytes from start; Range answers use it
@@ -90,6 +136,7 @@ func (b *Body) SendTo(c syscall.RawConn) (int64, error) {
 	if err == nil {
 		err = serr
 	}
+	b.sent.Add(uint64(written))
 	return written, err
 }
 

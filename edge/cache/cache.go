@@ -488,7 +488,7 @@ func (c *Cache) OpenBody(e *Entry) (*Body, error) {
 		}
 		return nil, err
 	}
-	return &Body{h: h, end: int64(e.size)}, nil
+	return &Body{h: h, end: int64(e.size), sent: &c.stats.sendfileBytes}, nil
 }
 
 // ReadBody returns e's body: Body, or the file of an entry on disk, read

@@ -25,6 +25,9 @@ type Stats struct {
 	L1Bytes, L1MaxBytes int64
 	// L2Bytes is L2's logical size, L2MaxBytes its cap (DiskBytes).
 	L2Bytes, L2MaxBytes, L2Entries int64
+	// SendfileBytes counts the body bytes Body.SendTo handed to sockets
+	// with sendfile.
+	SendfileBytes uint64
 }
 
 // Stats returns the current counters.
@@ -51,6 +54,7 @@ func (c *Cache) Stats() Stats {
 		L2Bytes:         s.l2Bytes.Load(),
 		L2MaxBytes:      c.cfg.DiskBytes,
 		L2Entries:       s.l2Entries.Load(),
+		SendfileBytes:   s.sendfileBytes.Load(),
 	}
 }
 
@@ -61,6 +65,7 @@ type stats struct {
 	puts, putsDropped, purged            atomic.Uint64
 	purges                               [3]atomic.Uint64
 	l2Bytes, l2Entries                   atomic.Int64
+	sendfileBytes                        atomic.Uint64
 }
 
 func purgeLabel(k kind) int {
@@ -97,6 +102,7 @@ type collector struct {
 	hits, misses, corrupt, evictions   *prometheus.Desc
 	rejections, chances, puts, purges  *prometheus.Desc
 	purged, bytes, capacity, l2Entries *prometheus.Desc
+	sendfile                           *prometheus.Desc
 }
 
 func newCollector(c *Cache) *collector {
@@ -117,11 +123,12 @@ func newCollector(c *Cache) *collector {
 		bytes:      d("bytes", "Bytes held, by level (L1: ristretto cost; L2: logical size of its records).", "level"),
 		capacity:   d("capacity_bytes", "Configured size of each level.", "level"),
 		l2Entries:  d("l2_entries", "Entries in L2."),
+		sendfile:   d("sendfile_bytes_total", "L2 body bytes sent to clients with sendfile."),
 	}
 }
 
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{k.hits, k.misses, k.corrupt, k.evictions, k.rejections, k.chances, k.puts, k.purges, k.purged, k.bytes, k.capacity, k.l2Entries} {
+	for _, d := range []*prometheus.Desc{k.hits, k.misses, k.corrupt, k.evictions, k.rejections, k.chances, k.puts, k.purges, k.purged, k.bytes, k.capacity, k.l2Entries, k.sendfile} {
 		ch <- d
 	}
 }
@@ -154,4 +161,5 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.capacity, s.L1MaxBytes, "l1")
 	gauge(k.capacity, s.L2MaxBytes, "l2")
 	gauge(k.l2Entries, s.L2Entries)
+	counter(k.sendfile, s.SendfileBytes)
 }
