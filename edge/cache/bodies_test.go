@@ -79,6 +79,12 @@ func sendOverTCP(t *testing.T, c *Cache, e *Entry, start, n int64) []byte {
 	return <-got
 }
 
+// bodyInL1 reports whether L1 holds key's entry with its body.
+func (c *Cache) bodyInL1(key string) bool {
+	e, ok := c.l1.Get([]byte(key))
+	return ok && string(e.key) == key && !e.OnDisk()
+}
+
 // bodyPath is the file of key's body, from its value record.
 func (c *Cache) bodyPath(t testing.TB, key string) string {
 	t.Helper()
@@ -129,8 +135,12 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	}
 	sameEntry(t, c, got, large)
 	c.l1.Wait()
-	if c.inL1("large") {
-		t.Fatal("an unsampled L2 hit on a large body was promoted")
+	if e, ok := c.l1.Get([]byte("large")); !ok || !e.OnDisk() {
+		t.Fatalf("after an unsampled L2 hit on a large body, L1 holds %v (ok %v); want the entry without its body", e, ok)
+	}
+	// The next hit finds it in L1, and its body still on disk.
+	if again, lvl, ok := c.Get([]byte("large")); !ok || lvl != L2 || !again.OnDisk() || again.Len() != len(large.Body) {
+		t.Fatalf("hit after the index promotion = %v %v", lvl, ok)
 	}
 
 	got, lvl, ok = c.Get([]byte("small"))
@@ -148,7 +158,7 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	// Sampled: one hit in promoteSample reads and promotes; 400 hits all
 	// missing it has a probability of (7/8)^400, about 1e-23.
 	c.promoteOneIn = promoteSample
-	for i := 0; !c.inL1("large"); i++ {
+	for i := 0; !c.bodyInL1("large"); i++ {
 		if i == 400 {
 			t.Fatal("400 L2 hits never promoted the body")
 		}

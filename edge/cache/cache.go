@@ -73,15 +73,16 @@ type Cache struct {
 	promote   bool // false in benchmarks that measure the bare L2 path
 	// promoteOneIn: an L2 hit on a body larger than readBelow is read and
 	// promoted to L1 once in promoteOneIn hits (drawn at random); the others
-	// are sent from their file.
+	// are sent from their file, and L1 keeps the entry without its body.
 	promoteOneIn uint32
 }
 
 // L2 hits on bodies up to readBelow bytes are read into memory and
-// promoted, as sendfile saves nothing on them (fasthttp copies a body
-// stream of up to 8 KiB); larger ones once in promoteSample hits, so that
-// a body that is often asked for reaches L1 soon while the long tail is
-// sent from disk without a copy.
+// promoted, as a file saves nothing on them; larger ones once in
+// promoteSample hits, so that a body that is often asked for reaches L1
+// soon while the long tail is sent from disk without a copy. An L2 hit
+// that leaves its body on disk puts the entry without it in L1 (a few
+// hundred bytes), so that the next hit skips pebble.
 const (
 	readBelow     = 8 << 10
 	promoteSample = 8
@@ -401,8 +402,16 @@ func (c *Cache) Recheck(key []byte) (*Entry, bool) {
 func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 	if e, ok := c.l1.Get(key); ok && bytes.Equal(e.key, key) {
 		c.ref.set(e.ref)
-		c.stats.l1Hits.add(e.ref)
-		return e, L1, true
+		switch {
+		case !e.onDisk:
+			c.stats.l1Hits.add(e.ref)
+			return e, L1, true
+		case !c.sampled():
+			// L1 holds what L2 knows of the entry; its body is on disk.
+			c.stats.l2Hits.add(e.ref)
+			return e, L2, true
+		}
+		// Sampled: getL2 reads the body and promotes it.
 	}
 	e, level, ok := c.getL2(key)
 	if !ok && countMiss {
@@ -437,7 +446,7 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 		c.reportCorrupt(key, err)
 		return nil, Miss, false
 	}
-	read := e.size <= readBelow || (c.promote && rand.Uint32N(c.promoteOneIn) == 0)
+	read := e.size <= readBelow || c.sampled()
 	if read {
 		body, err := c.bodies.read(e)
 		switch {
@@ -452,16 +461,27 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	e.prepare(key, h)
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)
-	// Promote unless a write to this shard (Put, purge, eviction) started
-	// since the read: what was read may be stale now. TryRLock never waits.
-	if read && c.promote && s.mu.TryRLock() {
+	// Promote, the body or what L2 knows of it (so that the next hit
+	// skips pebble), unless a write to this shard (Put, purge, eviction)
+	// started since the read: what was read may be stale now. TryRLock
+	// never waits.
+	if c.promote && s.mu.TryRLock() {
 		if s.gen.Load() == gen {
+			if read {
+				// A body replacing the entry without it goes through
+				// admission, as in PutSince: an update would not.
+				c.l1.Del(e.key)
+			}
 			c.l1.Set(e.key, e, e.cost)
 		}
 		s.mu.RUnlock()
 	}
 	return e, L2, true
 }
+
+// sampled draws the L2 hits on a body on disk that read it into L1: one in
+// promoteOneIn.
+func (c *Cache) sampled() bool { return c.promote && rand.Uint32N(c.promoteOneIn) == 0 }
 
 // reportCorrupt counts a corrupt L2 record of key and has the maintainer drop it.
 func (c *Cache) reportCorrupt(key []byte, err error) {
