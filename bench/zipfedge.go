@@ -201,7 +201,6 @@ func (z *zipfSpec) run(ctx context.Context, env *Env) (results []*load.Result, e
 	runID := rand.Text()[:8]
 	ids := make([]string, z.masters)
 	var nextMaster atomic.Int64
-	seedStart := time.Now()
 	r, err := load.Drive(ctx, z.name+"/seed-renders", "render", load.Load{Clients: 2 * cfg.PoolSize, Requests: z.masters}, env.Progress,
 		func(ctx context.Context, _ int) (time.Duration, error) {
 			m := int(nextMaster.Add(1)) - 1
@@ -216,7 +215,6 @@ func (z *zipfSpec) run(ctx context.Context, env *Env) (results []*load.Result, e
 	if err != nil {
 		return nil, fmt.Errorf("%s seed renders: %w", z.name, err)
 	}
-	seedTime := time.Since(seedStart)
 
 	// One GET of each image: the edge transforms it and stores it (L2,
 	// and L1 while it has room); the bytes become nginx's files.
@@ -275,8 +273,8 @@ func (z *zipfSpec) run(ctx context.Context, env *Env) (results []*load.Result, e
 		return nil, err
 	}
 	fill := afterFill.sub(beforeFill)
-	fillNote := fmt.Sprintf("seeding: %d renders in %v, then one GET of each image in %v (%.0f transforms, %s each on average)",
-		z.masters, seedTime.Round(time.Second), time.Since(fillStart).Round(time.Second), fill.Transforms,
+	fillNote := fmt.Sprintf("seeding: %d renders, then one GET of each image in %v (%.0f transforms, %s each on average)",
+		z.masters, time.Since(fillStart).Round(time.Second), fill.Transforms,
 		load.FormatLatency(time.Duration(fill.TransformSeconds/max(fill.Transforms, 1)*float64(time.Second))))
 	env.Progress.Notef("%s: %s; %s", z.name, z.note(&sizes, images), fillNote)
 	if err := z.check(&sizes, images); err != nil {
