@@ -285,7 +285,7 @@ func TestZipfKeys(t *testing.T) {
 	}{
 		{"zipf-10k", &zipf10k, 10000, 300, 399},
 		{"zipf-10k-heavy", &zipf10kHeavy, 10000, 600, 1194},
-		{"zipf-100k", &zipf100k, 100000, 300, 549},
+		{"zipf-100k", &zipf100k, 100000, 150, 399},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,7 +331,7 @@ func TestZipfSpecCheck(t *testing.T) {
 		{"heavy, too light", &heavy, sizes(10000 * 40 << 10), 10000, "weigh 40960 bytes on average, want 51200 to 204800"},
 		{"heavy, too heavy", &heavy, sizes(10000 * 210 << 10), 10000, "weigh 215040 bytes on average"},
 		{"heavy, total at twice the L1", &heavy, sizes(2 * 16 << 20), 10, "not above 2 times the L1"},
-		{"100k, 16 KB each", &big, sizes(100000 * 16 << 10), 100000, ""},
+		{"100k, 8.5 KB each", &big, sizes(100000 * 17 << 9), 100000, ""},
 		{"100k, under 8 L1s", &big, sizes(8 * 64 << 20), 100000, "not above 8 times the L1"},
 		{"100k, above half the L2", &big, sizes(4<<30 + 1), 100000, "above half the L2"},
 	}
@@ -369,7 +369,7 @@ func TestZipfScenarios(t *testing.T) {
 			[]string{"10000 distinct JPEGs (100 Chromium renders of a 1200×630 social card", "widths 600–1194 px",
 				"entry), 50–200 KB on average (checked during the fill), drawn by Zipf"}},
 		{"zipf-100k", "--cache-mem 67108864 --cache-disk 8589934592",
-			[]string{"100000 distinct JPEGs (400 Chromium renders of a 600×315 tile", "250 GET-time widths 300–549 px", "64 MiB", "L2 8 GiB"}},
+			[]string{"100000 distinct JPEGs (400 Chromium renders of a 600×315 tile", "250 GET-time widths 150–399 px", "64 MiB", "L2 8 GiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
