@@ -369,7 +369,7 @@ func TestZipfScenarios(t *testing.T) {
 			[]string{"10000 distinct JPEGs (100 Chromium renders of a 1200×630 social card", "widths 600–1194 px",
 				"entry), 50–200 KB on average (checked during the fill), drawn by Zipf"}},
 		{"zipf-100k", "--cache-mem 67108864 --cache-disk 8589934592",
-			[]string{"100000 distinct JPEGs (400 Chromium renders of a 600×315 tile", "250 GET-time widths 150–399 px", "64 MiB", "L2 8 GiB"}},
+			[]string{"100000 distinct JPEGs (400 Chromium renders of a 600×315 tile", "250 GET-time widths 150–399 px", "L1 is 64 MiB (serve --cache-mem), far below their total, and whose L2 of 8 GiB (--cache-disk) holds them all, after"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -104,7 +104,7 @@ func (z *zipfSpec) serveFlags() []string {
 func (z *zipfSpec) scenario() Scenario {
 	disk := ""
 	if z.cacheDisk > 0 {
-		disk = fmt.Sprintf(" and L2 %d GiB (--cache-disk)", z.cacheDisk>>30)
+		disk = fmt.Sprintf(", and whose L2 of %d GiB (--cache-disk) holds them all", z.cacheDisk>>30)
 	}
 	size := ""
 	if z.meanMax > 0 {
@@ -113,7 +113,7 @@ func (z *zipfSpec) scenario() Scenario {
 	return Scenario{
 		Name: z.name,
 		About: fmt.Sprintf("%d distinct JPEGs (%d Chromium renders of a %d×%d %s, each at %d GET-time widths %d–%d px, every width "+
-			"its own cache entry)%s drawn by Zipf (s=%g), from an edge whose L1 is %d MiB (serve --cache-mem)%s, far below their total, "+
+			"its own cache entry)%s drawn by Zipf (s=%g), from an edge whose L1 is %d MiB (serve --cache-mem), far below their total%s, "+
 			"after one GET of each filled L2; versus nginx serving the same bytes as %d files with the same draws; "+
 			"--edge-clients keep-alive connections, interleaved in --rounds rounds",
 			z.images(), z.masters, z.tileW, z.tileH, z.what, z.widths, z.minWidth, z.maxWidth(), size, zipfExponent,
