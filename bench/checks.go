@@ -21,7 +21,8 @@ type Check struct {
 // the median and at least five times the throughput of a cold Chromium
 // per image; of the edge, a hot image served at least as fast as nginx
 // serves the file (throughput and p99), half of nginx's throughput over
-// 10,000 images drawn by Zipf, and a GET-time resize within 1.5× of a
+// images drawn by Zipf (10,000 thumbnails, 10,000 of a social card's
+// weight, 100,000 thumbnails), and a GET-time resize within 1.5× of a
 // vipsthumbnail process; of automatic OG images (issue 14), a hot one
 // served to a crawler at 0.9 of nginx's throughput serving its bytes; and
 // of the whole service under a soak of renders, memory under 1.5 GiB and
@@ -42,6 +43,8 @@ func Checks() []Check {
 		rateRatioCheck("hot-image/pictor", "nginx", []string{"hot-image/nginx"}, 1, "%.2f"),
 		quantileRatioAtMost("hot-image/pictor", "hot-image/nginx", 0.99, 1),
 		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.5, "%.2f"),
+		rateRatioCheck("zipf-10k-heavy/pictor", "nginx", []string{"zipf-10k-heavy/nginx"}, 0.5, "%.2f"),
+		rateRatioCheck("zipf-100k/pictor", "nginx", []string{"zipf-100k/nginx"}, 0.5, "%.2f"),
 		rateRatioCheck("og-hot/pictor", "nginx", []string{"og-hot/nginx"}, 0.9, "%.2f"),
 		quantileRatioAtMost("resize/pictor", "resize/vipsthumbnail", 0.50, 1.5),
 		sandboxCost.latencyCheck(isolationCard, 0.50, 1.05, "renders within 5 % of before the sandbox"),

@@ -145,6 +145,8 @@ func Comparisons() []report.Comparison {
 		{Subject: "hot-image/pictor", Baseline: "hot-image/nginx"},
 		{Subject: "og-hot/pictor", Baseline: "og-hot/nginx"},
 		{Subject: "zipf-10k/pictor", Baseline: "zipf-10k/nginx"},
+		{Subject: "zipf-10k-heavy/pictor", Baseline: "zipf-10k-heavy/nginx"},
+		{Subject: "zipf-100k/pictor", Baseline: "zipf-100k/nginx"},
 		{Subject: "resize/pictor", Baseline: "resize/vipsthumbnail"},
 		{Subject: clusterResult(clusterCreate, sideCluster), Baseline: clusterResult(clusterCreate, sideEmbedded)},
 		{Subject: clusterResult(clusterRead, sideCluster), Baseline: clusterResult(clusterRead, sideEmbedded)},

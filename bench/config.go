@@ -31,7 +31,7 @@ type Config struct {
 	// StartTimeout bounds how long `pictor serve` may take to come up.
 	StartTimeout time.Duration
 	// EdgeClients is how many keep-alive connections the edge scenarios
-	// (hot-image, zipf-10k) keep busy, on Pictor and nginx alike.
+	// (hot-image, the zipf scenarios) keep busy, on Pictor and nginx alike.
 	EdgeClients int
 	// Rounds is how many interleaved rounds a comparison with a baseline
 	// is split into (Duration in total per side).

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -276,16 +277,185 @@ func TestResizeJobs(t *testing.T) {
 }
 
 func TestZipfKeys(t *testing.T) {
-	seen := map[[2]int]bool{}
-	for i := range zipfImages {
-		m, w := zipfKey(i)
-		if m < 0 || m >= zipfMasters || w < zipfMinWidth || w >= zipfMinWidth+zipfWidths || w > zipfTileW || seen[[2]int{m, w}] {
-			t.Fatalf("key %d: master %d width %d out of range or repeated", i, m, w)
-		}
-		seen[[2]int{m, w}] = true
+	tests := []struct {
+		name               string
+		spec               *zipfSpec
+		images             int
+		minWidth, maxWidth int
+	}{
+		{"zipf-10k", &zipf10k, 10000, 300, 399},
+		{"zipf-10k-heavy", &zipf10kHeavy, 10000, 600, 1194},
+		{"zipf-100k", &zipf100k, 100000, 150, 399},
 	}
-	if len(seen) != 10000 {
-		t.Fatalf("%d distinct images, want 10,000", len(seen))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			z := tt.spec
+			if z.images() != tt.images || z.minWidth != tt.minWidth || z.maxWidth() != tt.maxWidth {
+				t.Fatalf("%d images of %d–%d px, want %d of %d–%d", z.images(), z.minWidth, z.maxWidth(), tt.images, tt.minWidth, tt.maxWidth)
+			}
+			seen := map[[2]int]bool{}
+			widths := map[int]bool{}
+			for i := range z.images() {
+				m, w := z.key(i)
+				if m < 0 || m >= z.masters || w < tt.minWidth || w > tt.maxWidth || w > z.tileW || seen[[2]int{m, w}] {
+					t.Fatalf("key %d: master %d width %d out of range or repeated", i, m, w)
+				}
+				seen[[2]int{m, w}] = true
+				widths[w] = true
+			}
+			if len(seen) != tt.images || len(widths) != z.widths {
+				t.Fatalf("%d distinct images of %d widths, want %d of %d", len(seen), len(widths), tt.images, z.widths)
+			}
+		})
+	}
+}
+
+func TestZipfSpecCheck(t *testing.T) {
+	heavy := zipf10kHeavy
+	big := zipf100k
+	sizes := func(ns ...int) *zipfSizes {
+		var s zipfSizes
+		for _, n := range ns {
+			s.add(n)
+		}
+		return &s
+	}
+	tests := []struct {
+		name    string
+		spec    *zipfSpec
+		sizes   *zipfSizes
+		images  int
+		wantErr string
+	}{
+		{"heavy, 119 KB on average", &heavy, sizes(10000 * 119 << 10), 10000, ""},
+		{"heavy, too light", &heavy, sizes(10000 * 40 << 10), 10000, "weigh 40960 bytes on average, want 51200 to 204800"},
+		{"heavy, too heavy", &heavy, sizes(10000 * 210 << 10), 10000, "weigh 215040 bytes on average"},
+		{"heavy, total at twice the L1", &heavy, sizes(2 * 16 << 20), 10, "not above 2 times the L1"},
+		{"100k, 8.5 KB each", &big, sizes(100000 * 17 << 9), 100000, ""},
+		{"100k, under 8 L1s", &big, sizes(8 * 64 << 20), 100000, "not above 8 times the L1"},
+		{"100k, above half the L2", &big, sizes(4<<30 + 1), 100000, "above half the L2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.spec.check(tt.sizes, tt.images)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("check = %v, want an error with %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestZipfSizes(t *testing.T) {
+	var s zipfSizes
+	for _, n := range []int{5000, 900, 120000, 61000} {
+		s.add(n)
+	}
+	if s.total.Load() != 186900 || s.smallest.Load() != 900 || s.largest.Load() != 120000 {
+		t.Fatalf("total %d, smallest %d, largest %d", s.total.Load(), s.smallest.Load(), s.largest.Load())
+	}
+	if got, want := zipf10kHeavy.note(&s, 4), "4 images, 0.2 MiB in all (45.6 KiB on average, 0.9 to 117.2 KiB), L1 16 MiB"; got != want {
+		t.Errorf("note %q, want %q", got, want)
+	}
+}
+
+func TestZipfScenarios(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags string
+		about []string
+	}{
+		{"zipf-10k", "--cache-mem 16777216", []string{"10000 distinct JPEGs (100 Chromium renders of a 600×315 tile", "widths 300–399 px"}},
+		{"zipf-10k-heavy", "--cache-mem 16777216",
+			[]string{"10000 distinct JPEGs (100 Chromium renders of a 1200×630 social card", "widths 600–1194 px",
+				"entry), 50–200 KB on average (checked during the fill), drawn by Zipf"}},
+		{"zipf-100k", "--cache-mem 67108864 --cache-disk 8589934592",
+			[]string{"100000 distinct JPEGs (400 Chromium renders of a 600×315 tile", "250 GET-time widths 150–399 px", "L1 is 64 MiB (serve --cache-mem), far below their total, and whose L2 of 8 GiB (--cache-disk) holds them all, after"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Select(Scenarios(), []string{tt.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := got[0]
+			if s.Name != tt.name || !s.NeedsPictor || !s.OwnServer || s.Run == nil || strings.Join(s.ServeFlags, " ") != tt.flags {
+				t.Fatalf("scenario %s: pictor %v, own server %v, flags %q, want %q", s.Name, s.NeedsPictor, s.OwnServer, s.ServeFlags, tt.flags)
+			}
+			for _, a := range tt.about {
+				if !strings.Contains(s.About, a) {
+					t.Errorf("About %q lacks %q", s.About, a)
+				}
+			}
+		})
+	}
+	names := map[string]bool{}
+	for _, s := range Scenarios() {
+		if names[s.Name] {
+			t.Errorf("two scenarios named %s", s.Name)
+		}
+		names[s.Name] = true
+	}
+}
+
+func TestZipfComparisonsAndChecks(t *testing.T) {
+	ms := time.Millisecond
+	results := []*load.Result{
+		benchtest.Result("zipf-10k-heavy/pictor", 32, 400, 0, time.Second, ms, 4*ms),
+		benchtest.Result("zipf-10k-heavy/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+		benchtest.Result("zipf-100k/pictor", 32, 800, 0, time.Second, ms, 2*ms),
+		benchtest.Result("zipf-100k/nginx", 32, 1000, 0, time.Second, ms, 2*ms),
+	}
+	for _, r := range results {
+		r.Unit = "request"
+	}
+	table := report.ComparisonTable(Comparisons(), results)
+	for _, row := range []string{
+		"| zipf-10k-heavy/pictor | zipf-10k-heavy/nginx | 0.40× | 1.66× | 1.97× | 2.00× |\n",
+		"| zipf-100k/pictor | zipf-100k/nginx | 0.80× | 1.00× | 1.00× | 1.00× |\n",
+	} {
+		if !strings.Contains(table, row) {
+			t.Errorf("table lacks row %q:\n%s", row, table)
+		}
+	}
+	got := Evaluate(Checks(), results)
+	want := []report.CheckResult{
+		{Name: "zipf-10k-heavy/pictor throughput ≥ 0.5× nginx",
+			Measured: "0.40× (400 requests/s ÷ 1000 requests/s of zipf-10k-heavy/nginx)", Pass: false},
+		{Name: "zipf-100k/pictor throughput ≥ 0.5× nginx",
+			Measured: "0.80× (800 requests/s ÷ 1000 requests/s of zipf-100k/nginx)", Pass: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("checks\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestServerShares(t *testing.T) {
+	flags := []string{"--cache-mem", "16777216"}
+	tests := []struct {
+		name     string
+		running  bool
+		started  []string
+		startOwn bool
+		flags    []string
+		own      bool
+		want     bool
+	}{
+		{"nothing started", false, nil, false, nil, false, false},
+		{"same flags", true, flags, false, flags, false, true},
+		{"other flags", true, flags, false, []string{"--cache-mem", "1"}, false, false},
+		{"wants its own", true, flags, false, flags, true, false},
+		{"after one's own", true, flags, true, flags, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &server{flags: tt.started, own: tt.startOwn}
+			if tt.running {
+				s.startErr = errors.New("failed start") // started, not running: shared the same way
+			}
+			if got := s.shares(tt.flags, tt.own); got != tt.want {
+				t.Fatalf("shares = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -47,7 +47,7 @@ func startOGServer(t *testing.T, cfg *Config) *Env {
 	}
 	t.Cleanup(func() { log.Close() })
 	srv := &server{cfg: cfg, rep: &report.Report{}, log: log}
-	p, err := srv.ensure(context.Background(), ogHotScenario().ServeFlags)
+	p, err := srv.ensure(context.Background(), ogHotScenario().ServeFlags, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestOGServeFlags(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Pictor = fakePictor(t, tt.flags...)
 		srv := &server{cfg: &cfg, rep: &report.Report{}}
-		if _, err := srv.ensure(context.Background(), og.ServeFlags); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+		if _, err := srv.ensure(context.Background(), og.ServeFlags, og.OwnServer); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("flags %v: ensure = %v, want %q", tt.flags, err, tt.wantErr)
 		}
 	}

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config, progress *load.Progress) (*report.Repo
 		}
 		env := &Env{Config: &cfg, Progress: progress}
 		if s.NeedsPictor {
-			if env.Pictor, err = srv.ensure(ctx, s.ServeFlags); err != nil {
+			if env.Pictor, err = srv.ensure(ctx, s.ServeFlags, s.OwnServer); err != nil {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: not run: %v", s.Name, err))
 				continue
 			}
@@ -105,8 +105,8 @@ func Run(ctx context.Context, cfg Config, progress *load.Progress) (*report.Repo
 }
 
 // server starts `pictor serve` when a scenario first needs it and stops
-// it when asked, or when a scenario needs other serve flags; a failed
-// start is not retried with the same flags.
+// it when asked, or when a scenario needs other serve flags or a server of
+// its own; a failed start is not retried with the same flags.
 type server struct {
 	cfg      *Config
 	progress *load.Progress
@@ -114,15 +114,22 @@ type server struct {
 	log      *os.File
 	running  *pictor.Server
 	flags    []string // the scenario flags running (or failing) has
+	own      bool     // running is a scenario's own (Scenario.OwnServer)
 	startErr error
 }
 
-func (s *server) ensure(ctx context.Context, flags []string) (*pictor.Server, error) {
-	if (s.running != nil || s.startErr != nil) && slices.Equal(s.flags, flags) {
+// shares reports whether a scenario with flags, wanting a server of its
+// own or not, runs on the server already started (or failed).
+func (s *server) shares(flags []string, own bool) bool {
+	return (s.running != nil || s.startErr != nil) && !own && !s.own && slices.Equal(s.flags, flags)
+}
+
+func (s *server) ensure(ctx context.Context, flags []string, own bool) (*pictor.Server, error) {
+	if s.shares(flags, own) {
 		return s.running, s.startErr
 	}
 	s.stop()
-	s.flags, s.startErr = flags, nil
+	s.flags, s.own, s.startErr = flags, own, nil
 	// From the whole usage text: ServeHasFlag misses boolean flags such
 	// as --allow-private-urls.
 	var has map[string]bool

@@ -25,6 +25,10 @@ type Scenario struct {
 	// memory cache, say); scenarios with the same flags share a server,
 	// others get a fresh one.
 	ServeFlags []string
+	// OwnServer starts a fresh `pictor serve` for this scenario alone, even
+	// when the one before has the same flags, and none after shares it:
+	// its caches hold what the scenario put there and nothing else.
+	OwnServer bool
 	// Run measures.
 	Run func(ctx context.Context, env *Env) ([]*load.Result, error)
 }
@@ -45,7 +49,8 @@ type Env struct {
 // last, so that it runs on a quiet machine.
 func Scenarios() []Scenario {
 	return []Scenario{
-		renderCardScenario(), renderVsPageScenario(), hotImageScenario(), resizeScenario(), zipfScenario(), ogHotScenario(), ogFirstScenario(),
+		renderCardScenario(), renderVsPageScenario(), hotImageScenario(), resizeScenario(), zipf10k.scenario(), zipf10kHeavy.scenario(),
+		zipf100k.scenario(), ogHotScenario(), ogFirstScenario(),
 		clusterScenario(), chromiumCLIScenario(), soakScenario(), renderIsolationScenario(),
 	}
 }

@@ -27,19 +27,57 @@ type nginxConfig struct {
 	Root string
 	// Addr is the loopback host:port to listen on.
 	Addr string
+	// Files is the worker's limit of open files (worker_rlimit_nofile);
+	// 0 leaves the inherited one. The open-file cache keeps below it.
+	Files int
+}
+
+// Limits of nginx's open files: the open-file cache holds at most
+// nginxCacheMax descriptors, and leaves nginxConnections (a worker's
+// connections) and some more for the logs and listeners under the limit.
+const (
+	nginxConnections = 4096
+	nginxCacheMax    = 20000
+	nginxFilesMax    = 1 << 20
+)
+
+// openFileCache returns the size of the open-file cache under a limit of
+// files open files: every cached file holds a descriptor, and a worker
+// that runs out answers 500 (with 100,000 files to serve and a limit of
+// 20,000, it did). A limit of 0 is unknown: the cache keeps its size.
+func openFileCache(files int) int {
+	if files <= 0 {
+		return nginxCacheMax
+	}
+	return max(min(nginxCacheMax, files-nginxConnections-64), 100)
+}
+
+// fileLimit returns the hard limit of open files, which nginx's workers
+// may raise theirs to (Go raised this process's, but not what its
+// children inherit), or 0 if unknown.
+func fileLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int(min(rl.Max, nginxFilesMax))
 }
 
 // text returns the nginx.conf of c. Master options such as "daemon off"
 // come from the command line (-g), not from here.
 func (c nginxConfig) text() string {
+	rlimit := ""
+	if c.Files > 0 {
+		rlimit = fmt.Sprintf("\nworker_rlimit_nofile %d;", c.Files)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by pictor-bench for one run; removed afterwards.
-worker_processes auto;
+worker_processes auto;%[6]s
 pid %[1]s;
 error_log %[2]s warn;
 
 events {
-    worker_connections 4096;
+    worker_connections %[7]d;
 }
 
 http {
@@ -49,7 +87,7 @@ http {
     tcp_nodelay on;
     keepalive_timeout 75s;
     keepalive_requests 1000000;
-    open_file_cache max=20000 inactive=60s;
+    open_file_cache max=%[8]d inactive=60s;
     open_file_cache_valid 60s;
     client_body_temp_path %[3]s;
     types {
@@ -67,7 +105,7 @@ http {
     }
 }
 `, filepath.Join(c.Dir, "nginx.pid"), filepath.Join(c.Dir, "error.log"), filepath.Join(c.Dir, "client_body"),
-		c.Addr, c.Root)
+		c.Addr, c.Root, rlimit, nginxConnections, openFileCache(c.Files))
 	return b.String()
 }
 
@@ -99,7 +137,7 @@ func StartNginx(ctx context.Context, progress *load.Progress, bin, root, workDir
 		return nil, err
 	}
 	progress.Notef("starting %s on %s", bin, addr)
-	return startNginx(ctx, bin, nginxConfig{Dir: dir, Root: root, Addr: addr}, 30*time.Second)
+	return startNginx(ctx, bin, nginxConfig{Dir: dir, Root: root, Addr: addr, Files: fileLimit()}, 30*time.Second)
 }
 
 // startNginx writes cfg's configuration into cfg.Dir, starts bin on it

@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured renders before the render runs")
 	fs.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "Pictor's render pool size (serve --render-tabs); the pool-full run uses twice as many clients")
 	fs.IntVar(&cfg.CLIParallel, "cli-parallel", cfg.CLIParallel, "concurrent Chromium processes in the parallel CLI run")
-	fs.IntVar(&cfg.EdgeClients, "edge-clients", cfg.EdgeClients, "keep-alive connections of the hot-image and zipf-10k runs (Pictor and nginx alike)")
+	fs.IntVar(&cfg.EdgeClients, "edge-clients", cfg.EdgeClients, "keep-alive connections of the hot-image and zipf runs (Pictor and nginx alike)")
 	fs.IntVar(&cfg.SoakRenders, "soak-renders", cfg.SoakRenders, "renders of the soak scenario, which watches the server's memory")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "interleaved rounds a comparison with a baseline is split into (--duration in total per side)")
 	fs.StringVar(&cfg.ToolsDir, "tools-dir", cfg.ToolsDir, "cache of what the harness installs (render-vs-page's pinned puppeteer-core, with npm ci)")
