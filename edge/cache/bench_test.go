@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Bodies of 36 KiB: the hot-image JPEG of the edge's benchmark.
-const benchBody = 36 << 10
+// Bodies of 24 KiB: the hot-image JPEG of the edge's benchmark.
+const benchBody = 24 << 10
 
 func benchCache(b *testing.B, mem, disk int64) *Cache {
 	cfg := testConfig(b)
@@ -91,7 +91,7 @@ func BenchmarkGetL2(b *testing.B) {
 }
 
 // BenchmarkGetZipf is the edge's second scenario: Zipf-distributed Gets over
-// more images than L1 holds (4000 × 36 KiB through a 32 MiB L1), promotion on.
+// more images than L1 holds (4000 × 24 KiB through a 32 MiB L1), promotion on.
 func BenchmarkGetZipf(b *testing.B) {
 	c := benchCache(b, 32<<20, 1<<30)
 	keys := fill(b, c, 4000)
@@ -112,7 +112,7 @@ func BenchmarkGetZipf(b *testing.B) {
 	b.ReportMetric(100*float64(l1)/float64(l1+l2), "%L1")
 }
 
-// BenchmarkPut stores distinct 36 KiB entries; past 256 MiB eviction runs
+// BenchmarkPut stores distinct 24 KiB entries; past 256 MiB eviction runs
 // beside it.
 func BenchmarkPut(b *testing.B) {
 	c := benchCache(b, 64<<20, 256<<20)

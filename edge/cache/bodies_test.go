@@ -155,21 +155,30 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 		t.Fatalf("OpenBody of a body in memory = %v, want ErrInvalidEntry", err)
 	}
 
-	// Sampled: one hit in promoteSample reads and promotes; 400 hits all
-	// missing it has a probability of (7/8)^400, about 1e-23.
+	// Sampled: one hit in promoteSample reads and promotes a body of up
+	// to memoryMax; 400 hits all missing it has a probability of
+	// (7/8)^400, about 1e-23. A larger body is never read.
 	c.promoteOneIn = promoteSample
-	for i := 0; !c.bodyInL1("large"); i++ {
+	medium := newEntry("o", "medium", "", memoryMax, 3)
+	mustPut(t, c, "medium", medium)
+	c.dropFromL1("medium")
+	for i := 0; !c.bodyInL1("medium"); i++ {
 		if i == 400 {
 			t.Fatal("400 L2 hits never promoted the body")
 		}
-		if _, _, ok := c.Get([]byte("large")); !ok {
-			t.Fatal("large missed")
+		for _, key := range []string{"medium", "large"} {
+			if _, _, ok := c.Get([]byte(key)); !ok {
+				t.Fatalf("%s missed", key)
+			}
 		}
 		c.l1.Wait()
 	}
-	got, lvl, _ = c.Get([]byte("large"))
-	if lvl != L1 || !bytes.Equal(got.Body, large.Body) {
+	got, lvl, _ = c.Get([]byte("medium"))
+	if lvl != L1 || !bytes.Equal(got.Body, medium.Body) {
 		t.Fatalf("after promotion: %v, %d bytes", lvl, len(got.Body))
+	}
+	if c.bodyInL1("large") {
+		t.Fatal("a body over memoryMax was promoted")
 	}
 }
 

@@ -38,9 +38,9 @@ func (b *Body) Read(p []byte) (int, error) {
 }
 
 // sendfileAbove: a body longer than this is sent with sendfile after the
-// headers; a shorter one is read into the writer's buffer behind them,
-// so that both leave in one write.
-const sendfileAbove = 16 << 10
+// headers; a shorter one is read into the writer's buffer behind them
+// (fasthttp's is 64 KiB at the edge), so that both leave in one write.
+const sendfileAbove = 48 << 10
 
 // bufferedWriter is bufio.Writer's part WriteTo needs.
 type bufferedWriter interface {

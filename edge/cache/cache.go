@@ -83,8 +83,14 @@ type Cache struct {
 // soon while the long tail is sent from disk without a copy. An L2 hit
 // that leaves its body on disk puts the entry without it in L1 (a few
 // hundred bytes), so that the next hit skips pebble.
+//
+// A body over memoryMax is never read back into L1 by a hit (it enters L1
+// only when put, as a fill is likely to be asked for again): reading and
+// checking it costs more than the copies sendfile saves, and most such
+// reads would be of the long tail, which L1's admission refuses anyway.
 const (
 	readBelow     = 8 << 10
+	memoryMax     = 32 << 10
 	promoteSample = 8
 )
 
@@ -406,7 +412,7 @@ func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 		case !e.onDisk:
 			c.stats.l1Hits.add(e.ref)
 			return e, L1, true
-		case !c.sampled():
+		case e.size > memoryMax || !c.sampled():
 			// L1 holds what L2 knows of the entry; its body is on disk.
 			c.stats.l2Hits.add(e.ref)
 			return e, L2, true
@@ -446,7 +452,7 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 		c.reportCorrupt(key, err)
 		return nil, Miss, false
 	}
-	read := e.size <= readBelow || c.sampled()
+	read := e.size <= readBelow || (e.size <= memoryMax && c.sampled())
 	if read {
 		body, err := c.bodies.read(e)
 		switch {

@@ -184,7 +184,8 @@ func TestPutGet(t *testing.T) {
 		key   string
 		entry *Entry
 	}{
-		{"image variant", "img/a/w=600.webp", newEntry("org1", "a", "", 36<<10, 1)},
+		{"image variant", "img/a/w=600.webp", newEntry("org1", "a", "", 24<<10, 1)},
+		{"large rendition, read back from disk by no hit", "img/a/w=1200.webp", newEntry("org1", "a", "", memoryMax+1, 7)},
 		{"tagged signed url", "sig/xyz", newEntry("org1", "", "api-1", 1000, 2)},
 		{"all owners", "img/b/png", newEntry("org2", "b", "api-2", 10, 3)},
 		{"empty body, no last-modified", "img/c", func() *Entry { e := newEntry("org2", "c", "", 0, 4); e.LastModified = time.Time{}; return e }()},
@@ -193,6 +194,9 @@ func TestPutGet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// A body over memoryMax, once out of L1, is only sent from
+			// disk; L1 keeps the entry without it.
+			large := len(tt.entry.Body) > memoryMax
 			mustPut(t, c, tt.key, tt.entry)
 			got, lvl, ok := c.Get([]byte(tt.key))
 			if !ok || lvl != L1 {
@@ -218,17 +222,19 @@ func TestPutGet(t *testing.T) {
 			// The same entry from L2.
 			c.dropFromL1(tt.key)
 			got2, lvl, ok := c.Get([]byte(tt.key))
-			if !ok || lvl != L2 {
-				t.Fatalf("Get after dropping L1 = %v, %v; want an L2 hit", lvl, ok)
+			if !ok || lvl != L2 || got2.OnDisk() != large {
+				t.Fatalf("Get after dropping L1 = %v, %v, on disk %v; want an L2 hit", lvl, ok, got2.OnDisk())
 			}
 			sameEntry(t, c, got2, tt.entry)
 			if !got2.StoredAt.Equal(got.StoredAt) || !bytes.Equal(got2.LastModifiedBytes(), got.LastModifiedBytes()) {
 				t.Fatalf("L2 copy differs in times: %v %q", got2.StoredAt, got2.LastModifiedBytes())
 			}
-			// Promoted: the next Get is an L1 hit.
+			// Promoted: the next Get is an L1 hit (for a large body, of
+			// the entry without it).
 			c.l1.Wait()
-			if _, lvl, _ := c.Get([]byte(tt.key)); lvl != L1 {
-				t.Fatalf("Get after an L2 hit = %v, want L1 (promoted)", lvl)
+			want := map[bool]Level{false: L1, true: L2}[large]
+			if _, lvl, _ := c.Get([]byte(tt.key)); lvl != want || !c.inL1(tt.key) {
+				t.Fatalf("Get after an L2 hit = %v, want %v (promoted)", lvl, want)
 			}
 		})
 	}

@@ -17,7 +17,7 @@ import (
 // 64 hits at most when it hands a full buffer to its admission policy.
 func TestGetL1AllocatesNothing(t *testing.T) {
 	c := openCache(t, testConfig(t))
-	mustPut(t, c, "img/hot/w=600.webp", newEntry("o", "hot", "", 36<<10, 1))
+	mustPut(t, c, "img/hot/w=600.webp", newEntry("o", "hot", "", 24<<10, 1))
 	key := []byte("img/hot/w=600.webp")
 	const runs = 64 * 1000
 	get := func() {
