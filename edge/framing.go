@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"errors"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/valyala/fasthttp"
 
@@ -79,6 +81,51 @@ func (r *frameRefusal) read(p []byte) (int, error) {
 
 // FramingError returns why the connection's framing check refused a byte,
 // or nil (the forwarder names it when a body read fails).
+// MoreFollows(true) makes the next Write send with MSG_MORE: the kernel
+// holds a partial segment back for the sendfile that follows it (an L2
+// body's headers); MoreFollows(false) clears it. Only what is about to
+// send such a body calls it, around the write of the headers.
+func (c *conn) MoreFollows(more bool) { c.more = more }
+
+// Write writes p, with MSG_MORE when MoreFollows asked for it.
+func (c *conn) Write(p []byte) (int, error) {
+	if !c.more {
+		return c.Conn.Write(p)
+	}
+	c.more = false
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return c.Conn.Write(p)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return c.Conn.Write(p)
+	}
+	written := 0
+	var serr error
+	err = rc.Write(func(fd uintptr) bool {
+		for written < len(p) {
+			n, err := syscall.SendmsgN(int(fd), p[written:], nil, nil, syscall.MSG_MORE|syscall.MSG_NOSIGNAL)
+			if n > 0 {
+				written += n
+			}
+			switch {
+			case errors.Is(err, syscall.EAGAIN):
+				return false
+			case errors.Is(err, syscall.EINTR):
+			case err != nil:
+				serr = err
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = serr
+	}
+	return written, err
+}
+
 func (c *conn) FramingError() error {
 	if r := c.frame.refused.Load(); r != nil {
 		return r.reason

@@ -237,6 +237,7 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.Bod
 		return
 	}
 	body.Part(int64(start), int64(size))
+	body.Conn, _ = ctx.Conn().(cache.Coalescer)
 	ctx.Response.SetBodyStream(body, size) // closed by fasthttp once sent
 	body = nil
 }

@@ -354,6 +354,7 @@ type conn struct {
 	ip    netip.Addr
 	once  sync.Once
 	frame frameCheck // its Read checks the requests' framing (framing.go)
+	more  bool       // the next Write is followed by a sendfile (MoreFollows)
 }
 
 func (c *conn) Close() error {

@@ -370,6 +370,7 @@ func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.B
 	h.SetCanonical(canonNoSniff, valNoSniff)
 	e.metrics.bytes.Add(float64(ent.Len()))
 	if body != nil {
+		body.Conn, _ = ctx.Conn().(cache.Coalescer)
 		ctx.Response.SetBodyStream(body, ent.Len())
 		return
 	}

@@ -12,9 +12,22 @@ import (
 // a socket with SendTo, which uses sendfile from the body's own offset (the
 // file is shared by every answer sending it). Close it once, when done.
 type Body struct {
+	// Conn, when set, is told before WriteTo flushes the headers of a body
+	// it will send with sendfile (see Coalescer).
+	Conn Coalescer
+
 	h        *fileHandle
 	off, end int64
 	sent     *atomic.Uint64 // the cache's count of bytes sent with sendfile
+}
+
+// Coalescer is a connection that can hold its next write back for what
+// follows (MSG_MORE), so that the headers and the start of a body sent
+// with sendfile leave in full segments, as nginx's tcp_nopush does.
+type Coalescer interface {
+	// MoreFollows(true) holds the connection's next write back for more;
+	// MoreFollows(false) undoes it if no write came.
+	MoreFollows(bool)
 }
 
 // Read reads the body from where the last Read or SendTo ended.
@@ -55,7 +68,14 @@ type bufferedWriter interface {
 func (b *Body) WriteTo(w io.Writer) (int64, error) {
 	if bw, ok := w.(bufferedWriter); ok {
 		if b.end-b.off > sendfileAbove {
-			if err := bw.Flush(); err != nil {
+			if b.Conn != nil {
+				b.Conn.MoreFollows(true)
+			}
+			err := bw.Flush()
+			if b.Conn != nil {
+				b.Conn.MoreFollows(false)
+			}
+			if err != nil {
 				return 0, err
 			}
 		}
