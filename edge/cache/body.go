@@ -216,15 +216,20 @@ func (h *fileHandle) release() {
 	}
 }
 
-// handleSlots sizes the handle table: a power of two up to maxHandles, and
-// at most a quarter of the files the process may open.
+// handleSlots sizes the handle table: a power of two from minHandles to
+// maxHandles, leaving reservedFDs of the files the process may open to
+// everything else (the edge's 4,096 client connections by default, pebble,
+// the origin's connections).
 func handleSlots() int {
-	const minHandles, maxHandles = 256, 16384
-	limit := uint64(4 * maxHandles)
+	const minHandles, maxHandles, reservedFDs = 256, 16384, 5120
+	limit := uint64(maxHandles + reservedFDs)
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
 		limit = rl.Cur
 	}
-	n := min(max(limit/4, minHandles), maxHandles)
+	n := uint64(minHandles)
+	if limit > reservedFDs {
+		n = min(max(limit-reservedFDs, minHandles), maxHandles)
+	}
 	return 1 << (bits.Len64(n) - 1)
 }

@@ -71,25 +71,24 @@ type Cache struct {
 
 	collector prometheus.Collector
 	promote   bool // false in benchmarks that measure the bare L2 path
-	// promoteOneIn: an L2 hit on a body larger than readBelow is read and
+	// promoteOneIn: an L2 hit on a body of up to memoryMax is read and
 	// promoted to L1 once in promoteOneIn hits (drawn at random); the others
 	// are sent from their file, and L1 keeps the entry without its body.
 	promoteOneIn uint32
 }
 
-// L2 hits on bodies up to readBelow bytes are read into memory and
-// promoted, as a file saves nothing on them; larger ones once in
-// promoteSample hits, so that a body that is often asked for reaches L1
-// soon while the long tail is sent from disk without a copy. An L2 hit
-// that leaves its body on disk puts the entry without it in L1 (a few
-// hundred bytes), so that the next hit skips pebble.
+// An L2 hit on a body of up to memoryMax reads it into memory and promotes
+// it once in promoteSample hits, so that a body that is often asked for
+// reaches L1 soon while the long tail is answered from its file (read
+// behind the headers, or sent with sendfile) without an allocation, a
+// checksum or an admission it would mostly lose. An L2 hit that leaves
+// its body on disk puts the entry without it in L1 (a few hundred bytes),
+// so that the next hit skips pebble.
 //
 // A body over memoryMax is never read back into L1 by a hit (it enters L1
 // only when put, as a fill is likely to be asked for again): reading and
-// checking it costs more than the copies sendfile saves, and most such
-// reads would be of the long tail, which L1's admission refuses anyway.
+// checking it costs more than the copies sendfile saves.
 const (
-	readBelow     = 8 << 10
 	memoryMax     = 32 << 10
 	promoteSample = 8
 )
@@ -452,7 +451,7 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 		c.reportCorrupt(key, err)
 		return nil, Miss, false
 	}
-	read := e.size <= readBelow || (e.size <= memoryMax && c.sampled())
+	read := e.size <= memoryMax && c.sampled()
 	if read {
 		body, err := c.bodies.read(e)
 		switch {
