@@ -54,14 +54,13 @@ type bodyFiles struct {
 	// handles keeps files open for the hits that read or send them, as
 	// nginx's open_file_cache does: a direct-mapped table by file number,
 	// so the files open at once are bounded by its size.
-	handles    []atomic.Pointer[fileHandle]
-	handleMask uint64
+	handles []atomic.Pointer[fileHandle]
 }
 
 func openBodyFiles(fsys vfs.FS, dir string, osFS bool) (*bodyFiles, error) {
 	n := handleSlots()
 	b := &bodyFiles{fs: fsys, osFS: osFS, root: fsys.PathJoin(dir, bodiesDir),
-		handles: make([]atomic.Pointer[fileHandle], n), handleMask: uint64(n - 1)}
+		handles: make([]atomic.Pointer[fileHandle], n)}
 	for i := range 256 {
 		if err := fsys.MkdirAll(b.dir(byte(i)), 0o700); err != nil {
 			return nil, fmt.Errorf("create cache body directory: %w", err)
@@ -164,7 +163,7 @@ func (b *bodyFiles) remove(n uint64) {
 // removed it since the Get) is fs.ErrNotExist; one of another length is
 // ErrCorrupt. The caller releases it.
 func (b *bodyFiles) handle(e *Entry) (*fileHandle, error) {
-	slot := &b.handles[e.file&b.handleMask]
+	slot := b.slot(e.file)
 	if h := slot.Load(); h != nil && h.n == e.file && h.acquire() {
 		return h, nil
 	}
@@ -180,10 +179,16 @@ func (b *bodyFiles) handle(e *Entry) (*fileHandle, error) {
 	return h, nil
 }
 
+// slot is file n's place in the handle table. File numbers are given in
+// sequence, so consecutive files never share one.
+func (b *bodyFiles) slot(n uint64) *atomic.Pointer[fileHandle] {
+	return &b.handles[n%uint64(len(b.handles))]
+}
+
 // forget drops file n's handle from the table; answers sending it keep
 // theirs until they are done.
 func (b *bodyFiles) forget(n uint64) {
-	slot := &b.handles[n&b.handleMask]
+	slot := b.slot(n)
 	if h := slot.Load(); h != nil && h.n == n && slot.CompareAndSwap(h, nil) {
 		h.release()
 	}

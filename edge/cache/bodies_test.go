@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -518,7 +519,7 @@ func TestBodyHandles(t *testing.T) {
 	c := openCache(t, cfg)
 	c.promoteOneIn = 1 << 30
 	const slots = 64 // a small table, so that it fills
-	c.bodies.handles, c.bodies.handleMask = make([]atomic.Pointer[fileHandle], slots), slots-1
+	c.bodies.handles = make([]atomic.Pointer[fileHandle], slots)
 	n := slots + slots/4
 	dir := filepath.Join(cfg.Dir, bodiesDir)
 	entries := make([]*Entry, n)
@@ -569,5 +570,18 @@ func TestBodyHandles(t *testing.T) {
 	}
 	if open := openFilesUnder(t, dir); open != 0 {
 		t.Fatalf("%d body files open after purging everything", open)
+	}
+}
+
+// TestHandleSlots: the handle table leaves the process its reserve of
+// descriptors and stays within its bounds.
+func TestHandleSlots(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(handleSlots())
+	if n < 256 || n > 16384 || (rl.Cur > 5120+256 && n > rl.Cur-5120) {
+		t.Fatalf("%d handle slots under an open-file limit of %d", n, rl.Cur)
 	}
 }

@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"io"
-	"math/bits"
 	"sync/atomic"
 	"syscall"
 )
@@ -216,10 +215,10 @@ func (h *fileHandle) release() {
 	}
 }
 
-// handleSlots sizes the handle table: a power of two from minHandles to
-// maxHandles, leaving reservedFDs of the files the process may open to
-// everything else (the edge's 4,096 client connections by default, pebble,
-// the origin's connections).
+// handleSlots sizes the handle table: from minHandles to maxHandles,
+// leaving reservedFDs of the files the process may open to everything
+// else (the edge's 4,096 client connections by default, pebble, the
+// origin's connections).
 func handleSlots() int {
 	const minHandles, maxHandles, reservedFDs = 256, 16384, 5120
 	limit := uint64(maxHandles + reservedFDs)
@@ -227,9 +226,8 @@ func handleSlots() int {
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
 		limit = rl.Cur
 	}
-	n := uint64(minHandles)
-	if limit > reservedFDs {
-		n = min(max(limit-reservedFDs, minHandles), maxHandles)
+	if limit <= reservedFDs+minHandles {
+		return minHandles
 	}
-	return 1 << (bits.Len64(n) - 1)
+	return int(min(limit-reservedFDs, maxHandles))
 }
