@@ -585,3 +585,25 @@ func TestHandleSlots(t *testing.T) {
 		t.Fatalf("%d handle slots under an open-file limit of %d", n, rl.Cur)
 	}
 }
+
+// TestRecheckLeavesL1Alone: Recheck returns the body in memory without
+// changing the entry L1 shares with every other hit.
+func TestRecheckLeavesL1Alone(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	c.promoteOneIn = 1 << 30
+	e := newEntry("o", "i", "", 64<<10, 1)
+	mustPut(t, c, "k", e)
+	c.dropFromL1("k")
+	if got, _, ok := c.Get([]byte("k")); !ok || !got.OnDisk() {
+		t.Fatal("the first hit did not leave the body on disk")
+	}
+	c.l1.Wait()
+	got, ok := c.Recheck([]byte("k"))
+	if !ok || got.OnDisk() || !bytes.Equal(got.Body, e.Body) {
+		t.Fatalf("Recheck = %v, body in memory %v", ok, ok && !got.OnDisk())
+	}
+	shared, ok := c.l1.Get([]byte("k"))
+	if !ok || !shared.OnDisk() || shared.Body != nil {
+		t.Fatalf("L1's entry after Recheck: found %v, on disk %v, %d body bytes", ok, ok && shared.OnDisk(), len(shared.Body))
+	}
+}

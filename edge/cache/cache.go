@@ -399,7 +399,10 @@ func (c *Cache) Recheck(key []byte) (*Entry, bool) {
 		if err != nil {
 			return nil, false
 		}
-		e.Body, e.onDisk = body, false // e is this call's own
+		// e may be L1's, shared with every hit: the body goes on a copy.
+		cp := *e
+		cp.Body, cp.onDisk = body, false
+		return &cp, true
 	}
 	return e, ok
 }
