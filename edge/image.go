@@ -423,7 +423,7 @@ func (e *Edge) derive(id string, format imaging.Format, opts imaging.Options, ri
 		var err error
 		// A master L2 left on disk is read; gone since the lookup, it
 		// is fetched again.
-		masterBody, err = e.bodyOf(master)
+		masterBody, err = e.cache.ReadBody(master)
 		ok = err == nil
 	}
 	if !ok {

@@ -262,7 +262,7 @@ func (e *Edge) serveOG(ctx *fasthttp.RequestCtx, requestID, rawPath []byte) {
 	// as an edge without a purge channel serves every OG image.
 	caching := e.caching() && len(kb.b) <= cache.MaxKeyLen
 	if caching {
-		if ent, body, hit := e.getToSend(kb.b); hit {
+		if ent, body, _, hit := e.lookupToSend(kb.b); hit {
 			now := e.og.hitTime(ctx)
 			if now.Before(ent.FreshUntil) {
 				e.og.hitsFresh.Inc()

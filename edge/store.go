@@ -90,8 +90,8 @@ func (e *Edge) lookup(key []byte) (*cache.Entry, cache.Level, bool) {
 
 // lookupToSend is lookup for an answer: an entry whose body L2 left on
 // disk comes with that body open, for the connection to send with
-// sendfile (conn.ReadFrom); the answer closes it. A body gone since the lookup (a purge or an eviction
-// in between) or damaged makes it a miss.
+// sendfile (conn.ReadFrom); the answer closes it. A body gone since the
+// lookup (a purge or an eviction in between) or damaged makes it a miss.
 func (e *Edge) lookupToSend(key []byte) (*cache.Entry, *cache.Body, cache.Level, bool) {
 	ent, level, ok := e.lookup(key)
 	if !ok {
@@ -104,20 +104,6 @@ func (e *Edge) lookupToSend(key []byte) (*cache.Entry, *cache.Body, cache.Level,
 	return ent, body, level, true
 }
 
-// getToSend is lookupToSend for a caller that reads the cache alone (an
-// OG image: its fills are cached before they are answered).
-func (e *Edge) getToSend(key []byte) (*cache.Entry, *cache.Body, bool) {
-	ent, _, ok := e.cache.Get(key)
-	if !ok {
-		return nil, nil, false
-	}
-	body, ok := e.toSend(ent)
-	if !ok {
-		return nil, nil, false
-	}
-	return ent, body, true
-}
-
 // toSend opens ent's body when it is on disk; false means a miss.
 func (e *Edge) toSend(ent *cache.Entry) (*cache.Body, bool) {
 	if !ent.OnDisk() {
@@ -125,15 +111,6 @@ func (e *Edge) toSend(ent *cache.Entry) (*cache.Body, bool) {
 	}
 	body, err := e.cache.OpenBody(ent)
 	return body, err == nil
-}
-
-// bodyOf returns ent's body in memory, reading it from L2 when it is on
-// disk there.
-func (e *Edge) bodyOf(ent *cache.Entry) ([]byte, error) {
-	if !ent.OnDisk() {
-		return ent.Body, nil
-	}
-	return e.cache.ReadBody(ent)
 }
 
 // pendingEntry returns key's entry while its put is under way, unless a

@@ -321,8 +321,11 @@ func (c *Cache) matchBodies(named map[uint64][]byte) (lost dropped, err error) {
 	defer b.Close()
 	for _, key := range named {
 		m, found, err := c.readMeta(key)
-		if err != nil || !found {
+		if err != nil {
 			return lost, fmt.Errorf("reread meta: %w", err)
+		}
+		if !found { // read a moment ago: nothing writes during Open
+			continue
 		}
 		c.deleteEntry(b, key, &m)
 		lost.size += m.size
