@@ -27,9 +27,9 @@ import (
 // files whose directory entry was lost with it (Open drops those records).
 // A rewrite of a key writes a new file and removes the old one after its
 // commit; purges, evictions and deletes remove files after theirs. A crash
-// in between leaves files no record names: Open removes them. Hits send
-// the file with sendfile (Cache.OpenBody); small bodies and a sample of
-// the others are read into memory and promoted to L1.
+// in between leaves files no record names: Open removes them. Hits answer
+// from the file (Cache.OpenBody: pread, or sendfile for a long body); a
+// sample of those on bodies up to memoryMax read it into L1.
 //
 // The numbers are not content hashes: two keys with identical bodies keep
 // two files, so that a purge never has to count references.
@@ -42,7 +42,7 @@ const (
 // bodyFiles is L2's directory of body files.
 type bodyFiles struct {
 	fs   vfs.FS
-	osFS bool // fs is the operating system's: OpenBody opens *os.File for sendfile
+	osFS bool // fs is the operating system's: files open as raw descriptors, which SendTo can sendfile from
 	root string
 	next atomic.Uint64 // the next file number
 	// dirty marks the directories with files created since their last
