@@ -81,31 +81,64 @@ func (r *frameRefusal) read(p []byte) (int, error) {
 
 // FramingError returns why the connection's framing check refused a byte,
 // or nil (the forwarder names it when a body read fails).
-// MoreFollows(true) makes the next Write send with MSG_MORE: the kernel
-// holds a partial segment back for the sendfile that follows it (an L2
-// body's headers); MoreFollows(false) clears it. Only what is about to
-// send such a body calls it, around the write of the headers.
-func (c *conn) MoreFollows(more bool) { c.more = more }
-
-// Write writes p, with MSG_MORE when MoreFollows asked for it.
-func (c *conn) Write(p []byte) (int, error) {
-	if !c.more {
-		return c.Conn.Write(p)
+// MoreFollows(true) holds the next Write back (an answer's headers, which
+// fasthttp flushes before a body cache.Body sends): it leaves with the
+// Write after it in one writev, or ahead of a sendfile (ReadFrom) with
+// MSG_MORE, so that the kernel fills segments with the body.
+// MoreFollows(false) writes what is still held, if anything. Only what
+// sends such a body calls it, around the flush of the headers.
+func (c *conn) MoreFollows(more bool) error {
+	c.hold = more
+	if more || c.held == nil {
+		return nil
 	}
-	c.more = false
+	held := c.held
+	c.held = nil
+	_, err := c.Conn.Write(held)
+	return err
+}
+
+// Write writes p: after held bytes in one writev, held itself when
+// MoreFollows asked for it.
+func (c *conn) Write(p []byte) (int, error) {
+	switch {
+	case c.hold:
+		c.hold, c.held = false, p
+		return len(p), nil
+	case c.held != nil:
+		held := c.held
+		c.held = nil
+		c.iov = [2][]byte{held, p}
+		c.bufs = c.iov[:]
+		n, err := c.bufs.WriteTo(c.Conn)
+		c.iov = [2][]byte{}
+		return max(int(n)-len(held), 0), err
+	}
+	return c.Conn.Write(p)
+}
+
+// sendHeld writes the held bytes with MSG_MORE, ahead of a sendfile.
+func (c *conn) sendHeld() error {
+	held := c.held
+	c.hold, c.held = false, nil
+	if held == nil {
+		return nil
+	}
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
-		return c.Conn.Write(p)
+		_, err := c.Conn.Write(held)
+		return err
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return c.Conn.Write(p)
+		_, err := c.Conn.Write(held)
+		return err
 	}
 	written := 0
 	var serr error
 	err = rc.Write(func(fd uintptr) bool {
-		for written < len(p) {
-			n, err := syscall.SendmsgN(int(fd), p[written:], nil, nil, syscall.MSG_MORE|syscall.MSG_NOSIGNAL)
+		for written < len(held) {
+			n, err := syscall.SendmsgN(int(fd), held[written:], nil, nil, syscall.MSG_MORE|syscall.MSG_NOSIGNAL)
 			if n > 0 {
 				written += n
 			}
@@ -123,7 +156,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	if err == nil {
 		err = serr
 	}
-	return written, err
+	return err
 }
 
 func (c *conn) FramingError() error {

@@ -233,13 +233,33 @@ func (e *Edge) write(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.Bod
 	}
 	e.metrics.bytes.Add(float64(size))
 	if body == nil {
-		ctx.Response.SetBodyRaw(ent.Body[start : start+size])
+		setBody(ctx, nil, ent.Body[start:start+size])
 		return
 	}
 	body.Part(int64(start), int64(size))
-	body.Conn, _ = ctx.Conn().(cache.Coalescer)
-	ctx.Response.SetBodyStream(body, size) // closed by fasthttp once sent
+	setBody(ctx, body, nil)
 	body = nil
+}
+
+// memoryStreamAbove: an L1 body longer than this leaves with its headers
+// in one writev from the cache's memory instead of being copied into
+// fasthttp's buffer behind them first (cache.MemoryBody); a shorter one is
+// cheaper to copy.
+const memoryStreamAbove = 8 << 10
+
+// setBody hands the answer its body: body (an L2 body, its Part set), or
+// else mem, an L1 body. fasthttp closes a body stream once sent.
+func setBody(ctx *fasthttp.RequestCtx, body *cache.Body, mem []byte) {
+	co, ok := ctx.Conn().(cache.Coalescer)
+	if body == nil {
+		if !ok || len(mem) <= memoryStreamAbove {
+			ctx.Response.SetBodyRaw(mem)
+			return
+		}
+		body = cache.MemoryBody(mem)
+	}
+	body.Conn = co
+	ctx.Response.SetBodyStream(body, body.Len())
 }
 
 // etagMatch implements If-None-Match: "*" or a list holding the tag

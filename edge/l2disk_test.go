@@ -37,6 +37,19 @@ func openBodyFiles(t *testing.T, dir string) int {
 // their files in L2 (sendfile): whole, in PDF ranges, for HEAD and 304s,
 // pipelined on one connection; no answer keeps a file open.
 func TestL2BodiesSentFromDisk(t *testing.T) {
+	testBodiesSent(t, 1<<20) // below every body: each hit is an L2 hit
+}
+
+// TestL1BodiesSentFromMemory: the same exchanges answered from L1, whose
+// bodies above memoryStreamAbove leave with their headers in one writev
+// (cache.MemoryBody through the connection's hold).
+func TestL1BodiesSentFromMemory(t *testing.T) {
+	testBodiesSent(t, 64<<20)
+}
+
+// testBodiesSent pipelines GET, HEAD, 304 and PDF ranges of a 3 MiB PNG
+// and a 2 MiB PDF over one connection, from an edge whose L1 is mem bytes.
+func testBodiesSent(t *testing.T, mem int64) {
 	o := newSpellingOrigin(t)
 	o.bodies[imaging.PNG] = noisy(3 << 20)
 	pdf := append([]byte("%PDF-1.4\n"), noisy(2<<20)...)
@@ -44,7 +57,7 @@ func TestL2BodiesSentFromDisk(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.OriginURL = o.URL
 	cfg.CacheDir = filepath.Join(t.TempDir(), "cache")
-	cfg.CacheMem = 1 << 20 // below every body: each hit is an L2 hit
+	cfg.CacheMem = mem
 	cfg.CacheDisk = 64 << 20
 	e, err := New(cfg)
 	if err != nil {
@@ -119,9 +132,17 @@ func TestL2BodiesSentFromDisk(t *testing.T) {
 	if got := o.requests(); got != asked {
 		t.Fatalf("the origin was asked %d more times: the hits were not served from L2", got-asked)
 	}
+	s := e.cache.Stats()
+	if mem > int64(len(pdf)+len(o.bodies[imaging.PNG])) {
+		// The fills left both bodies in L1, where every hit finds them.
+		if s.L2Hits != 0 || s.L1Hits == 0 || s.SendfileBytes != 0 {
+			t.Fatalf("cache stats %+v: want L1 hits only", s)
+		}
+		return
+	}
 	// Each round sends the PNG whole and the PDF whole at least, with
 	// sendfile unless a sampled hit read it into memory (one in eight).
-	if s := e.cache.Stats(); s.L2Hits == 0 || s.L1Bytes >= int64(len(pdf)) || s.SendfileBytes < uint64(len(pdf)) {
+	if s.L2Hits == 0 || s.L1Bytes >= int64(len(pdf)) || s.SendfileBytes < uint64(len(pdf)) {
 		t.Fatalf("cache stats %+v: want L2 hits sent with sendfile and no body in L1", s)
 	}
 	// The cache keeps the two files open for the next hits; every answer
@@ -143,5 +164,75 @@ func TestL2BodiesSentFromDisk(t *testing.T) {
 			t.Fatalf("%d body files are still open", openBodyFiles(t, dir))
 		}
 		<-tick.C
+	}
+}
+
+// TestConnHold: what MoreFollows(true) holds back leaves ahead of the next
+// write, or alone at MoreFollows(false), in order and whole.
+func TestConnHold(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	c := &conn{Conn: server}
+	body := noisy(200 << 10)
+	steps := []struct {
+		name string
+		do   func() error
+		want []byte
+	}{
+		{"held then written", func() error {
+			if err := c.MoreFollows(true); err != nil {
+				return err
+			}
+			if n, err := c.Write([]byte("head")); n != 4 || err != nil {
+				return fmt.Errorf("held write: %d, %v", n, err)
+			}
+			if n, err := c.Write(body); n != len(body) || err != nil {
+				return fmt.Errorf("write after it: %d, %v", n, err)
+			}
+			return c.MoreFollows(false)
+		}, append([]byte("head"), body...)},
+		{"held alone", func() error {
+			if err := c.MoreFollows(true); err != nil {
+				return err
+			}
+			if _, err := c.Write([]byte("only")); err != nil {
+				return err
+			}
+			return c.MoreFollows(false)
+		}, []byte("only")},
+		{"nothing held", func() error {
+			_, err := c.Write([]byte("plain"))
+			return err
+		}, []byte("plain")},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			client.SetReadDeadline(time.Now().Add(time.Minute))
+			done := make(chan error, 1)
+			go func() { done <- s.do() }()
+			got := make([]byte, len(s.want))
+			if _, err := io.ReadFull(client, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, s.want) {
+				t.Fatalf("read %.20q…, want %.20q…", got, s.want)
+			}
+		})
 	}
 }

@@ -354,7 +354,12 @@ type conn struct {
 	ip    netip.Addr
 	once  sync.Once
 	frame frameCheck // its Read checks the requests' framing (framing.go)
-	more  bool       // the next Write is followed by a sendfile (MoreFollows)
+	// MoreFollows: hold the next Write back; held is what it held, sent
+	// with the write or sendfile after it (iov and bufs are its writev's).
+	hold bool
+	held []byte
+	iov  [2][]byte
+	bufs net.Buffers
 }
 
 func (c *conn) Close() error {
@@ -364,17 +369,28 @@ func (c *conn) Close() error {
 }
 
 // ReadFrom is where fasthttp's writer hands a body stream over once its
-// buffer is empty: an L2 body goes to the socket with sendfile, anything
-// else to the socket's own ReadFrom.
+// buffer is empty: a body in memory is written (after the held headers, in
+// one writev), an L2 body goes to the socket with sendfile (after them),
+// anything else to the socket's own ReadFrom.
 func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 	if body, ok := cache.AsBody(r); ok {
+		if p, ok := body.Memory(); ok {
+			n, err := c.Write(p)
+			return int64(n), err
+		}
 		if sc, ok := c.Conn.(syscall.Conn); ok {
 			if rc, err := sc.SyscallConn(); err == nil {
+				if err := c.sendHeld(); err != nil {
+					return 0, err
+				}
 				if n, err := body.SendTo(rc); !errors.Is(err, errors.ErrUnsupported) {
 					return n, err
 				}
 			}
 		}
+	}
+	if err := c.sendHeld(); err != nil {
+		return 0, err
 	}
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {
 		return rf.ReadFrom(r)

@@ -369,12 +369,7 @@ func (e *Edge) writeOG(ctx *fasthttp.RequestCtx, ent *cache.Entry, body *cache.B
 	h.SetContentTypeBytes(ct)
 	h.SetCanonical(canonNoSniff, valNoSniff)
 	e.metrics.bytes.Add(float64(ent.Len()))
-	if body != nil {
-		body.Conn, _ = ctx.Conn().(cache.Coalescer)
-		ctx.Response.SetBodyStream(body, ent.Len())
-		return
-	}
-	ctx.Response.SetBodyRaw(ent.Body)
+	setBody(ctx, body, ent.Body)
 }
 
 // ogCacheControl appends the Cache-Control of ent at now to dst: "public,

@@ -607,3 +607,68 @@ func TestRecheckLeavesL1Alone(t *testing.T) {
 		t.Fatalf("L1's entry after Recheck: found %v, on disk %v, %d body bytes", ok, ok && shared.OnDisk(), len(shared.Body))
 	}
 }
+
+// TestL2IndexInBlockCache: an L2 hit reads its index record from pebble's
+// block cache once the block is there, not from the file each time. The
+// memtables' reservations once took the whole block cache, and every hit
+// read its block again.
+func TestL2IndexInBlockCache(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	const n = 10000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/v1/image/%08d.webp?width=600", i)
+		mustPut(t, c, keys[i], newEntry("org", fmt.Sprint(i), "", 64, uint64(i)))
+	}
+	if err := c.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.db.Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	c.promote = false
+	pass := func() (hits, misses int64) {
+		before := c.db.Metrics().BlockCache
+		for _, k := range keys {
+			c.dropFromL1(k)
+			if _, lvl, ok := c.Get([]byte(k)); !ok || lvl != L2 {
+				t.Fatalf("Get %s: level %v, %v; want an L2 hit", k, lvl, ok)
+			}
+		}
+		after := c.db.Metrics().BlockCache
+		return after.Hits - before.Hits, after.Misses - before.Misses
+	}
+	pass() // the blocks' first reads
+	if hits, misses := pass(); misses != 0 || hits < n {
+		t.Fatalf("second pass over %d L2 entries: %d block cache hits, %d misses; want every read a hit", n, hits, misses)
+	}
+}
+
+// TestMemoryBody: a body in memory reads, narrows and reports its bytes
+// like one on disk, and once closed reads nothing.
+func TestMemoryBody(t *testing.T) {
+	p := []byte("0123456789abcdef")
+	b := MemoryBody(p)
+	if m, ok := b.Memory(); !ok || !bytes.Equal(m, p) || b.Len() != len(p) {
+		t.Fatalf("Memory %q, %v, Len %d; want all of %q", m, ok, b.Len(), p)
+	}
+	b.Part(4, 6)
+	if m, _ := b.Memory(); string(m) != "456789" || b.Len() != 6 {
+		t.Fatalf("Part(4, 6): Memory %q, Len %d", m, b.Len())
+	}
+	got, err := io.ReadAll(onlyReader{b})
+	if err != nil || string(got) != "456789" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	var sink bytes.Buffer
+	if n, err := MemoryBody(p).WriteTo(&sink); n != int64(len(p)) || err != nil || !bytes.Equal(sink.Bytes(), p) {
+		t.Fatalf("WriteTo: %d, %v, %q", n, err, sink.Bytes())
+	}
+	b.Close()
+	if _, ok := b.Memory(); ok {
+		t.Fatal("a closed body still has memory")
+	}
+	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Read after Close: %v, want ErrClosed", err)
+	}
+}

@@ -3,41 +3,72 @@ package cache
 import (
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
 
-// Body is an L2 body opened to be sent (OpenBody): read it, or hand it to
-// a socket with SendTo, which uses sendfile from the body's own offset (the
-// file is shared by every answer sending it). Close it once, when done.
+// Body is a body to send: an L2 body opened (OpenBody), or an L1 body in
+// memory (MemoryBody). Read it, or hand it to a socket: SendTo sends an L2
+// body with sendfile from its own offset (the file is shared by every
+// answer sending it), Memory gives an L1 body's bytes to write as they
+// are. Close it once, when done.
 type Body struct {
-	// Conn, when set, is told before WriteTo flushes the headers of a body
-	// it will send with sendfile (see Coalescer).
+	// Conn, when set, holds the headers back for WriteTo, so that they
+	// leave with the body (see Coalescer).
 	Conn Coalescer
 
 	h        *fileHandle
+	mem      []byte // a body in memory: mem[off:end] is left to send
 	off, end int64
 	sent     *atomic.Uint64 // the cache's count of bytes sent with sendfile
 }
 
 // Coalescer is a connection that can hold its next write back for what
-// follows (MSG_MORE), so that the headers and the start of a body sent
-// with sendfile leave in full segments, as nginx's tcp_nopush does.
+// follows, so that an answer's headers and its body leave together: in one
+// writev with a body in memory, ahead of a body sent with sendfile with
+// MSG_MORE (full segments, as nginx's tcp_nopush gives).
 type Coalescer interface {
-	// MoreFollows(true) holds the connection's next write back for more;
-	// MoreFollows(false) undoes it if no write came.
-	MoreFollows(bool)
+	// MoreFollows(true) holds the connection's next write back until the
+	// write or sendfile after it; MoreFollows(false) sends what is still
+	// held, if any.
+	MoreFollows(bool) error
+}
+
+// memoryBodies recycles the Bodies of L1 hits, which allocate nothing.
+var memoryBodies = sync.Pool{New: func() any { return new(Body) }}
+
+// MemoryBody returns a Body sending p, which must not change until the
+// Body is closed. Close returns it for reuse: use it no more after that.
+func MemoryBody(p []byte) *Body {
+	b := memoryBodies.Get().(*Body)
+	b.mem, b.off, b.end = p, 0, int64(len(p))
+	return b
+}
+
+// Memory returns what is left to send of a body in memory, or false for a
+// body on disk.
+func (b *Body) Memory() ([]byte, bool) {
+	if b.mem == nil {
+		return nil, false
+	}
+	return b.mem[b.off:b.end], true
 }
 
 // Read reads the body from where the last Read or SendTo ended.
 func (b *Body) Read(p []byte) (int, error) {
-	if b.h == nil {
+	if b.h == nil && b.mem == nil {
 		return 0, ErrClosed
 	}
 	if b.off >= b.end {
 		return 0, io.EOF
 	}
 	p = p[:min(int64(len(p)), b.end-b.off)]
+	if b.mem != nil {
+		n := copy(p, b.mem[b.off:])
+		b.off += int64(n)
+		return n, nil
+	}
 	n, err := b.h.f.ReadAt(p, b.off)
 	b.off += int64(n)
 	if errors.Is(err, io.EOF) && n == len(p) {
@@ -49,8 +80,8 @@ func (b *Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sendfileAbove: a body longer than this is sent with sendfile after the
-// headers; a shorter one is read into the writer's buffer behind them
+// sendfileAbove: an L2 body longer than this is sent with sendfile after
+// the headers; a shorter one is read into the writer's buffer behind them
 // (fasthttp's is 64 KiB at the edge), so that both leave in one write.
 const sendfileAbove = 48 << 10
 
@@ -61,26 +92,30 @@ type bufferedWriter interface {
 }
 
 // WriteTo writes the rest of the body to w. Behind a buffered writer
-// (fasthttp's) holding the headers, a long body flushes them first, so
-// that the writer hands the body to the connection's ReadFrom, which sends
-// it with sendfile (SendTo); a short one is read in behind them.
+// (fasthttp's) holding the headers, a body in memory or a long one on disk
+// flushes them into the connection, which holds them (Coalescer), so that
+// the writer hands the body to the connection's ReadFrom: one writev of
+// headers and body from memory, or the headers then sendfile (SendTo). A
+// short body on disk is read in behind the headers.
 func (b *Body) WriteTo(w io.Writer) (int64, error) {
-	if bw, ok := w.(bufferedWriter); ok {
-		if b.end-b.off > sendfileAbove {
-			if b.Conn != nil {
-				b.Conn.MoreFollows(true)
-			}
-			err := bw.Flush()
-			if b.Conn != nil {
-				b.Conn.MoreFollows(false)
-			}
-			if err != nil {
-				return 0, err
-			}
-		}
+	bw, ok := w.(bufferedWriter)
+	if !ok {
+		return io.Copy(w, onlyReader{b})
+	}
+	if b.Conn == nil || b.mem == nil && b.end-b.off <= sendfileAbove {
 		return bw.ReadFrom(onlyReader{b})
 	}
-	return io.Copy(w, onlyReader{b})
+	if err := b.Conn.MoreFollows(true); err != nil {
+		return 0, err
+	}
+	n, err := int64(0), bw.Flush()
+	if err == nil {
+		n, err = bw.ReadFrom(onlyReader{b})
+	}
+	if err1 := b.Conn.MoreFollows(false); err == nil {
+		err = err1
+	}
+	return n, err
 }
 
 // onlyReader hides Body's WriteTo from io.Copy and bufio, which would call
@@ -90,7 +125,7 @@ type onlyReader struct{ b *Body }
 func (r onlyReader) Read(p []byte) (int, error) { return r.b.Read(p) }
 
 // AsBody returns the Body r is, or wraps, for a connection's ReadFrom to
-// send it with SendTo.
+// send it with SendTo or write its Memory.
 func AsBody(r io.Reader) (*Body, bool) {
 	switch r := r.(type) {
 	case *Body:
@@ -101,17 +136,24 @@ func AsBody(r io.Reader) (*Body, bool) {
 	return nil, false
 }
 
+// Len returns the length of what is left to send.
+func (b *Body) Len() int { return int(b.end - b.off) }
+
 // Part narrows the body to n bytes from start; Range answers use it
 // before any Read.
 func (b *Body) Part(start, n int64) {
 	b.off, b.end = start, min(start+n, b.end)
 }
 
-// Close releases the file.
+// Close releases the file, or recycles a body in memory.
 func (b *Body) Close() error {
-	if b.h != nil {
+	switch {
+	case b.h != nil:
 		b.h.release()
 		b.h = nil
+	case b.mem != nil:
+		*b = Body{}
+		memoryBodies.Put(b)
 	}
 	return nil
 }
@@ -121,6 +163,9 @@ func (b *Body) Close() error {
 // reports errors.ErrUnsupported, having written nothing, for a body whose
 // file is not the operating system's (tests).
 func (b *Body) SendTo(c syscall.RawConn) (int64, error) {
+	if b.mem != nil {
+		return 0, errors.ErrUnsupported
+	}
 	if b.h == nil {
 		return 0, ErrClosed
 	}

@@ -23,10 +23,17 @@ import (
 
 // Fixed memory of the L2 engine, whatever DiskBytes is: pebble's block cache
 // and its memtables (at most memTableStop of memTableBytes queued).
+//
+// Pebble reserves its memtables' memory out of the block cache (Reserve),
+// so the cache is sized with them on top of indexCacheBytes, what it keeps
+// of L2's index: about 290 bytes an entry (value and meta records), so
+// some 110,000 entries' records. (At 8 MiB in all, the reservations left
+// the cache nothing: every L2 hit read its index block from the file.)
 const (
-	blockCacheBytes = 8 << 20
+	indexCacheBytes = 32 << 20
 	memTableBytes   = 4 << 20
 	memTableStop    = 4
+	blockCacheBytes = indexCacheBytes + memTableStop*memTableBytes
 )
 
 // Cache is the edge's two-level cache. Its methods are safe for concurrent
