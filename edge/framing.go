@@ -79,8 +79,6 @@ func (r *frameRefusal) read(p []byte) (int, error) {
 	return 0, r
 }
 
-// FramingError returns why the connection's framing check refused a byte,
-// or nil (the forwarder names it when a body read fails).
 // MoreFollows(true) holds the next Write back (an answer's headers, which
 // fasthttp flushes before a body cache.Body sends): it leaves with the
 // Write after it in one writev, or ahead of a sendfile (ReadFrom) with
@@ -159,6 +157,8 @@ func (c *conn) sendHeld() error {
 	return err
 }
 
+// FramingError returns why the connection's framing check refused a byte,
+// or nil (the forwarder names it when a body read fails).
 func (c *conn) FramingError() error {
 	if r := c.frame.refused.Load(); r != nil {
 		return r.reason

@@ -80,7 +80,7 @@ type Cache struct {
 	promote   bool // false in benchmarks that measure the bare L2 path
 	// promoteOneIn: an L2 hit on a body of up to memoryMax is read and
 	// promoted to L1 once in promoteOneIn hits (drawn at random); the others
-	// are sent from their file.
+	// are sent from their file, and L1 keeps the entry without its body.
 	promoteOneIn uint32
 }
 
@@ -88,12 +88,9 @@ type Cache struct {
 // it once in promoteSample hits, so that a body that is often asked for
 // reaches L1 soon while the long tail is answered from its file (read
 // behind the headers, or sent with sendfile) without an allocation, a
-// checksum or an admission it would mostly lose. L1 holds bodies only: an
-// L2 hit that leaves its body on disk finds its index record in pebble's
-// block cache next time too (putting the entry without its body in L1 for
-// that cost every such hit an admission in ristretto's single goroutine,
-// which behind busy connections made zipf-10k's p99 4 ms instead of 2, and
-// displaced bodies: L1 hits 80 % instead of 83 %).
+// checksum or an admission it would mostly lose. An L2 hit that leaves
+// its body on disk puts the entry without it in L1 (a few hundred bytes),
+// so that the next hit skips pebble.
 //
 // A body over memoryMax is never read back into L1 by a hit (it enters L1
 // only when put, as a fill is likely to be asked for again): reading and
@@ -422,9 +419,17 @@ func (c *Cache) Recheck(key []byte) (*Entry, bool) {
 
 func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 	if e, ok := c.l1.Get(key); ok && bytes.Equal(e.key, key) {
-		c.ref.set(e.ref) // L1 holds bodies in memory only
-		c.stats.l1Hits.add(e.ref)
-		return e, L1, true
+		c.ref.set(e.ref)
+		switch {
+		case !e.onDisk:
+			c.stats.l1Hits.add(e.ref)
+			return e, L1, true
+		case e.size > memoryMax || !c.sampled():
+			// L1 holds what L2 knows of the entry; its body is on disk.
+			c.stats.l2Hits.add(e.ref)
+			return e, L2, true
+		}
+		// Sampled: getL2 reads the body and promotes it.
 	}
 	e, level, ok := c.getL2(key)
 	if !ok && countMiss {
@@ -474,13 +479,17 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	e.prepare(key, h)
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)
-	// Promote a body read, unless a write to this shard (Put, purge,
-	// eviction) started since the read: what was read may be stale now.
-	// TryRLock never waits. The key missed L1, so the Set goes through
-	// admission; what may have put it since is a Put, which the shard's
-	// generation catches, or another hit's promotion of the same body.
-	if read && c.promote && s.mu.TryRLock() {
+	// Promote, the body or what L2 knows of it (so that the next hit
+	// skips pebble), unless a write to this shard (Put, purge, eviction)
+	// started since the read: what was read may be stale now. TryRLock
+	// never waits.
+	if c.promote && s.mu.TryRLock() {
 		if s.gen.Load() == gen {
+			if read {
+				// A body replacing the entry without it goes through
+				// admission, as in PutSince: an update would not.
+				c.l1.Del(e.key)
+			}
 			c.l1.Set(e.key, e, e.cost)
 		}
 		s.mu.RUnlock()
