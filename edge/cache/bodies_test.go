@@ -613,7 +613,9 @@ func TestRecheckLeavesL1Alone(t *testing.T) {
 // memtables' reservations once took the whole block cache, and every hit
 // read its block again.
 func TestL2IndexInBlockCache(t *testing.T) {
-	c := openCache(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.Dir, cfg.fs = "cache", vfs.NewMem() // 10,000 puts without a disk sync each
+	c := openCache(t, cfg)
 	const n = 10000
 	keys := make([]string, n)
 	for i := range keys {
