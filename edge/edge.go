@@ -32,6 +32,12 @@ import (
 	"github.com/pictorhq/pictor/origin/contract/logging"
 )
 
+// cpus is how many CPUs Go uses by default (the machine's, or its cgroup's
+// quota), read when the package initializes: before main gives a process
+// with an edge more Go processors than that (cmd/pictor/procs.go).
+// Transforms are bounded by CPUs, not processors.
+var cpus = runtime.GOMAXPROCS(0)
+
 // Edge is a running edge tier.
 type Edge struct {
 	cfg      Config
@@ -98,7 +104,7 @@ func New(cfg Config) (*Edge, error) {
 		return nil, err
 	}
 	e.base, e.cancel = context.WithCancel(context.Background())
-	e.transforms = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	e.transforms = make(chan struct{}, max(2, cpus))
 	e.prefetchTimeout = cfg.BodyGrace + time.Duration(float64(prefetchBytes)/float64(cfg.BodyMinRate)*float64(time.Second))
 	cc := cache.DefaultConfig()
 	cc.Dir, cc.MemBytes, cc.DiskBytes, cc.Registerer = cfg.CacheDir, cfg.CacheMem, cfg.CacheDisk, e.registry
@@ -238,7 +244,7 @@ func (e *Edge) Start(ctx context.Context) error {
 	if soft, hard, err := raiseOpenFileLimit(); err != nil {
 		slog.WarnContext(ctx, "edge cannot raise its open-file limit", "error", err)
 	} else {
-		slog.InfoContext(ctx, "edge open-file limit", "limit", soft, "hard_limit", hard)
+		slog.InfoContext(ctx, "edge open-file limit", "limit", soft, "hard_limit", hard, "go_processors", runtime.GOMAXPROCS(0), "cpus", cpus)
 		if uint64(e.cfg.MaxConns)+fdHeadroom > soft {
 			slog.WarnContext(ctx, "the open-file limit is below --max-conns: past it new connections are answered 503",
 				"limit", soft, "max_conns", e.cfg.MaxConns)

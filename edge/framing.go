@@ -53,7 +53,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	if r := c.frame.refused.Load(); r != nil {
 		return r.read(p)
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.read(p)
 	if n > 0 {
 		if k, reason := c.frame.checker.Check(p[:n]); reason != nil {
 			r := &frameRefusal{reason: reason}
@@ -92,7 +92,7 @@ func (c *conn) MoreFollows(more bool) error {
 	}
 	held := c.held
 	c.held = nil
-	_, err := c.Conn.Write(held)
+	_, err := c.write(held, nil)
 	return err
 }
 
@@ -106,13 +106,33 @@ func (c *conn) Write(p []byte) (int, error) {
 	case c.held != nil:
 		held := c.held
 		c.held = nil
-		c.iov = [2][]byte{held, p}
-		c.bufs = c.iov[:]
-		n, err := c.bufs.WriteTo(c.Conn)
-		c.iov = [2][]byte{}
-		return max(int(n)-len(held), 0), err
+		n, err := c.write(held, p)
+		return max(n-len(held), 0), err
 	}
-	return c.Conn.Write(p)
+	return c.write(p, nil)
+}
+
+// read reads from the socket (sock_linux.go) or the connection.
+func (c *conn) read(p []byte) (int, error) {
+	if c.sock != nil {
+		return c.sock.read(p)
+	}
+	return c.Conn.Read(p)
+}
+
+// write writes a then b to the socket in one call, or to the connection.
+func (c *conn) write(a, b []byte) (int, error) {
+	if c.sock != nil {
+		return c.sock.write(a, b)
+	}
+	if len(b) == 0 {
+		return c.Conn.Write(a)
+	}
+	c.iov = [2][]byte{a, b}
+	c.bufs = c.iov[:]
+	n, err := c.bufs.WriteTo(c.Conn)
+	c.iov = [2][]byte{}
+	return int(n), err
 }
 
 // sendHeld writes the held bytes with MSG_MORE, ahead of a sendfile.

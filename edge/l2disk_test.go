@@ -168,24 +168,45 @@ func testBodiesSent(t *testing.T, mem int64) {
 }
 
 // TestConnHold: what MoreFollows(true) holds back leaves ahead of the next
-// write, or alone at MoreFollows(false), in order and whole.
+// write, or alone at MoreFollows(false), in order and whole, through the
+// raw socket calls (sock_linux.go) and through net.Conn.
 func TestConnHold(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) {
+			client, server := tcpPair(t)
+			c := &conn{Conn: server}
+			if raw {
+				if c.sock = newSock(server); c.sock == nil {
+					t.Fatal("no raw socket for a TCP connection")
+				}
+			}
+			testConnHold(t, c, client)
+		})
+	}
+}
+
+// tcpPair returns both ends of a loopback TCP connection, closed with t.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	server, err := ln.Accept()
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer server.Close()
-	c := &conn{Conn: server}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
+func testConnHold(t *testing.T, c *conn, client net.Conn) {
 	body := noisy(200 << 10)
 	steps := []struct {
 		name string

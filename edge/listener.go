@@ -174,7 +174,7 @@ func (l *listener) admit(c net.Conn) (*conn, string) {
 	if l.maxPerIP > 0 && l.perIP[ip] >= l.maxPerIP {
 		return nil, refusedPerIP
 	}
-	tc := &conn{Conn: c, l: l, ip: ip}
+	tc := &conn{Conn: c, l: l, ip: ip, sock: newSock(c)}
 	l.conns[tc] = struct{}{}
 	l.perIP[ip]++
 	return tc, ""
@@ -359,6 +359,7 @@ type conn struct {
 	// held aliases fasthttp's write buffer, so it must go out before
 	// anything is written to that buffer again: cache.Body.WriteTo sends
 	// it from the same call that flushed it.
+	sock *sock // raw reads and writes of a TCP socket (sock_linux.go)
 	hold bool
 	held []byte
 	iov  [2][]byte

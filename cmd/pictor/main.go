@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/pictorhq/pictor/origin/contract/malloc"
@@ -55,6 +56,12 @@ type env struct {
 func main() {
 	// Before anything allocates C memory (pebble, libvips).
 	malloc.Tune()
+	// A process with an edge runs more Go processors than CPUs (procs.go).
+	if len(os.Args) > 1 {
+		if n, ok := edgeProcs(os.Args[1], os.Getenv); ok {
+			runtime.GOMAXPROCS(n)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: osGetenv})
 	stop()

@@ -348,6 +348,28 @@ func TestSeparateEdgeAndOriginProcesses(t *testing.T) {
 	apitest.WantStatus(t, r, 200)
 	apitest.WantStatus(t, apitest.Do(t, edgeURL, apitest.Request{Method: "GET", Path: "/healthz"}), 200)
 
+	// The edge runs twice the Go processors the origin does (procs.go),
+	// unless GOMAXPROCS is set for both.
+	procs := func(base string) int {
+		t.Helper()
+		m := string(apitest.Do(t, base, apitest.Request{Method: "GET", Path: "/metrics"}).Body)
+		var n int
+		for _, line := range strings.Split(m, "\n") {
+			if _, err := fmt.Sscanf(line, "go_sched_gomaxprocs_threads %d", &n); err == nil {
+				return n
+			}
+		}
+		t.Fatalf("%s/metrics has no go_sched_gomaxprocs_threads", base)
+		return 0
+	}
+	want := edgeProcsPerCPU * procs(originURL)
+	if os.Getenv("GOMAXPROCS") != "" {
+		want = procs(originURL)
+	}
+	if got := procs(edgeURL); got != want {
+		t.Fatalf("the edge runs %d Go processors, the origin %d; want %d", got, procs(originURL), want)
+	}
+
 	// A second origin on the same data directory fails clearly.
 	second := exec.Command(buildBinary(t), "origin", "--data-dir", dir, "--addr", "127.0.0.1:0")
 	msg, err := second.CombinedOutput()
