@@ -14,8 +14,8 @@ import (
 // the goroutine's P as in a system call for it, and on a loopback or a
 // busy host such a call often outlasts the 20 µs after which sysmon hands
 // the P to another thread: a wake-up, a thread switch and sysmon polling
-// at its fastest, for a write that never blocked (docs/decisions.md, "Raw
-// socket calls"). The functions are bound once per connection so that a
+// at its fastest, for a write that never blocked (docs/decisions.md, "A
+// fourth pass"). The functions are bound once per connection so that a
 // request allocates nothing.
 type sock struct {
 	rc             syscall.RawConn
@@ -65,6 +65,9 @@ func (s *sock) readOnce(fd uintptr) bool {
 		switch e {
 		case 0:
 			s.n = int(n)
+			if n > 0 {
+				raceAcquireRead(fd)
+			}
 			return true
 		case syscall.EAGAIN:
 			return false
@@ -93,6 +96,7 @@ func (s *sock) write(a, b []byte) (int, error) {
 }
 
 func (s *sock) sendOnce(fd uintptr) bool {
+	raceReleaseWrite(fd)
 	for len(s.out[0])+len(s.out[1]) > 0 {
 		if len(s.out[0]) == 0 {
 			s.out = [2][]byte{s.out[1], nil}

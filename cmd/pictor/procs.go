@@ -10,7 +10,7 @@ import "runtime"
 // until the thread runs again (a scheduler tick, 4 ms here), unless
 // another processor's thread takes them. With twice as many processors
 // one usually does: zipf-10k's p99 went from 1.9–2.0× nginx's to
-// 0.54–0.74× in the runs of docs/decisions.md ("Processors").
+// 0.54–0.86× in three runs of five (docs/decisions.md, "A fourth pass").
 const edgeProcsPerCPU = 2
 
 // edgeProcs returns the Go processors the command should run with, and
