@@ -76,7 +76,11 @@ build: ## build ./bin/pictor and the template sandbox's modules (wasm/guest.wasm
 run: deps build ## install, build and start `pictor serve` on ./data
 	./$(BIN) serve --data-dir $(DATA_DIR) --addr $(ADDR)
 
+# The first line compiles the binary that cmd/pictor's and deploy/clustertest's tests build (without
+# the race detector) into the build cache: on a fresh machine the two packages' tests otherwise
+# compiled it from nothing at the same time, twice over on two cores.
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
+	$(GO) build -o /dev/null ./cmd/pictor
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -run 'Allocat' ./edge/...
 
