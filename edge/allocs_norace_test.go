@@ -99,7 +99,7 @@ func TestOGHitAllocatesNothing(t *testing.T) {
 // buffers, so the process's allocation count is the server's.
 func TestHitOverTCPAllocatesNothing(t *testing.T) {
 	roundTrip := imageHitsOverTCP(t)
-	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
+	if per := allocsPerRoundTrip(5000, roundTrip); per > 0.05 {
 		t.Fatalf("%.3f allocations per hit over TCP, want 0", per)
 	}
 }
@@ -109,8 +109,30 @@ func TestHitOverTCPAllocatesNothing(t *testing.T) {
 // more than an image's does.
 func TestOGHitOverTCPAllocatesNothing(t *testing.T) {
 	roundTrip := ogHitsOverTCP(t)
-	if per := allocsPerRoundTrip(roundTrip); per > 0.05 {
+	if per := allocsPerRoundTrip(5000, roundTrip); per > 0.05 {
 		t.Fatalf("%.3f allocations per OG hit over TCP, want 0", per)
+	}
+}
+
+// TestL2SendfileHitAllocations: an L2 hit on a body sent with sendfile
+// allocates its open body and the sendfile's callback (four objects), and
+// the connection nothing more: its raw socket sends the held headers and
+// lends its RawConn to the sendfile (nine objects when each hit asked the
+// connection for a RawConn twice and made a callback for the headers).
+func TestL2SendfileHitAllocations(t *testing.T) {
+	o := newFakeOrigin(t)
+	o.png = noisy(2 << 20) // larger than L1, which keeps it out
+	e := newTunedEdge(t, o.URL, func(c *Config) { c.CacheMem = 1 << 20 })
+	roundTrip := hitsOverTCP(t, e, "GET /v1/image/"+testID+".png HTTP/1.1\r\nHost: edge\r\n\r\n", o.png)
+	before := e.cache.Stats()
+	const n = 300
+	per := allocsPerRoundTrip(n, roundTrip)
+	after := e.cache.Stats()
+	if hits, sent := after.L2Hits-before.L2Hits, after.SendfileBytes-before.SendfileBytes; hits != n || sent != uint64(n*len(o.png)) {
+		t.Fatalf("%d L2 hits and %d bytes sent with sendfile, want %d and %d", hits, sent, n, n*len(o.png))
+	}
+	if per > 4.05 {
+		t.Fatalf("%.2f allocations per L2 hit sent with sendfile, want at most 4", per)
 	}
 }
 
@@ -197,13 +219,12 @@ func hitsOverTCP(t testing.TB, e *Edge, req string, want []byte) func() {
 }
 
 // allocsPerRoundTrip returns the process's allocations per round trip.
-func allocsPerRoundTrip(roundTrip func()) float64 {
-	const n = 5000
+func allocsPerRoundTrip(n int, roundTrip func()) float64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range n {
 		roundTrip()
 	}
 	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / n
+	return float64(after.Mallocs-before.Mallocs) / float64(n)
 }

@@ -1,9 +1,7 @@
 package edge
 
 import (
-	"errors"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/valyala/fasthttp"
 
@@ -139,41 +137,13 @@ func (c *conn) write(a, b []byte) (int, error) {
 func (c *conn) sendHeld() error {
 	held := c.held
 	c.hold, c.held = false, nil
-	if held == nil {
+	switch {
+	case held == nil:
 		return nil
+	case c.sock != nil:
+		return c.sock.writeMore(held)
 	}
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		_, err := c.Conn.Write(held)
-		return err
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		_, err := c.Conn.Write(held)
-		return err
-	}
-	written := 0
-	var serr error
-	err = rc.Write(func(fd uintptr) bool {
-		for written < len(held) {
-			n, err := syscall.SendmsgN(int(fd), held[written:], nil, nil, syscall.MSG_MORE|syscall.MSG_NOSIGNAL)
-			if n > 0 {
-				written += n
-			}
-			switch {
-			case errors.Is(err, syscall.EAGAIN):
-				return false
-			case errors.Is(err, syscall.EINTR):
-			case err != nil:
-				serr = err
-				return true
-			}
-		}
-		return true
-	})
-	if err == nil {
-		err = serr
-	}
+	_, err := c.Conn.Write(held)
 	return err
 }
 

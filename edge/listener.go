@@ -374,22 +374,21 @@ func (c *conn) Close() error {
 
 // ReadFrom is where fasthttp's writer hands a body stream over once its
 // buffer is empty: a body in memory is written (after the held headers, in
-// one writev), an L2 body goes to the socket with sendfile (after them),
-// anything else to the socket's own ReadFrom.
+// one writev), an L2 body goes to the raw socket with sendfile (after
+// them, sent with MSG_MORE), anything else to the connection's own
+// ReadFrom.
 func (c *conn) ReadFrom(r io.Reader) (int64, error) {
 	if body, ok := cache.AsBody(r); ok {
 		if p, ok := body.Memory(); ok {
 			n, err := c.Write(p)
 			return int64(n), err
 		}
-		if sc, ok := c.Conn.(syscall.Conn); ok {
-			if rc, err := sc.SyscallConn(); err == nil {
-				if err := c.sendHeld(); err != nil {
-					return 0, err
-				}
-				if n, err := body.SendTo(rc); !errors.Is(err, errors.ErrUnsupported) {
-					return n, err
-				}
+		if c.sock != nil {
+			if err := c.sendHeld(); err != nil {
+				return 0, err
+			}
+			if n, err := body.SendTo(c.sock.rc); !errors.Is(err, errors.ErrUnsupported) {
+				return n, err
 			}
 		}
 	}

@@ -22,6 +22,7 @@ type sock struct {
 	readFn, sendFn func(fd uintptr) bool
 	p              []byte    // the read's buffer
 	out            [2][]byte // what a write has still to send
+	flags          uintptr   // a one-buffer write's send flags
 	iov            [2]syscall.Iovec
 	n              int
 	err            error
@@ -82,8 +83,17 @@ func (s *sock) readOnce(fd uintptr) bool {
 
 // write sends a then b (either may be empty) and returns how many bytes
 // of them went out.
-func (s *sock) write(a, b []byte) (int, error) {
-	s.out = [2][]byte{a, b}
+func (s *sock) write(a, b []byte) (int, error) { return s.send(a, b, 0) }
+
+// writeMore sends p with MSG_MORE (an answer's headers ahead of its
+// sendfile), so that the kernel fills segments with what follows.
+func (s *sock) writeMore(p []byte) error {
+	_, err := s.send(p, nil, syscall.MSG_MORE)
+	return err
+}
+
+func (s *sock) send(a, b []byte, flags uintptr) (int, error) {
+	s.out, s.flags = [2][]byte{a, b}, flags
 	s.n, s.err = 0, nil
 	err := s.rc.Write(s.sendFn)
 	n := s.n
@@ -104,7 +114,8 @@ func (s *sock) sendOnce(fd uintptr) bool {
 		var n uintptr
 		var e syscall.Errno
 		if len(s.out[1]) == 0 {
-			n, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&s.out[0][0])), uintptr(len(s.out[0])))
+			n, _, e = syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&s.out[0][0])), uintptr(len(s.out[0])),
+				s.flags|syscall.MSG_NOSIGNAL, 0, 0)
 		} else {
 			for i, p := range s.out {
 				s.iov[i].Base = &p[0]
