@@ -118,19 +118,19 @@ func (c *conn) read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// write writes a then b to the socket in one call, or to the connection.
+// write writes a then b to the socket in one call, or to the connection
+// in two (a connection that is not a Linux TCP socket: tests, other
+// systems).
 func (c *conn) write(a, b []byte) (int, error) {
 	if c.sock != nil {
 		return c.sock.write(a, b)
 	}
-	if len(b) == 0 {
-		return c.Conn.Write(a)
+	n, err := c.Conn.Write(a)
+	if err != nil || len(b) == 0 {
+		return n, err
 	}
-	c.iov = [2][]byte{a, b}
-	c.bufs = c.iov[:]
-	n, err := c.bufs.WriteTo(c.Conn)
-	c.iov = [2][]byte{}
-	return int(n), err
+	m, err := c.Conn.Write(b)
+	return n + m, err
 }
 
 // sendHeld writes the held bytes with MSG_MORE, ahead of a sendfile.

@@ -356,14 +356,12 @@ type conn struct {
 	frame frameCheck // its Read checks the requests' framing (framing.go)
 	sock  *sock      // raw reads and writes of a TCP socket (sock_linux.go)
 	// MoreFollows: hold the next Write back; held is what it held, sent
-	// with the write or sendfile after it (iov and bufs are its writev's).
+	// with the write or sendfile after it.
 	// held aliases fasthttp's write buffer, so it must go out before
 	// anything is written to that buffer again: cache.Body.WriteTo sends
 	// it from the same call that flushed it.
 	hold bool
 	held []byte
-	iov  [2][]byte
-	bufs net.Buffers
 }
 
 func (c *conn) Close() error {
