@@ -71,7 +71,7 @@ func BenchmarkGetL2(b *testing.B) {
 	keys := fill(b, c, 1000)
 	c.promote = false
 	for _, k := range keys {
-		c.dropFromL1(string(k))
+		c.dropFromMemory(string(k))
 	}
 	b.ReportAllocs()
 	b.SetBytes(benchBody)
@@ -96,7 +96,7 @@ func BenchmarkGetZipf(b *testing.B) {
 	c := benchCache(b, 32<<20, 1<<30)
 	keys := fill(b, c, 4000)
 	for _, k := range keys {
-		c.dropFromL1(string(k))
+		c.dropFromMemory(string(k))
 	}
 	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, uint64(len(keys)-1))
 	before := c.Stats()

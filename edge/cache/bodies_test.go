@@ -109,7 +109,7 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	c.promoteOneIn = 1 << 30 // never, for the first part
 	large := newEntry("o", "big", "", 64<<10, 1)
 	mustPut(t, c, "large", large)
-	c.dropFromL1("large")
+	c.dropFromMemory("large")
 
 	got, lvl, ok := c.Get([]byte("large"))
 	if !ok || lvl != L2 || !got.OnDisk() || got.Body != nil || got.Len() != len(large.Body) {
@@ -134,12 +134,17 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	}
 	sameEntry(t, c, got, large)
 	c.l1.Wait()
-	if e, ok := c.l1.Get([]byte("large")); !ok || !e.OnDisk() {
-		t.Fatalf("after an unsampled L2 hit on a large body, L1 holds %v (ok %v); want the entry without its body", e, ok)
+	if _, ok := c.l1.Get([]byte("large")); ok {
+		t.Fatal("after an unsampled L2 hit on a large body, L1 holds it; want it in decoded only")
 	}
-	// The next hit finds it in L1, and its body still on disk.
-	if again, lvl, ok := c.Get([]byte("large")); !ok || lvl != L2 || !again.OnDisk() || again.Len() != len(large.Body) {
-		t.Fatalf("hit after the index promotion = %v %v", lvl, ok)
+	if e := c.decodedEntry("large"); e != got {
+		t.Fatalf("after an unsampled L2 hit on a large body, decoded holds %v; want the entry the hit returned", e)
+	}
+	// The next hit finds it decoded, reads no record, and its body is
+	// still on disk.
+	reads := c.Stats().L2Reads
+	if again, lvl, ok := c.Get([]byte("large")); !ok || lvl != L2 || again != got || c.Stats().L2Reads != reads {
+		t.Fatalf("hit after the first = %v %v, the same entry %v, L2 reads %d → %d", lvl, ok, again == got, reads, c.Stats().L2Reads)
 	}
 
 	if _, err := c.OpenBody(&Entry{Body: large.Body}); !errors.Is(err, ErrInvalidEntry) {
@@ -152,7 +157,7 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 	c.promoteOneIn = promoteSample
 	medium := newEntry("o", "medium", "", memoryMax, 3)
 	mustPut(t, c, "medium", medium)
-	c.dropFromL1("medium")
+	c.dropFromMemory("medium")
 	for i := 0; !c.bodyInL1("medium"); i++ {
 		if i == 400 {
 			t.Fatal("400 L2 hits never promoted the body")
@@ -215,7 +220,7 @@ func TestBodyFileDamage(t *testing.T) {
 			e := newEntry("o", "i", "", tt.size, 1)
 			mustPut(t, c, "k", e)
 			mustPut(t, c, "other", newEntry("o", "j", "", tt.size, 2))
-			c.dropFromL1("k")
+			c.dropFromMemory("k")
 			tt.damage(t, c.bodyPath(t, "k"))
 
 			got, _, ok := c.Get([]byte("k"))
@@ -243,7 +248,7 @@ func TestBodyFileDamage(t *testing.T) {
 			}
 			// The edge fetches it again and puts it back.
 			mustPut(t, c, "k", e)
-			c.dropFromL1("k")
+			c.dropFromMemory("k")
 			c.promoteOneIn = 1
 			got, lvl, ok := c.Get([]byte("k"))
 			if !ok || lvl != L2 {
@@ -442,7 +447,7 @@ func TestConcurrentFillsOfOneKey(t *testing.T) {
 	if files, _ := c.bodyFiles(t); files != 1 {
 		t.Fatalf("%d body files for one key", files)
 	}
-	c.dropFromL1("k")
+	c.dropFromMemory("k")
 	got, _, ok := c.Get([]byte("k"))
 	if !ok {
 		t.Fatal("k missed")
@@ -526,7 +531,7 @@ func TestBodyHandles(t *testing.T) {
 	for i := range n {
 		entries[i] = newEntry("o", fmt.Sprint(i), "", 1000+i, uint64(i))
 		mustPut(t, c, fmt.Sprint("k", i), entries[i])
-		c.dropFromL1(fmt.Sprint("k", i))
+		c.dropFromMemory(fmt.Sprint("k", i))
 	}
 	got := make([]*Entry, n)
 	for i := range n {
@@ -586,14 +591,14 @@ func TestHandleSlots(t *testing.T) {
 	}
 }
 
-// TestRecheckLeavesL1Alone: Recheck returns the body in memory without
-// changing the entry L1 shares with every other hit.
-func TestRecheckLeavesL1Alone(t *testing.T) {
+// TestRecheckLeavesDecodedAlone: Recheck returns the body in memory without
+// changing the entry decoded shares with every other hit.
+func TestRecheckLeavesDecodedAlone(t *testing.T) {
 	c := openCache(t, testConfig(t))
 	c.promoteOneIn = 1 << 30
 	e := newEntry("o", "i", "", 64<<10, 1)
 	mustPut(t, c, "k", e)
-	c.dropFromL1("k")
+	c.dropFromMemory("k")
 	if got, _, ok := c.Get([]byte("k")); !ok || !got.OnDisk() {
 		t.Fatal("the first hit did not leave the body on disk")
 	}
@@ -602,9 +607,9 @@ func TestRecheckLeavesL1Alone(t *testing.T) {
 	if !ok || got.OnDisk() || !bytes.Equal(got.Body, e.Body) {
 		t.Fatalf("Recheck = %v, body in memory %v", ok, ok && !got.OnDisk())
 	}
-	shared, ok := c.l1.Get([]byte("k"))
-	if !ok || !shared.OnDisk() || shared.Body != nil {
-		t.Fatalf("L1's entry after Recheck: found %v, on disk %v, %d body bytes", ok, ok && shared.OnDisk(), len(shared.Body))
+	shared := c.decodedEntry("k")
+	if shared == nil || !shared.OnDisk() || shared.Body != nil {
+		t.Fatalf("decoded's entry after Recheck: %v", shared)
 	}
 }
 
@@ -632,7 +637,7 @@ func TestL2IndexInBlockCache(t *testing.T) {
 	pass := func() (hits, misses int64) {
 		before := c.db.Metrics().BlockCache
 		for _, k := range keys {
-			c.dropFromL1(k)
+			c.dropFromMemory(k)
 			if _, lvl, ok := c.Get([]byte(k)); !ok || lvl != L2 {
 				t.Fatalf("Get %s: level %v, %v; want an L2 hit", k, lvl, ok)
 			}

@@ -44,6 +44,9 @@ type Cache struct {
 	db     *pebble.DB
 	bodies *bodyFiles
 	l1     *ristretto.Cache[[]byte, *Entry]
+	// decoded holds entries L2 hits found, without their bodies; L1 holds
+	// entries with theirs.
+	decoded *decoded
 
 	seed1, seed2 maphash.Seed // L1's 128-bit key hash; seed1 also places ref bits and shards
 
@@ -144,6 +147,7 @@ func Open(cfg Config) (*Cache, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		promote: true,
+		decoded: newDecoded(decodedBytes, decodedSlots),
 
 		promoteOneIn: promoteSample,
 	}
@@ -376,6 +380,7 @@ func (c *Cache) Close() error {
 		c.cfg.Registerer.Unregister(c.collector)
 	}
 	c.l1.Close()
+	c.decoded.clear()
 	c.bodies.closeHandles()
 	// Puts and evictions commit without fsync; one synced record makes
 	// everything before it in the WAL durable, once the directories hold
@@ -420,27 +425,26 @@ func (c *Cache) Recheck(key []byte) (*Entry, bool) {
 func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 	if e, ok := c.l1.Get(key); ok && bytes.Equal(e.key, key) {
 		c.ref.set(e.ref)
-		switch {
-		case !e.onDisk:
-			c.stats.l1Hits.add(e.ref)
-			return e, L1, true
-		case e.size > memoryMax || !c.sampled():
-			// L1 holds what L2 knows of the entry; its body is on disk.
-			c.stats.l2Hits.add(e.ref)
-			return e, L2, true
-		}
-		// Sampled: getL2 reads the body and promotes it.
+		c.stats.l1Hits.add(e.ref)
+		return e, L1, true
 	}
-	e, level, ok := c.getL2(key)
+	h := c.hash(key)
+	// An entry decoded before, unless this hit is sampled to read its body
+	// into L1 (getL2 does).
+	if e := c.decoded.get(h, key); e != nil && !c.closed.Load() && (e.size > memoryMax || !c.sampled()) {
+		c.ref.set(e.ref)
+		c.stats.l2Hits.add(e.ref)
+		return e, L2, true
+	}
+	e, level, ok := c.getL2(key, h)
 	if !ok && countMiss {
-		c.stats.misses.add(refIndex(c.hash(key)))
+		c.stats.misses.add(refIndex(h))
 	}
 	return e, level, ok
 }
 
-// getL2 reads key from L2; the caller counts a miss.
-func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
-	h := c.hash(key)
+// getL2 reads key, whose hash is h, from L2; the caller counts a miss.
+func (c *Cache) getL2(key []byte, h uint64) (*Entry, Level, bool) {
 	if !validKey(key) {
 		return nil, Miss, false
 	}
@@ -451,6 +455,7 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	}
 	s := &c.shards[shardIndex(h)]
 	gen := s.gen.Load()
+	c.stats.l2Reads.add(refIndex(h))
 	v, closer, err := c.db.Get(recordKey(prefixValue, key))
 	if err != nil {
 		if !errors.Is(err, pebble.ErrNotFound) {
@@ -479,18 +484,17 @@ func (c *Cache) getL2(key []byte) (*Entry, Level, bool) {
 	e.prepare(key, h)
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)
-	// Promote, the body or what L2 knows of it (so that the next hit
-	// skips pebble), unless a write to this shard (Put, purge, eviction)
-	// started since the read: what was read may be stale now. TryRLock
-	// never waits.
+	// Keep the entry, with its body in L1 or without it in decoded (so that
+	// the next hit skips pebble), unless a write to this shard (Put, purge,
+	// eviction) started since the read: what was read may be stale now.
+	// TryRLock never waits.
 	if c.promote && s.mu.TryRLock() {
 		if s.gen.Load() == gen {
 			if read {
-				// A body replacing the entry without it goes through
-				// admission, as in PutSince: an update would not.
-				c.l1.Del(e.key)
+				c.l1.Set(e.key, e, e.cost)
+			} else {
+				c.decoded.put(h, e)
 			}
-			c.l1.Set(e.key, e, e.cost)
 		}
 		s.mu.RUnlock()
 	}
@@ -546,11 +550,15 @@ func (c *Cache) ReadBody(e *Entry) ([]byte, error) {
 // fence makes promotions of key that read L2 before now give up; those that
 // already passed their check have queued their L1 Set, so an L1 Del issued
 // after fence removes it. Call it after the L2 write and before touching L1.
-func (c *Cache) fence(key []byte) {
-	s := &c.shards[shardIndex(c.hash(key))]
+// It drops key from decoded and returns its hash.
+func (c *Cache) fence(key []byte) uint64 {
+	h := c.hash(key)
+	s := &c.shards[shardIndex(h)]
 	s.mu.Lock()
 	s.gen.Add(1)
 	s.mu.Unlock()
+	c.decoded.del(h, key)
+	return h
 }
 
 // Epoch is a point in the cache's purge history.
@@ -675,10 +683,12 @@ func (c *Cache) PutSince(ep Epoch, key []byte, in *Entry) error {
 	// L1: Del then Set so that the new cost goes through admission (an
 	// update would change the cost without evicting), then Wait so that the
 	// next Get sees it.
-	c.fence(key)
+	h := c.fence(key)
 	c.l1.Del(e.key)
 	c.l1.Set(e.key, e, e.cost)
 	c.l1.Wait()
+	// Without its body too, for when L1 refuses or evicts it.
+	c.decoded.put(h, e.withoutBody())
 	if c.stats.l2Bytes.Load() > c.cfg.DiskBytes {
 		c.wake()
 	}

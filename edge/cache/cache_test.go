@@ -81,6 +81,10 @@ func (c *Cache) inL1(key string) bool {
 	return ok && string(e.key) == key
 }
 
+// inMemory reports whether L1 or decoded holds key: either must be in L2
+// too, or a purge could not find it.
+func (c *Cache) inMemory(key string) bool { return c.inL1(key) || c.decodedEntry(key) != nil }
+
 func (c *Cache) inL2(key string) bool {
 	v, closer, err := c.db.Get(recordKey(prefixValue, []byte(key)))
 	if err != nil {
@@ -91,10 +95,17 @@ func (c *Cache) inL2(key string) bool {
 	return true
 }
 
-// dropFromL1 forgets key in L1 only, so the next Get reads L2.
-func (c *Cache) dropFromL1(key string) {
+// dropFromMemory forgets key in L1 and decoded, so the next Get reads
+// pebble.
+func (c *Cache) dropFromMemory(key string) {
 	c.l1.Del([]byte(key))
 	c.l1.Wait()
+	c.decoded.del(c.hash([]byte(key)), []byte(key))
+}
+
+// decodedEntry returns decoded's entry under key, or nil.
+func (c *Cache) decodedEntry(key string) *Entry {
+	return c.decoded.get(c.hash([]byte(key)), []byte(key))
 }
 
 // scanned recomputes L2's size and entry count as Open does.
@@ -220,7 +231,7 @@ func TestPutGet(t *testing.T) {
 				t.Fatal("StoredAt not set")
 			}
 			// The same entry from L2.
-			c.dropFromL1(tt.key)
+			c.dropFromMemory(tt.key)
 			got2, lvl, ok := c.Get([]byte(tt.key))
 			if !ok || lvl != L2 || got2.OnDisk() != large {
 				t.Fatalf("Get after dropping L1 = %v, %v, on disk %v; want an L2 hit", lvl, ok, got2.OnDisk())
@@ -229,12 +240,13 @@ func TestPutGet(t *testing.T) {
 			if !got2.StoredAt.Equal(got.StoredAt) || !bytes.Equal(got2.LastModifiedBytes(), got.LastModifiedBytes()) {
 				t.Fatalf("L2 copy differs in times: %v %q", got2.StoredAt, got2.LastModifiedBytes())
 			}
-			// Promoted: the next Get is an L1 hit (for a large body, of
-			// the entry without it).
+			// Promoted: the next Get is an L1 hit, or for a large body
+			// an L2 hit on the entry decoded kept, reading no record.
 			c.l1.Wait()
 			want := map[bool]Level{false: L1, true: L2}[large]
-			if _, lvl, _ := c.Get([]byte(tt.key)); lvl != want || !c.inL1(tt.key) {
-				t.Fatalf("Get after an L2 hit = %v, want %v (promoted)", lvl, want)
+			reads := c.Stats().L2Reads
+			if _, lvl, _ := c.Get([]byte(tt.key)); lvl != want || c.inL1(tt.key) == large || c.Stats().L2Reads != reads {
+				t.Fatalf("Get after an L2 hit = %v, want %v (promoted); in L1 %v; L2 reads %d → %d", lvl, want, c.inL1(tt.key), reads, c.Stats().L2Reads)
 			}
 		})
 	}
@@ -418,7 +430,7 @@ func (c *Cache) corrupt(t testing.TB, key string, f func([]byte) []byte) {
 	if err := c.db.Set(vk, bad, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	c.dropFromL1(key)
+	c.dropFromMemory(key)
 }
 
 func TestCorruptL2IsAMiss(t *testing.T) {
@@ -460,7 +472,7 @@ func TestCorruptL2IsAMiss(t *testing.T) {
 			}
 			// The edge refetches and puts it back.
 			mustPut(t, c, "bad", newEntry("o", "i", "", 5000, 1))
-			c.dropFromL1("bad")
+			c.dropFromMemory("bad")
 			if _, lvl, ok := c.Get([]byte("bad")); !ok || lvl != L2 {
 				t.Fatalf("Get after refetch = %v, %v", lvl, ok)
 			}
@@ -527,9 +539,9 @@ func TestEvictionKeepsL2UnderCap(t *testing.T) {
 	// FIFO: the first are gone from both levels, the last are there.
 	for i := range n {
 		key := fmt.Sprintf("k%03d", i)
-		l1, l2 := c.inL1(key), c.inL2(key)
-		if l1 && !l2 {
-			t.Fatalf("%s is in L1 but was evicted from L2", key)
+		mem, l2 := c.inMemory(key), c.inL2(key)
+		if mem && !l2 {
+			t.Fatalf("%s is in memory but was evicted from L2", key)
 		}
 		if i < 100 && l2 {
 			t.Fatalf("%s (old) survived eviction", key)
@@ -626,8 +638,14 @@ func TestPurge(t *testing.T) {
 			for i, p := range puts {
 				mustPut(t, c, p.key, newEntry(p.org, p.image, p.tag, 2000, uint64(i)))
 			}
-			// One variant only in L2, to cover both levels.
-			c.dropFromL1("img/a/2")
+			// One variant only in L2, one only in L2 and decoded (as
+			// after an L2 hit), the others in L1 too.
+			c.dropFromMemory("img/a/2")
+			c.l1.Del([]byte("img/a/1"))
+			c.l1.Wait()
+			if c.inL1("img/a/1") || c.decodedEntry("img/a/1") == nil || c.decodedEntry("img/b/1") == nil {
+				t.Fatal("decoded does not hold what Put stored")
+			}
 			n, err := tt.purge(c)
 			if err != nil || n != len(tt.gone) {
 				t.Fatalf("purge = %d, %v; want %d", n, err, len(tt.gone))
@@ -639,7 +657,7 @@ func TestPurge(t *testing.T) {
 				}
 				for _, p := range puts {
 					if gone[p.key] {
-						if c.inL1(p.key) || c.inL2(p.key) {
+						if c.inMemory(p.key) || c.inL2(p.key) {
 							t.Fatalf("%s: %s still cached", when, p.key)
 						}
 						if _, _, ok := c.Get([]byte(p.key)); ok {
@@ -676,7 +694,7 @@ func TestPurgeManyChunks(t *testing.T) {
 		t.Fatalf("PurgeOrg = %d, %v; want %d", got, err, n)
 	}
 	for i := range n {
-		if key := fmt.Sprintf("img/%d", i); c.inL1(key) || c.inL2(key) {
+		if key := fmt.Sprintf("img/%d", i); c.inMemory(key) || c.inL2(key) {
 			t.Fatalf("%s survived", key)
 		}
 	}
@@ -691,7 +709,7 @@ func TestGetNeverWaitsForWriters(t *testing.T) {
 	c := openCache(t, testConfig(t))
 	mustPut(t, c, "l1", newEntry("o", "i", "", 100, 1))
 	mustPut(t, c, "l2", newEntry("o", "i", "", 100, 2))
-	c.dropFromL1("l2")
+	c.dropFromMemory("l2")
 	mustPut(t, c, "bad", newEntry("o", "i", "", 100, 3))
 	c.corrupt(t, "bad", func(v []byte) []byte { v[20] ^= 1; return v })
 	c.wmu.Lock()
@@ -861,7 +879,7 @@ func TestPebbleMemoryBounded(t *testing.T) {
 		mustPut(t, c, fmt.Sprint("k", i), newEntry("o", "i", "", 36<<10, uint64(i)))
 	}
 	for i := range 600 {
-		c.dropFromL1(fmt.Sprint("k", i))
+		c.dropFromMemory(fmt.Sprint("k", i))
 		if _, _, ok := c.Get([]byte(fmt.Sprint("k", i))); !ok {
 			t.Fatalf("k%d lost", i)
 		}
@@ -885,7 +903,7 @@ func TestMetrics(t *testing.T) {
 	}
 	mustPut(t, c, "a", newEntry("o", "i", "", 100, 1))
 	c.Get([]byte("a"))       // L1 hit
-	c.dropFromL1("a")        //
+	c.dropFromMemory("a")    //
 	c.Get([]byte("a"))       // L2 hit
 	c.Get([]byte("missing")) // miss
 	c.corrupt(t, "a", func(v []byte) []byte { v[10] ^= 1; return v })
@@ -1008,13 +1026,16 @@ func TestHammer(t *testing.T) {
 	if s.L1Bytes > cfg.MemBytes || s.L2Bytes > cfg.DiskBytes {
 		t.Fatalf("over budget: %+v", s)
 	}
+	if held := c.decoded.held(); held != s.DecodedBytes {
+		t.Fatalf("decoded holds entries of %d bytes, counts %d", held, s.DecodedBytes)
+	}
 	size, entries := c.scanned(t)
 	if size != s.L2Bytes || entries != s.L2Entries {
 		t.Fatalf("tracked %d bytes %d entries, scanned %d, %d", s.L2Bytes, s.L2Entries, size, entries)
 	}
 	for i := range keys {
-		if k := keyOf(i); c.inL1(k) && !c.inL2(k) {
-			t.Fatalf("%s is in L1 but not in L2: a purge could not find it", k)
+		if k := keyOf(i); c.inMemory(k) && !c.inL2(k) {
+			t.Fatalf("%s is in memory but not in L2: a purge could not find it", k)
 		}
 	}
 	for o := range orgs {

@@ -194,6 +194,15 @@ func (e *Entry) prepare(key []byte, hash uint64) {
 	e.cost = int64(len(e.Body)+cap(buf)+len(e.ContentType)+len(e.ETag)+len(e.OrgID)+len(e.ImageID)+len(e.Tag)+len(e.Validator)) + entryOverhead
 }
 
+// withoutBody returns a copy of e, a prepared entry, for decoded: its body
+// on disk only.
+func (e *Entry) withoutBody() *Entry {
+	cp := *e
+	cp.cost -= int64(len(e.Body))
+	cp.Body, cp.onDisk = nil, true
+	return &cp
+}
+
 // Level says where Get found an entry.
 type Level uint8
 

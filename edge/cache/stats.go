@@ -13,6 +13,11 @@ type Stats struct {
 	// L2Corrupt counts values and meta records that failed their checksum
 	// or structure checks and were dropped.
 	L2Corrupt uint64
+	// L2Reads counts the Gets that read L2's records in pebble: L2 hits on
+	// entries decoded did not hold, and misses. DecodedBytes is the cost
+	// of the entries decoded holds (at most DecodedMaxBytes).
+	L2Reads                       uint64
+	DecodedBytes, DecodedMaxBytes int64
 	// L1Evictions and L1Rejections are ristretto's (policy evictions and
 	// refused admissions); L2Evictions are the eviction clock's deletions and
 	// L2SecondChances the hot entries it moved to the queue's tail instead.
@@ -38,6 +43,9 @@ func (c *Cache) Stats() Stats {
 		L1Hits:          s.l1Hits.load(),
 		L2Hits:          s.l2Hits.load(),
 		Misses:          s.misses.load(),
+		L2Reads:         s.l2Reads.load(),
+		DecodedBytes:    c.decoded.bytes.Load(),
+		DecodedMaxBytes: c.decoded.max,
 		L2Corrupt:       s.l2Corrupt.Load(),
 		L1Evictions:     s.l1Evictions.Load(),
 		L1Rejections:    s.l1Rejections.Load(),
@@ -59,7 +67,7 @@ func (c *Cache) Stats() Stats {
 }
 
 type stats struct {
-	l1Hits, l2Hits, misses               striped
+	l1Hits, l2Hits, misses, l2Reads      striped
 	l2Corrupt, l1Evictions, l1Rejections atomic.Uint64
 	l2Evictions, l2SecondChances         atomic.Uint64
 	puts, putsDropped, purged            atomic.Uint64
@@ -102,7 +110,8 @@ type collector struct {
 	hits, misses, corrupt, evictions   *prometheus.Desc
 	rejections, chances, puts, purges  *prometheus.Desc
 	purged, bytes, capacity, l2Entries *prometheus.Desc
-	sendfile                           *prometheus.Desc
+	sendfile, l2Reads, decoded         *prometheus.Desc
+	decodedCap                         *prometheus.Desc
 }
 
 func newCollector(c *Cache) *collector {
@@ -124,11 +133,14 @@ func newCollector(c *Cache) *collector {
 		capacity:   d("capacity_bytes", "Configured size of each level.", "level"),
 		l2Entries:  d("l2_entries", "Entries in L2."),
 		sendfile:   d("sendfile_bytes_total", "L2 body bytes sent to clients with sendfile."),
+		l2Reads:    d("l2_reads_total", "Gets that read L2's records on disk: L2 hits on entries not kept decoded in memory, and misses."),
+		decoded:    d("decoded_bytes", "Bytes of the L2 entries kept decoded in memory, without their bodies."),
+		decodedCap: d("decoded_capacity_bytes", "Bound of decoded_bytes, a fixed part of L2's memory."),
 	}
 }
 
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{k.hits, k.misses, k.corrupt, k.evictions, k.rejections, k.chances, k.puts, k.purges, k.purged, k.bytes, k.capacity, k.l2Entries, k.sendfile} {
+	for _, d := range []*prometheus.Desc{k.hits, k.misses, k.corrupt, k.evictions, k.rejections, k.chances, k.puts, k.purges, k.purged, k.bytes, k.capacity, k.l2Entries, k.sendfile, k.l2Reads, k.decoded, k.decodedCap} {
 		ch <- d
 	}
 }
@@ -162,4 +174,7 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.capacity, s.L2MaxBytes, "l2")
 	gauge(k.l2Entries, s.L2Entries)
 	counter(k.sendfile, s.SendfileBytes)
+	counter(k.l2Reads, s.L2Reads)
+	gauge(k.decoded, s.DecodedBytes)
+	gauge(k.decodedCap, s.DecodedMaxBytes)
 }
