@@ -25,6 +25,7 @@ import (
 	"github.com/pictorhq/pictor/edge/cache"
 	"github.com/pictorhq/pictor/edge/forward"
 	"github.com/pictorhq/pictor/edge/gcpace"
+	"github.com/pictorhq/pictor/edge/linger"
 	"github.com/pictorhq/pictor/edge/origins"
 	"github.com/pictorhq/pictor/edge/purgelog"
 	"github.com/pictorhq/pictor/origin/contract"
@@ -479,10 +480,11 @@ func targetOf(ctx *fasthttp.RequestCtx) requestTarget {
 // closeIfUnread closes the connection after a request answered without
 // reading its body: the rest of the body (fasthttp reads at most 8 KiB of
 // one ahead, and nothing of a chunked one) would be read as the next
-// request.
+// request. The connection lingers, so that the client reads the answer.
 func closeIfUnread(ctx *fasthttp.RequestCtx) {
 	if hasBody(&ctx.Request.Header) {
 		ctx.SetConnectionClose()
+		linger.Mark(ctx.Conn())
 	}
 }
 

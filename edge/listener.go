@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pictorhq/pictor/edge/cache"
+	"github.com/pictorhq/pictor/edge/linger"
 	"github.com/pictorhq/pictor/origin/contract/apierr"
 )
 
@@ -362,13 +363,27 @@ type conn struct {
 	// it from the same call that flushed it.
 	hold bool
 	held []byte
+	// linger: the request's body was not read whole; Close lingers (see
+	// package linger). Set by the handler, read by the Close on the same
+	// goroutine.
+	linger bool
 }
 
+// Linger makes Close linger, so that the client reads the answer of a
+// request whose body is still arriving.
+func (c *conn) Linger() { c.linger = true }
+
 func (c *conn) Close() error {
+	if c.linger {
+		c.linger = false
+		return linger.Close(c.Conn, c.release)
+	}
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c) })
+	c.release()
 	return err
 }
+
+func (c *conn) release() { c.once.Do(func() { c.l.release(c) }) }
 
 // ReadFrom is where fasthttp's writer hands a body stream over once its
 // buffer is empty: a body in memory is written (after the held headers, in
