@@ -83,7 +83,7 @@ type Cache struct {
 	promote   bool // false in benchmarks that measure the bare L2 path
 	// promoteOneIn: an L2 hit on a body of up to memoryMax is read and
 	// promoted to L1 once in promoteOneIn hits (drawn at random); the others
-	// are sent from their file, and L1 keeps the entry without its body.
+	// are sent from their file, and decoded keeps the entry without its body.
 	promoteOneIn uint32
 }
 
@@ -92,8 +92,8 @@ type Cache struct {
 // reaches L1 soon while the long tail is answered from its file (read
 // behind the headers, or sent with sendfile) without an allocation, a
 // checksum or an admission it would mostly lose. An L2 hit that leaves
-// its body on disk puts the entry without it in L1 (a few hundred bytes),
-// so that the next hit skips pebble.
+// its body on disk keeps the entry without it in decoded (about 600
+// bytes), so that the next hit skips pebble.
 //
 // A body over memoryMax is never read back into L1 by a hit (it enters L1
 // only when put, as a fill is likely to be asked for again): reading and

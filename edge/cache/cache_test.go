@@ -206,7 +206,7 @@ func TestPutGet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A body over memoryMax, once out of L1, is only sent from
-			// disk; L1 keeps the entry without it.
+			// disk; decoded keeps the entry without it.
 			large := len(tt.entry.Body) > memoryMax
 			mustPut(t, c, tt.key, tt.entry)
 			got, lvl, ok := c.Get([]byte(tt.key))
