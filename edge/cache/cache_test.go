@@ -905,6 +905,9 @@ func TestMetrics(t *testing.T) {
 	c.Get([]byte("a"))       // L1 hit
 	c.dropFromMemory("a")    //
 	c.Get([]byte("a"))       // L2 hit
+	if v := gather(t, reg)[`pictor_edge_cache_decoded_bytes`]; v <= 0 {
+		t.Fatalf("decoded_bytes %v after an L2 hit kept its entry", v)
+	}
 	c.Get([]byte("missing")) // miss
 	c.corrupt(t, "a", func(v []byte) []byte { v[10] ^= 1; return v })
 	c.Get([]byte("a")) // corrupt: miss
@@ -920,6 +923,10 @@ func TestMetrics(t *testing.T) {
 		`pictor_edge_cache_puts_total{result="stored"}`: 1,
 		`pictor_edge_cache_capacity_bytes{level="l1"}`:  float64(cfg.MemBytes),
 		`pictor_edge_cache_capacity_bytes{level="l2"}`:  float64(cfg.DiskBytes),
+		// The L2 hit, the miss and the corrupt record read pebble.
+		`pictor_edge_cache_l2_reads_total`:         3,
+		`pictor_edge_cache_decoded_bytes`:          0, // purged
+		`pictor_edge_cache_decoded_capacity_bytes`: decodedBytes,
 	}
 	for name, v := range want {
 		if got, ok := values[name]; !ok || got != v {
