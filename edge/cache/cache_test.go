@@ -901,6 +901,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.promoteOneIn = 1 << 30 // the L2 hit leaves its body on disk
 	mustPut(t, c, "a", newEntry("o", "i", "", 100, 1))
 	c.Get([]byte("a"))       // L1 hit
 	c.dropFromMemory("a")    //
