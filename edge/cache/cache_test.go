@@ -903,9 +903,9 @@ func TestMetrics(t *testing.T) {
 	}
 	c.promoteOneIn = 1 << 30 // the L2 hit leaves its body on disk
 	mustPut(t, c, "a", newEntry("o", "i", "", 100, 1))
-	c.Get([]byte("a"))       // L1 hit
-	c.dropFromMemory("a")    //
-	c.Get([]byte("a"))       // L2 hit
+	c.Get([]byte("a"))    // L1 hit
+	c.dropFromMemory("a") //
+	c.Get([]byte("a"))    // L2 hit
 	if v := gather(t, reg)[`pictor_edge_cache_decoded_bytes`]; v <= 0 {
 		t.Fatalf("decoded_bytes %v after an L2 hit kept its entry", v)
 	}
