@@ -483,8 +483,7 @@ func targetOf(ctx *fasthttp.RequestCtx) requestTarget {
 // request. The connection lingers, so that the client reads the answer.
 func closeIfUnread(ctx *fasthttp.RequestCtx) {
 	if hasBody(&ctx.Request.Header) {
-		ctx.SetConnectionClose()
-		linger.Mark(ctx.Conn())
+		linger.CloseAfter(ctx)
 	}
 }
 

@@ -147,7 +147,7 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 	}()
 	out, err := f.newOutbound(rc, requestID, up)
 	if err != nil {
-		closeUnread(rc) // the body, if any, was not read
+		linger.CloseAfter(rc) // the body, if any, was not read
 		WriteError(rc, apierr.BadRequest("Malformed request"))
 		return
 	}
@@ -174,14 +174,14 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 		if err == nil { // the origin answered first; the client's error wins
 			resp.Body.Close()
 		}
-		closeUnread(rc)
+		linger.CloseAfter(rc)
 		slog.InfoContext(rc, "request body unreadable", "request_id", requestID, "error", bodyErr.Cause)
 		WriteError(rc, bodyErr)
 		return
 	}
 	if err != nil {
 		if !up.complete() {
-			closeUnread(rc) // the rest of the body is still on the connection
+			linger.CloseAfter(rc) // the rest of the body is still on the connection
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -199,16 +199,9 @@ func (f *Forwarder) Forward(ctx context.Context, rc *fasthttp.RequestCtx, reques
 		// The origin answered before the upload ended: the rest of the body
 		// is still on the connection, which therefore cannot carry another
 		// request.
-		closeUnread(rc)
+		linger.CloseAfter(rc)
 	}
 	streaming = f.writeResponse(rc, resp, up, out)
-}
-
-// closeUnread closes rc's connection after the answer, lingering (package
-// linger) so that the client reads it while the rest of its body arrives.
-func closeUnread(rc *fasthttp.RequestCtx) {
-	rc.SetConnectionClose()
-	linger.Mark(rc.Conn())
 }
 
 // outbound is a relayed request but for its origin: each attempt makes an

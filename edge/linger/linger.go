@@ -12,6 +12,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Bounds of one lingering connection: a client that keeps sending is cut
@@ -25,10 +27,13 @@ const (
 // Marker is a connection that can be asked to linger when it is closed.
 type Marker interface{ Linger() }
 
-// Mark asks c, a server connection (fasthttp's RequestCtx.Conn), to linger
-// when it is closed, if it is a Marker.
-func Mark(c net.Conn) {
-	if m, ok := c.(Marker); ok {
+// CloseAfter closes ctx's connection after its answer, which a request
+// whose body was not read whole needs (the rest of the body would be read
+// as the next request), and asks the connection to linger if it is a
+// Marker.
+func CloseAfter(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	if m, ok := ctx.Conn().(Marker); ok {
 		m.Linger()
 	}
 }

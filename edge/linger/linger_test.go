@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 // TestCloseLetsTheClientReadTheAnswer: a server answers and closes while
@@ -50,17 +52,25 @@ func TestCloseLetsTheClientReadTheAnswer(t *testing.T) {
 	}
 }
 
-// TestMark: Mark reaches a Marker and ignores another connection.
-func TestMark(t *testing.T) {
+// TestCloseAfter: CloseAfter closes after the answer, and asks a Marker
+// to linger; another connection is only closed.
+func TestCloseAfter(t *testing.T) {
 	m := &marked{}
-	Mark(m)
-	if !m.lingers {
-		t.Fatal("Mark did not reach the Marker")
+	var ctx fasthttp.RequestCtx
+	ctx.Init2(m, nil, false)
+	CloseAfter(&ctx)
+	if !m.lingers || !ctx.Response.ConnectionClose() {
+		t.Fatalf("lingers %v, Connection: close %v", m.lingers, ctx.Response.ConnectionClose())
 	}
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	Mark(a) // not a Marker: nothing happens
+	var other fasthttp.RequestCtx
+	other.Init2(a, nil, false)
+	CloseAfter(&other) // not a Marker
+	if !other.Response.ConnectionClose() {
+		t.Fatal("CloseAfter did not close a connection that cannot linger")
+	}
 }
 
 type marked struct {
