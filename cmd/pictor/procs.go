@@ -9,8 +9,8 @@ import "runtime"
 // holding a processor, the goroutines Go readied on that processor wait
 // until the thread runs again (a scheduler tick, 4 ms here), unless
 // another processor's thread takes them. With twice as many processors
-// one usually does: zipf-10k's p99 went from 1.9–2.0× nginx's to
-// 0.54–0.86× in three runs of five (docs/decisions.md, "A fourth pass").
+// one usually does (measured in docs/decisions.md, "A fourth pass", and
+// docs/performance-history.md).
 const edgeProcsPerCPU = 2
 
 // edgeProcs returns the Go processors the command should run with, and

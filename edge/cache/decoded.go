@@ -92,14 +92,3 @@ func (x *decoded) clear() {
 		x.drop(&x.slots[i])
 	}
 }
-
-// held sums the costs of the entries in the slots (tests).
-func (x *decoded) held() int64 {
-	var n int64
-	for i := range x.slots {
-		if e := x.slots[i].Load(); e != nil {
-			n += e.cost
-		}
-	}
-	return n
-}

@@ -91,3 +91,14 @@ func TestDecodedConcurrent(t *testing.T) {
 		t.Fatalf("after clear: %d bytes counted", n)
 	}
 }
+
+// held sums the costs of the entries in the slots.
+func (x *decoded) held() int64 {
+	var n int64
+	for i := range x.slots {
+		if e := x.slots[i].Load(); e != nil {
+			n += e.cost
+		}
+	}
+	return n
+}
