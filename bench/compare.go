@@ -39,6 +39,7 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 	slice := max(total/time.Duration(rounds), 100*time.Millisecond)
 	out := make([]*load.Result, len(cs))
 	rates := make([][]string, len(cs))
+	p99s := make([][]string, len(cs))
 	genCPU := make([]time.Duration, len(cs))
 	for r := range rounds {
 		order := make([]int, len(cs))
@@ -75,6 +76,7 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 				}
 				res.Rounds = []float64{res.Rate()}
 				rates[i] = append(rates[i], load.FormatRate(res.Rate()))
+				p99s[i] = append(p99s[i], load.FormatLatency(res.Latency.Quantile(0.99)))
 				if out[i] == nil {
 					out[i] = res
 				} else {
@@ -88,7 +90,8 @@ func interleave(ctx context.Context, env *Env, unit string, clients, rounds int,
 	}
 	for i, r := range out {
 		if rounds > 1 {
-			r.Note = joinNote(r.Note, fmt.Sprintf("%ss/s per round: %s", unit, strings.Join(rates[i], ", ")))
+			r.Note = joinNote(r.Note, fmt.Sprintf("%ss/s per round: %s; p99 per round: %s", unit,
+				strings.Join(rates[i], ", "), strings.Join(p99s[i], ", ")))
 		}
 		if r.Requests > 0 && r.Elapsed > 0 {
 			r.Note = joinNote(r.Note, fmt.Sprintf("load generator: %s CPU per request, %.2f cores",

@@ -231,6 +231,13 @@ func TestInterleave(t *testing.T) {
 		if len(strings.Split(rounds, ", ")) != 3 {
 			t.Errorf("%s: note %q lacks the rate of each of 3 rounds", r.Name, r.Note)
 		}
+		_, p99s, _ := strings.Cut(r.Note, "p99 per round: ")
+		p99s, _, _ = strings.Cut(p99s, ";")
+		if got := strings.Split(p99s, ", "); len(got) != 3 || slices.ContainsFunc(got, func(p string) bool {
+			return !strings.HasSuffix(p, " ms") || strings.HasPrefix(p, "0.000 ")
+		}) {
+			t.Errorf("%s: note %q lacks the p99 of each of 3 rounds", r.Name, r.Note)
+		}
 		if len(r.Rounds) != 3 || slices.Contains(r.Rounds, 0) {
 			t.Errorf("%s: Rounds %v, want 3 rates", r.Name, r.Rounds)
 		}

@@ -1,13 +1,21 @@
 package baseline
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pictorhq/pictor/bench/load"
 )
@@ -28,7 +36,7 @@ func TestNginxConfigText(t *testing.T) {
 		"client_body_temp_path /tmp/b/nginx/client_body;",
 		"image/jpeg jpg;",
 		"image/webp webp;",
-		"listen 127.0.0.1:4321;",
+		"listen 127.0.0.1:4321 reuseport;",
 		"root /tmp/b/www;",
 	} {
 		if !strings.Contains(conf, want) {
@@ -150,4 +158,152 @@ func TestTailBuffer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNginxWorkersShareConnections opens the bench's 32 keep-alive
+// connections to nginx 16 times, at once as the bench does, and wants
+// every worker to hold some of them every time. With one listening
+// socket shared by the workers, one worker took all 32 in about a quarter
+// of the tries, and nginx ran on one worker.
+func TestNginxWorkersShareConnections(t *testing.T) {
+	bin, err := lookTool("nginx")
+	if err != nil {
+		t.Fatalf("nginx is missing (apt-get install -y nginx-light): %v", err)
+	}
+	work := t.TempDir()
+	root := filepath.Join(work, "www")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.jpg"), []byte("jpeg"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := StartNginx(context.Background(), nil, bin, root, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	const clients = 32
+	for round := range 16 {
+		conns := make([]net.Conn, clients)
+		var g errgroup.Group
+		for c := range conns {
+			g.Go(func() (err error) {
+				conns[c], err = net.Dial("tcp", n.Addr)
+				if err != nil {
+					return err
+				}
+				return getOnce(conns[c])
+			})
+		}
+		err := g.Wait()
+		var held map[int]int
+		if err == nil {
+			held, err = connectionsByWorker(n.cmd.Process.Pid, conns)
+		}
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		// worker_processes auto: one worker per CPU.
+		if len(held) != runtime.NumCPU() {
+			t.Fatalf("round %d: %d workers (%v), want %d, one per CPU", round, len(held), held, runtime.NumCPU())
+		}
+		for pid, k := range held {
+			if k == 0 {
+				t.Fatalf("round %d: worker %d holds none of the %d connections (held: %v)", round, pid, clients, held)
+			}
+		}
+	}
+}
+
+// getOnce sends one GET on c and reads its answer whole.
+func getOnce(c net.Conn) error {
+	if _, err := io.WriteString(c, "GET /a.jpg HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /a.jpg: %s", resp.Status)
+	}
+	return nil
+}
+
+// connectionsByWorker returns, for each worker of the nginx master, how
+// many of conns (client ends) it holds the server end of: the kernel's
+// TCP table gives the socket of each connection, and a worker's file
+// descriptors the sockets it holds.
+func connectionsByWorker(master int, conns []net.Conn) (map[int]int, error) {
+	clients := map[string]bool{}
+	for _, c := range conns {
+		clients[tcpTableAddr(c.LocalAddr().(*net.TCPAddr))] = true
+	}
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return nil, err
+	}
+	sockets := map[string]bool{} // "socket:[inode]" of the server ends
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) >= 10 && clients[f[2]] {
+			sockets["socket:["+f[9]+"]"] = true
+		}
+	}
+	if len(sockets) != len(conns) {
+		return nil, fmt.Errorf("found the server end of %d of %d connections in /proc/net/tcp", len(sockets), len(conns))
+	}
+	held := map[int]int{}
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil, err
+	}
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			continue // exited
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, never ')'.
+		_, rest, _ := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); len(f) < 2 || f[1] != strconv.Itoa(master) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+		if err != nil {
+			return nil, err
+		}
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			return nil, err
+		}
+		held[pid] = 0
+		for _, fd := range fds {
+			if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && sockets[link] {
+				held[pid]++
+			}
+		}
+	}
+	return held, nil
+}
+
+// tcpTableAddr writes an IPv4 address as /proc/net/tcp does: the four
+// bytes as one little-endian hex word, a colon, the port in hex.
+func tcpTableAddr(a *net.TCPAddr) string {
+	ip := a.IP.To4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], a.Port)
 }

@@ -18,8 +18,17 @@ import (
 
 // nginxConfig is the static file server the edge scenarios compare
 // Pictor with: Debian's nginx as an operator would set it up for hot
-// static files (sendfile, keep-alive, no access log, open-file cache),
-// confined to a directory of its own.
+// static files (sendfile, keep-alive, no access log, open-file cache, a
+// listening socket per worker), confined to a directory of its own.
+//
+// The listening socket per worker (listen ... reuseport) has the kernel
+// spread connections over the workers. With one shared socket, the
+// worker woken first accepted most of a run's 32 connections, and in a
+// quarter of the runs all of them: nginx then served from one worker
+// (25 % fewer requests per second, and the even latency of one event
+// loop), so that the same bench compared Pictor with two different
+// nginxes from run to run (docs/performance-history.md, "nginx's two
+// modes").
 type nginxConfig struct {
 	// Dir holds the configuration, pid file, error log and temp files.
 	Dir string
@@ -98,7 +107,7 @@ http {
     default_type application/octet-stream;
 
     server {
-        listen %[4]s;
+        listen %[4]s reuseport;
         root %[5]s;
         location / {
         }
