@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +41,9 @@ type nginxConfig struct {
 	// Files is the worker's limit of open files (worker_rlimit_nofile);
 	// 0 leaves the inherited one. The open-file cache keeps below it.
 	Files int
+	// Workers is how many worker processes run (worker_processes); 0 is
+	// nginx's "auto".
+	Workers int
 }
 
 // Limits of nginx's open files: the open-file cache holds at most
@@ -79,9 +84,13 @@ func (c nginxConfig) text() string {
 	if c.Files > 0 {
 		rlimit = fmt.Sprintf("\nworker_rlimit_nofile %d;", c.Files)
 	}
+	workers := "auto"
+	if c.Workers > 0 {
+		workers = strconv.Itoa(c.Workers)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by pictor-bench for one run; removed afterwards.
-worker_processes auto;%[6]s
+worker_processes %[9]s;%[6]s
 pid %[1]s;
 error_log %[2]s warn;
 
@@ -114,7 +123,7 @@ http {
     }
 }
 `, filepath.Join(c.Dir, "nginx.pid"), filepath.Join(c.Dir, "error.log"), filepath.Join(c.Dir, "client_body"),
-		c.Addr, c.Root, rlimit, nginxConnections, openFileCache(c.Files))
+		c.Addr, c.Root, rlimit, nginxConnections, openFileCache(c.Files), workers)
 	return b.String()
 }
 
@@ -146,7 +155,10 @@ func StartNginx(ctx context.Context, progress *load.Progress, bin, root, workDir
 		return nil, err
 	}
 	progress.Notef("starting %s on %s", bin, addr)
-	return startNginx(ctx, bin, nginxConfig{Dir: dir, Root: root, Addr: addr, Files: fileLimit()}, 30*time.Second)
+	// A worker per CPU this process may run on (its affinity, as Go
+	// counts them), whatever nginx's auto would count.
+	cfg := nginxConfig{Dir: dir, Root: root, Addr: addr, Files: fileLimit(), Workers: runtime.NumCPU()}
+	return startNginx(ctx, bin, cfg, 30*time.Second)
 }
 
 // startNginx writes cfg's configuration into cfg.Dir, starts bin on it
