@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pictorhq/pictor/bench/load"
+	"github.com/pictorhq/pictor/bench/proc"
 )
 
 func TestNginxConfigText(t *testing.T) {
@@ -261,8 +261,9 @@ func connectionsByWorker(master int, conns []net.Conn) (map[int]int, error) {
 	sockets := map[string]bool{} // "socket:[inode]" of the server ends
 	for _, line := range strings.Split(string(table), "\n")[1:] {
 		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		// (st 01: established)
 		f := strings.Fields(line)
-		if len(f) >= 10 && clients[f[2]] {
+		if len(f) >= 10 && clients[f[2]] && f[3] == "01" {
 			sockets["socket:["+f[9]+"]"] = true
 		}
 	}
@@ -270,24 +271,7 @@ func connectionsByWorker(master int, conns []net.Conn) (map[int]int, error) {
 		return nil, fmt.Errorf("found the server end of %d of %d connections in /proc/net/tcp", len(sockets), len(conns))
 	}
 	held := map[int]int{}
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		return nil, err
-	}
-	for _, stat := range stats {
-		b, err := os.ReadFile(stat)
-		if err != nil {
-			continue // exited
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, never ')'.
-		_, rest, _ := strings.Cut(string(b), ") ")
-		if f := strings.Fields(rest); len(f) < 2 || f[1] != strconv.Itoa(master) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
-		if err != nil {
-			return nil, err
-		}
+	for _, pid := range proc.Children(master) {
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
 			return nil, err

@@ -91,6 +91,18 @@ func TreesCPU(pids ...int) []time.Duration {
 	return out
 }
 
+// Children returns the pids of pid's children, from /proc; none where
+// /proc is missing.
+func Children(pid int) []int {
+	var out []int
+	for _, s := range readStats() {
+		if s.ppid == pid {
+			out = append(out, s.pid)
+		}
+	}
+	return out
+}
+
 // readStats reads the stat line of every process in /proc.
 func readStats() []procStat {
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")

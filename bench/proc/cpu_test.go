@@ -2,6 +2,8 @@ package proc
 
 import (
 	"os"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -75,5 +77,30 @@ func TestTreeCPU(t *testing.T) {
 	}
 	if got := TreesCPU(os.Getpid(), -1); len(got) != 2 || got[0] == 0 || got[1] != 0 {
 		t.Fatalf("TreesCPU(self, none) = %v, want this process's CPU and 0", got)
+	}
+}
+
+// TestChildren finds a process this test started among its children, and
+// not among the children of that process.
+func TestChildren(t *testing.T) {
+	cmd := exec.Command("cat")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if got := Children(os.Getpid()); !slices.Contains(got, cmd.Process.Pid) {
+		t.Errorf("Children(%d) = %v, want %d among them", os.Getpid(), got, cmd.Process.Pid)
+	}
+	if got := Children(cmd.Process.Pid); len(got) != 0 {
+		t.Errorf("Children of cat = %v, want none", got)
 	}
 }
