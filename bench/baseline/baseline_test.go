@@ -1,12 +1,9 @@
 package baseline
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,12 +18,12 @@ import (
 )
 
 func TestNginxConfigText(t *testing.T) {
-	conf := nginxConfig{Dir: "/tmp/b/nginx", Root: "/tmp/b/www", Addr: "127.0.0.1:4321", Files: 20000, Workers: 3}.text()
+	conf := nginxConfig{Dir: "/tmp/b/nginx", Root: "/tmp/b/www", Addr: "127.0.0.1:4321", Files: 20000}.text()
 	for _, want := range []string{
 		"worker_rlimit_nofile 20000;",
 		"worker_connections 4096;",
 		"open_file_cache max=15840 inactive=60s;", // 20000 less the connections and 64
-		"worker_processes 3;",
+		fmt.Sprintf("worker_processes %d;", runtime.NumCPU()),
 		"pid /tmp/b/nginx/nginx.pid;",
 		"error_log /tmp/b/nginx/error.log warn;",
 		"access_log off;",
@@ -191,15 +188,16 @@ func TestNginxWorkersShareConnections(t *testing.T) {
 	workers := runtime.NumCPU()
 	clients := max(32, 16*workers)
 	for round := range 16 {
-		conns := make([]net.Conn, clients)
+		conns := make([]*load.KeepAlive, clients)
 		var g errgroup.Group
 		for c := range conns {
-			g.Go(func() (err error) {
-				conns[c], err = net.Dial("tcp", n.Addr)
-				if err != nil {
-					return err
+			conns[c] = load.NewKeepAlive(n.Addr, nil)
+			g.Go(func() error {
+				a, err := conns[c].Get("/a.jpg")
+				if err == nil && a.Status != 200 {
+					err = fmt.Errorf("GET /a.jpg: status %d", a.Status)
 				}
-				return getOnce(conns[c])
+				return err
 			})
 		}
 		err := g.Wait()
@@ -208,9 +206,7 @@ func TestNginxWorkersShareConnections(t *testing.T) {
 			held, err = connectionsByWorker(n.cmd.Process.Pid, conns)
 		}
 		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
+			c.Close()
 		}
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
@@ -226,33 +222,18 @@ func TestNginxWorkersShareConnections(t *testing.T) {
 	}
 }
 
-// getOnce sends one GET on c and reads its answer whole.
-func getOnce(c net.Conn) error {
-	if _, err := io.WriteString(c, "GET /a.jpg HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
-		return err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /a.jpg: %s", resp.Status)
-	}
-	return nil
-}
-
 // connectionsByWorker returns, for each worker of the nginx master, how
-// many of conns (client ends) it holds the server end of: the kernel's
+// many of conns (client ends, each open) it holds the server end of: the kernel's
 // TCP table gives the socket of each connection, and a worker's file
 // descriptors the sockets it holds.
-func connectionsByWorker(master int, conns []net.Conn) (map[int]int, error) {
+func connectionsByWorker(master int, conns []*load.KeepAlive) (map[int]int, error) {
 	clients := map[string]bool{}
 	for _, c := range conns {
-		clients[tcpTableAddr(c.LocalAddr().(*net.TCPAddr))] = true
+		a, ok := c.LocalAddr().(*net.TCPAddr)
+		if !ok {
+			return nil, fmt.Errorf("a connection closed after its GET (local address %v)", c.LocalAddr())
+		}
+		clients[tcpTableAddr(a)] = true
 	}
 	table, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {

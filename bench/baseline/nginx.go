@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,7 +20,9 @@ import (
 // nginxConfig is the static file server the edge scenarios compare
 // Pictor with: Debian's nginx as an operator would set it up for hot
 // static files (sendfile, keep-alive, no access log, open-file cache, a
-// listening socket per worker), confined to a directory of its own.
+// worker per CPU this process may run on and a listening socket per
+// worker), confined to a directory of its own. The workers are counted as
+// Go counts CPUs (the affinity), whatever nginx's auto would count.
 //
 // The listening socket per worker (listen ... reuseport) has the kernel
 // spread connections over the workers. With one shared socket, the
@@ -41,9 +42,6 @@ type nginxConfig struct {
 	// Files is the worker's limit of open files (worker_rlimit_nofile);
 	// 0 leaves the inherited one. The open-file cache keeps below it.
 	Files int
-	// Workers is how many worker processes run (worker_processes); 0 is
-	// nginx's "auto".
-	Workers int
 }
 
 // Limits of nginx's open files: the open-file cache holds at most
@@ -84,13 +82,9 @@ func (c nginxConfig) text() string {
 	if c.Files > 0 {
 		rlimit = fmt.Sprintf("\nworker_rlimit_nofile %d;", c.Files)
 	}
-	workers := "auto"
-	if c.Workers > 0 {
-		workers = strconv.Itoa(c.Workers)
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by pictor-bench for one run; removed afterwards.
-worker_processes %[9]s;%[6]s
+worker_processes %[9]d;%[6]s
 pid %[1]s;
 error_log %[2]s warn;
 
@@ -123,7 +117,7 @@ http {
     }
 }
 `, filepath.Join(c.Dir, "nginx.pid"), filepath.Join(c.Dir, "error.log"), filepath.Join(c.Dir, "client_body"),
-		c.Addr, c.Root, rlimit, nginxConnections, openFileCache(c.Files), workers)
+		c.Addr, c.Root, rlimit, nginxConnections, openFileCache(c.Files), runtime.NumCPU())
 	return b.String()
 }
 
@@ -155,10 +149,7 @@ func StartNginx(ctx context.Context, progress *load.Progress, bin, root, workDir
 		return nil, err
 	}
 	progress.Notef("starting %s on %s", bin, addr)
-	// A worker per CPU this process may run on (its affinity, as Go
-	// counts them), whatever nginx's auto would count.
-	cfg := nginxConfig{Dir: dir, Root: root, Addr: addr, Files: fileLimit(), Workers: runtime.NumCPU()}
-	return startNginx(ctx, bin, cfg, 30*time.Second)
+	return startNginx(ctx, bin, nginxConfig{Dir: dir, Root: root, Addr: addr, Files: fileLimit()}, 30*time.Second)
 }
 
 // startNginx writes cfg's configuration into cfg.Dir, starts bin on it

@@ -71,6 +71,15 @@ const DefaultUserAgent = "pictor-bench"
 // crawler's, say, where the server answers by platform).
 func (k *KeepAlive) SetUserAgent(ua string) { k.userAgent = ua }
 
+// LocalAddr returns the local address of the connection, nil before the
+// first Get dials it or after it closed.
+func (k *KeepAlive) LocalAddr() net.Addr {
+	if k.c == nil {
+		return nil
+	}
+	return k.c.LocalAddr()
+}
+
 // Close closes the connection, if open.
 func (k *KeepAlive) Close() {
 	if k.c != nil {
