@@ -61,11 +61,18 @@ BUCKET=pictor
 say() { echo "cluster.sh: $*" >&2; }
 
 # free_port prints a loopback port nothing listens on and no other
-# process of the cluster was given (DIR/ports).
+# process of the cluster was given (DIR/ports). It draws below the
+# kernel's ephemeral range: a port in that range, free when checked, can be
+# taken by any outgoing connection (the origins' own to PostgreSQL and S3,
+# Chromium's) before the process it was picked for binds it.
 free_port() {
-	local p
+	local p lo hi
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
+	local from=10000 span=$((lo - 10000))
+	if [ "$span" -lt 1000 ]; then from=$((hi + 1)) span=$((65535 - hi)); fi
+	if [ "$span" -lt 1000 ]; then from=1024 span=$((65536 - 1024)); fi
 	while :; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((from + (RANDOM * 32768 + RANDOM) % span))
 		grep -qx "$p" "$DIR/ports" 2>/dev/null && continue
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p" >>"$DIR/ports"

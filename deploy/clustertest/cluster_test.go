@@ -155,6 +155,7 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatalf("cluster.sh up printed %s", lines[len(lines)-1])
 	}
 	t.Logf("cluster.sh up took %v", time.Since(began).Round(time.Millisecond))
+	checkPortsBelowEphemeral(t, dir)
 	c.owner = apitest.Creds{APIID: c.APIID, APIKey: c.APIKey}
 	upDone = true
 	for name, p := range c.status(t) {
@@ -163,6 +164,34 @@ func startCluster(t *testing.T) *cluster {
 		}
 	}
 	return c
+}
+
+// checkPortsBelowEphemeral fails unless every port up gave out (DIR/ports)
+// lies below the kernel's ephemeral range, where no outgoing connection
+// can take it between its pick and its bind.
+func checkPortsBelowEphemeral(t *testing.T, dir string) {
+	t.Helper()
+	r, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo int
+	if _, err := fmt.Sscan(string(r), &lo); err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", r, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := strings.Fields(string(b))
+	if len(ports) != 6 { // PostgreSQL, S3, two edges, two origins
+		t.Errorf("up gave out %d ports, want 6: %q", len(ports), ports)
+	}
+	for _, p := range ports {
+		if n, err := strconv.Atoi(p); err != nil || n < 1024 || n >= lo {
+			t.Errorf("up gave out port %s, want one in [1024, %d) (below the ephemeral range)", p, lo)
+		}
+	}
 }
 
 // moduleRoot is the directory of go.mod above this package.
