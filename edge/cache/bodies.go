@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -208,15 +207,14 @@ func (b *bodyFiles) openFile(name string, size int) (readerAtCloser, error) {
 	if b.osFS {
 		// os.Open would also register the file with the poller and set it
 		// non-blocking, system calls a regular file does not need.
-		fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err := openRead(name)
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil || st.Size != int64(size) {
-			syscall.Close(fd)
+		if n, err := fileSize(fd); err != nil || n != int64(size) {
+			closeFD(fd)
 			if err == nil {
-				return nil, fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, st.Size, size)
+				return nil, fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, n, size)
 			}
 			return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
 		}

@@ -210,13 +210,14 @@ type readerAtCloser interface {
 	io.Closer
 }
 
-// osFD is a body file opened by the operating system, read with pread.
+// osFD is a body file opened by the operating system, read with pread
+// (fd_linux.go: from the page cache without leaving the processor).
 type osFD int
 
 func (f osFD) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
-		k, err := syscall.Pread(int(f), p[n:], off+int64(n))
+		k, err := pread(int(f), p[n:], off+int64(n))
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
@@ -230,7 +231,7 @@ func (f osFD) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (f osFD) Close() error { return syscall.Close(int(f)) }
+func (f osFD) Close() error { return closeFD(int(f)) }
 
 // fileHandle is an open body file shared by the handle table and the hits
 // using it; the last to release it closes it. Once its count reaches 0
