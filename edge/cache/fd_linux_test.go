@@ -116,7 +116,7 @@ func writeSynced(t *testing.T, b []byte) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Write(b); err == nil {
+	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err != nil || cerr != nil {
