@@ -176,10 +176,11 @@ func (b *Body) SendTo(c syscall.RawConn) (int64, error) {
 	var (
 		written int64
 		serr    error
+		raw     = cached(int(in), b.off, b.end-b.off)
 	)
 	err := c.Write(func(out uintptr) bool {
 		for b.off < b.end {
-			n, err := syscall.Sendfile(int(out), int(in), &b.off, int(min(b.end-b.off, 1<<30)))
+			n, err := sendfile(int(out), int(in), &b.off, int(min(b.end-b.off, 1<<30)), raw)
 			if n > 0 {
 				written += int64(n)
 			}

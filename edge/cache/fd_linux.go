@@ -20,7 +20,9 @@ import (
 // from its caches, which it says before waiting: preadv2 with RWF_NOWAIT
 // fails with EAGAIN rather than read the disk, openat2 with RESOLVE_CACHED
 // rather than look a name up on it. Then, and on a kernel or file system
-// that refuses the flag, the ordinary call runs, which may wait. fstat of
+// that refuses the flag, the ordinary call runs, which may wait. sendfile
+// has no such flag: it is raw when cachestat finds every page it will
+// send in the page cache. fstat of
 // an open file and close never wait for the disk, except the last close of
 // a file a purge unlinked meanwhile, which frees its blocks: rare, and
 // bounded as nginx's every call is.
@@ -35,6 +37,9 @@ var (
 	// run from then on.
 	noWaitRefused     atomic.Bool
 	cachedOpenRefused atomic.Bool
+	// cachestatRefused is set when the kernel has no cachestat (before
+	// 6.5): sendfile is then always the ordinary call.
+	cachestatRefused atomic.Bool
 )
 
 // atFDCWD is AT_FDCWD as a system call argument.
@@ -81,6 +86,40 @@ func openRead(name string) (int, error) {
 		}
 	}
 	return syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+}
+
+// pageSize is the page cache's unit, which cachestat counts.
+var pageSize = int64(unix.Getpagesize())
+
+// cached reports whether the page cache holds all of fd's n bytes from
+// off (cachestat, Linux 6.5), so that sendfile from there will not wait
+// for the disk; false when the kernel cannot say.
+func cached(fd int, off, n int64) bool {
+	if n <= 0 || cachestatRefused.Load() {
+		return false
+	}
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	var st unix.Cachestat_t
+	_, _, e := syscall.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)),
+		uintptr(unsafe.Pointer(&st)), 0, 0, 0)
+	if e == syscall.ENOSYS || e == syscall.EOPNOTSUPP {
+		cachestatRefused.Store(true)
+	}
+	pages := (off+n-1)/pageSize - off/pageSize + 1
+	return e == 0 && st.Cache >= uint64(pages)
+}
+
+// sendfile sends up to n bytes of in from *off to the socket out, raw
+// when cached said the page cache holds them.
+func sendfile(out, in int, off *int64, n int, raw bool) (int, error) {
+	if !raw {
+		return syscall.Sendfile(out, in, off, n)
+	}
+	w, _, e := syscall.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(w), nil
 }
 
 // fileSize is the size of the open file fd.

@@ -129,3 +129,72 @@ func writeSynced(t *testing.T, b []byte) int {
 	t.Cleanup(func() { closeFD(fd) })
 	return fd
 }
+
+// TestCached asks the page cache about a body file's pages as SendTo does
+// before choosing a raw sendfile: all of them after the write, none once
+// dropped, and only those read back since.
+func TestCached(t *testing.T) {
+	body := make([]byte, 64<<10)
+	rand.Read(body)
+	fd := writeSynced(t, body)
+	n := int64(len(body))
+	if !cached(fd, 0, n) {
+		t.Fatal("a file just written is not all in the page cache")
+	}
+	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if cached(fd, 0, n) || cached(fd, 5000, 10) {
+		t.Fatal("a file whose pages were dropped is said to be in the page cache")
+	}
+	// Read back its second page only (the kernel may read ahead of it,
+	// never behind).
+	page := make([]byte, pageSize)
+	if _, err := syscall.Pread(fd, page, pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if !cached(fd, pageSize, pageSize) || !cached(fd, pageSize+100, 10) {
+		t.Fatal("the page just read is not in the page cache")
+	}
+	if cached(fd, 0, n) || cached(fd, pageSize-1, 2) {
+		t.Fatal("a range starting on a page not read back is said to be in the page cache")
+	}
+	if cachestatRefused.Load() {
+		t.Fatal("cachestat was taken as refused")
+	}
+}
+
+// TestSendToCold sends an L2 body whose pages were dropped from the page
+// cache: cached says so, the ordinary sendfile reads them from the disk,
+// and the same bytes arrive; afterwards they are cached again.
+func TestSendToCold(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	large := newEntry("o", "big", "", 200<<10, 1)
+	mustPut(t, c, "large", large)
+	c.dropFromMemory("large")
+	got, lvl, ok := c.Get([]byte("large"))
+	if !ok || lvl != L2 || !got.OnDisk() {
+		t.Fatalf("L2 hit on a large body = %v %v, on disk %v", lvl, ok, got.OnDisk())
+	}
+	f, err := os.Open(c.bodyPath(t, "large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd, n := int(f.Fd()), int64(len(large.Body))
+	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if cached(fd, 0, n) {
+		t.Fatal("the body's pages are still said to be cached")
+	}
+	if sent := sendOverTCP(t, c, got, 0, n); !bytes.Equal(sent, large.Body) {
+		t.Fatalf("%d bytes arrived, want the body's %d", len(sent), n)
+	}
+	if !cached(fd, 0, n) {
+		t.Fatal("after sendfile read them, the body's pages are not cached")
+	}
+	if sent := sendOverTCP(t, c, got, 1, n-1); !bytes.Equal(sent, large.Body[1:]) {
+		t.Fatalf("%d bytes arrived, want %d", len(sent), n-1)
+	}
+}

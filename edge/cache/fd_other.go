@@ -22,3 +22,9 @@ func fileSize(fd int) (int64, error) {
 }
 
 func closeFD(fd int) error { return syscall.Close(fd) }
+
+func cached(fd int, off, n int64) bool { return false }
+
+func sendfile(out, in int, off *int64, n int, raw bool) (int, error) {
+	return syscall.Sendfile(out, in, off, n)
+}
