@@ -103,6 +103,18 @@ func (b *bodyFiles) path(n uint64) string {
 	return b.fs.PathJoin(b.dir(byte(n)), string(name[:]))
 }
 
+// appendPath appends path(n) to dst, as the operating system's file
+// system spells it, without allocating: a hit that opens its body's file
+// builds the name on its stack.
+func (b *bodyFiles) appendPath(dst []byte, n uint64) []byte {
+	dst = append(dst, b.root...)
+	dst = append(dst, '/', hexDigits[byte(n)>>4], hexDigits[byte(n)&15], '/')
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, hexDigits[n>>uint(shift)&15])
+	}
+	return dst
+}
+
 // write stores body as a new file, synced, and returns its number.
 func (b *bodyFiles) write(body []byte) (uint64, error) {
 	n := b.next.Add(1) - 1
@@ -166,7 +178,7 @@ func (b *bodyFiles) handle(e *Entry) (*fileHandle, error) {
 	if h := slot.Load(); h != nil && h.n == e.file && h.acquire() {
 		return h, nil
 	}
-	f, err := b.openFile(b.path(e.file), e.size)
+	f, err := b.openFile(e.file, e.size)
 	if err != nil {
 		return nil, err
 	}
@@ -202,25 +214,27 @@ func (b *bodyFiles) closeHandles() {
 	}
 }
 
-// openFile opens a body file of size bytes for reading.
-func (b *bodyFiles) openFile(name string, size int) (readerAtCloser, error) {
+// openFile opens body file n, of size bytes, for reading.
+func (b *bodyFiles) openFile(n uint64, size int) (readerAtCloser, error) {
 	if b.osFS {
 		// os.Open would also register the file with the poller and set it
 		// non-blocking, system calls a regular file does not need.
+		var buf [256]byte
+		name := b.appendPath(buf[:0], n)
 		fd, err := openRead(name)
 		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+			return nil, &fs.PathError{Op: "open", Path: string(name), Err: err}
 		}
-		if n, err := fileSize(fd); err != nil || n != int64(size) {
+		if got, err := fileSize(fd); err != nil || got != int64(size) {
 			closeFD(fd)
 			if err == nil {
-				return nil, fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, n, size)
+				return nil, fmt.Errorf("%w: body file of %d bytes, want %d", ErrCorrupt, got, size)
 			}
-			return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
+			return nil, &fs.PathError{Op: "fstat", Path: string(name), Err: err}
 		}
 		return osFD(fd), nil
 	}
-	f, err := b.fs.Open(name)
+	f, err := b.fs.Open(b.path(n))
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func pread(fd int, p []byte, off int64) (int, error) {
 
 // openRead opens name for reading, without leaving the processor when the
 // kernel resolves it from its caches.
-func openRead(name string) (int, error) {
+func openRead(name []byte) (int, error) {
 	var path [512]byte
 	if len(name) < len(path) && !cachedOpenRefused.Load() {
 		copy(path[:], name) // and NUL-terminated
@@ -85,7 +85,7 @@ func openRead(name string) (int, error) {
 			return -1, e
 		}
 	}
-	return syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	return syscall.Open(string(name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 }
 
 // pageSize is the page cache's unit, which cachestat counts.

@@ -74,7 +74,7 @@ func TestOpenRead(t *testing.T) {
 	}
 	for _, refused := range []bool{false, true} {
 		cachedOpenRefused.Store(refused)
-		fd, err := openRead(name)
+		fd, err := openRead([]byte(name))
 		if err != nil {
 			t.Fatalf("refused %v: %v", refused, err)
 		}
@@ -87,7 +87,7 @@ func TestOpenRead(t *testing.T) {
 		if err != nil || string(got[:n]) != "hello" || serr != nil || size != 5 {
 			t.Fatalf("refused %v: read %q (%v), size %d (%v)", refused, got[:n], err, size, serr)
 		}
-		if _, err := openRead(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := openRead([]byte(filepath.Join(dir, "missing"))); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("refused %v: opening a missing file: %v, want fs.ErrNotExist", refused, err)
 		}
 		if cachedOpenRefused.Load() != refused {
@@ -96,7 +96,7 @@ func TestOpenRead(t *testing.T) {
 	}
 	cachedOpenRefused.Store(false)
 	// A closed descriptor reads nothing.
-	fd, err := openRead(name)
+	fd, err := openRead([]byte(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func writeSynced(t *testing.T, b []byte) int {
 	if cerr := f.Close(); err != nil || cerr != nil {
 		t.Fatal(err, cerr)
 	}
-	fd, err := openRead(f.Name())
+	fd, err := openRead([]byte(f.Name()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,5 +196,15 @@ func TestSendToCold(t *testing.T) {
 	}
 	if sent := sendOverTCP(t, c, got, 1, n-1); !bytes.Equal(sent, large.Body[1:]) {
 		t.Fatalf("%d bytes arrived, want %d", len(sent), n-1)
+	}
+}
+
+// TestAppendPath: the name a hit builds on its stack is path's.
+func TestAppendPath(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	for _, n := range []uint64{1, 15, 16, 255, 256, 0x1234, 0xdeadbeef, 1<<64 - 1} {
+		if got, want := string(c.bodies.appendPath([]byte("x"), n)), "x"+c.bodies.path(n); got != want {
+			t.Errorf("appendPath(%#x) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -9,8 +9,8 @@ import "syscall"
 
 func pread(fd int, p []byte, off int64) (int, error) { return syscall.Pread(fd, p, off) }
 
-func openRead(name string) (int, error) {
-	return syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func openRead(name []byte) (int, error) {
+	return syscall.Open(string(name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 }
 
 func fileSize(fd int) (int64, error) {
