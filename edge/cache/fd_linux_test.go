@@ -47,7 +47,7 @@ func TestPreadCachedAndCold(t *testing.T) {
 	iov := syscall.Iovec{Base: &buf[0]}
 	iov.SetLen(len(buf))
 	if _, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, 0, 0, unix.RWF_NOWAIT); e != syscall.EAGAIN {
-		t.Fatalf("preadv2 RWF_NOWAIT of a file out of the page cache: errno %v, want EAGAIN", e)
+		t.Fatalf("preadv2 RWF_NOWAIT of a file out of the page cache: errno %v, want EAGAIN (a temporary directory on tmpfs keeps its pages)", e)
 	}
 	// ...and pread reads it with the ordinary call.
 	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
