@@ -45,22 +45,33 @@ var (
 // atFDCWD is AT_FDCWD as a system call argument.
 var atFDCWD = unix.AT_FDCWD
 
+// settle judges the outcome of a raw call that asked the kernel not to
+// wait: done, with its result or its error, or not done when the kernel
+// would have waited or refuses the flag (refused is then set, and the
+// ordinary call runs from then on).
+func settle(r uintptr, e syscall.Errno, refused *atomic.Bool) (int, bool, error) {
+	switch e {
+	case 0:
+		return int(r), true, nil
+	case syscall.EAGAIN, syscall.EINTR: // not all cached: the ordinary call waits for it
+		return -1, false, nil
+	case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL, syscall.E2BIG:
+		refused.Store(true)
+		return -1, false, nil
+	}
+	return -1, true, e
+}
+
 // pread reads len(p) bytes or fewer at off, from the page cache without
 // leaving the processor when it holds them.
 func pread(fd int, p []byte, off int64) (int, error) {
 	if len(p) > 0 && !noWaitRefused.Load() {
 		iov := syscall.Iovec{Base: &p[0]}
 		iov.SetLen(len(p))
-		n, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
+		r, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
 			uintptr(off), 0, unix.RWF_NOWAIT)
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EAGAIN, syscall.EINTR: // not all cached: wait for it below
-		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
-			noWaitRefused.Store(true)
-		default:
-			return 0, e
+		if n, done, err := settle(r, e, &noWaitRefused); done {
+			return n, err
 		}
 	}
 	return syscall.Pread(fd, p, off)
@@ -73,16 +84,10 @@ func openRead(name []byte) (int, error) {
 	if len(name) < len(path) && !cachedOpenRefused.Load() {
 		copy(path[:], name) // and NUL-terminated
 		how := unix.OpenHow{Flags: syscall.O_RDONLY | syscall.O_CLOEXEC, Resolve: resolveCached}
-		fd, _, e := syscall.RawSyscall6(unix.SYS_OPENAT2, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+		r, _, e := syscall.RawSyscall6(unix.SYS_OPENAT2, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
 			uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
-		switch e {
-		case 0:
-			return int(fd), nil
-		case syscall.EAGAIN, syscall.EINTR: // not all cached: wait for it below
-		case syscall.ENOSYS, syscall.EINVAL, syscall.E2BIG:
-			cachedOpenRefused.Store(true)
-		default:
-			return -1, e
+		if fd, done, err := settle(r, e, &cachedOpenRefused); done {
+			return fd, err
 		}
 	}
 	return syscall.Open(string(name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
@@ -100,13 +105,11 @@ func cached(fd int, off, n int64) bool {
 	}
 	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
 	var st unix.Cachestat_t
-	_, _, e := syscall.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)),
+	rc, _, e := syscall.RawSyscall6(unix.SYS_CACHESTAT, uintptr(fd), uintptr(unsafe.Pointer(&r)),
 		uintptr(unsafe.Pointer(&st)), 0, 0, 0)
-	if e == syscall.ENOSYS || e == syscall.EOPNOTSUPP {
-		cachestatRefused.Store(true)
-	}
 	pages := (off+n-1)/pageSize - off/pageSize + 1
-	return e == 0 && st.Cache >= uint64(pages)
+	_, done, err := settle(rc, e, &cachestatRefused)
+	return done && err == nil && st.Cache >= uint64(pages)
 }
 
 // sendfile sends up to n bytes of in from *off to the socket out, raw
