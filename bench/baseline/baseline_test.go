@@ -203,7 +203,7 @@ func TestNginxWorkersShareConnections(t *testing.T) {
 		err := g.Wait()
 		var held map[int]int
 		if err == nil {
-			held, err = connectionsByWorker(n.cmd.Process.Pid, conns)
+			held, err = connectionsByWorker(n.cmd.Process.Pid, n.Addr, conns)
 		}
 		for _, c := range conns {
 			c.Close()
@@ -224,9 +224,16 @@ func TestNginxWorkersShareConnections(t *testing.T) {
 
 // connectionsByWorker returns, for each worker of the nginx master, how
 // many of conns (client ends, each open) it holds the server end of: the kernel's
-// TCP table gives the socket of each connection, and a worker's file
-// descriptors the sockets it holds.
-func connectionsByWorker(master int, conns []*load.KeepAlive) (map[int]int, error) {
+// TCP table gives the socket of each connection (local address server,
+// remote address the client's: another test's server may have a
+// connection from the same client port), and a worker's file descriptors
+// the sockets it holds.
+func connectionsByWorker(master int, server string, conns []*load.KeepAlive) (map[int]int, error) {
+	srv, err := net.ResolveTCPAddr("tcp", server)
+	if err != nil {
+		return nil, err
+	}
+	local := tcpTableAddr(srv)
 	clients := map[string]bool{}
 	for _, c := range conns {
 		a, ok := c.LocalAddr().(*net.TCPAddr)
@@ -244,7 +251,7 @@ func connectionsByWorker(master int, conns []*load.KeepAlive) (map[int]int, erro
 		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
 		// (st 01: established)
 		f := strings.Fields(line)
-		if len(f) >= 10 && clients[f[2]] && f[3] == "01" {
+		if len(f) >= 10 && f[1] == local && clients[f[2]] && f[3] == "01" {
 			sockets["socket:["+f[9]+"]"] = true
 		}
 	}
