@@ -26,6 +26,7 @@ func box(w, h int, color string) string {
 }
 
 func TestBatchCreate(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	r := o.batch(t, o.Owner, map[string]any{
 		"default_options": map[string]any{"html": box(10, 10, "red"), "device_scale": 1},

@@ -444,6 +444,7 @@ func lookAt(ctx context.Context, t *testing.T, name string) {
 }
 
 func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	var made struct{ ID string }
 	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/image", Creds: &o.Owner, JSON: map[string]any{"html": "<p>a card</p>"}})

@@ -245,6 +245,7 @@ func TestImageCreateValidation(t *testing.T) {
 }
 
 func TestRenderFailuresAreRecorded(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	tests := []struct {
 		name    string

@@ -128,6 +128,7 @@ func (o *testOrigin) wantFailure(t *testing.T, tc failure) {
 // document can fail to load: at the start, after a redirect, and when the
 // page navigates itself away.
 func TestMainDocumentFailuresAreNotCaptured(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	w := newFailureWorld(t)
 	o := startOrigin(t, w.configure(false))
 	sp := w.secret.port

@@ -43,6 +43,7 @@ func small(extra map[string]any) map[string]any {
 // TestRenderOptions checks, by decoding the image, that each option of spec
 // §2.2 does what it says.
 func TestRenderOptions(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	fonts := newFontServer(t)
 	o := startOrigin(t, func(c *origin.Config) { c.Render.FontsURL = fonts.URL })
 	pages := newSite(t, map[string]string{
@@ -255,6 +256,7 @@ func TestMetadataStoredWithImage(t *testing.T) {
 // TestPDFOptions prints with pdf_options and rasterizes the PDF with
 // poppler's pdftoppm to check page size, background and margins.
 func TestPDFOptions(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	page := doc(`<div style="height:200px;background:rgb(0,0,255)"></div>`)
 	tests := []struct {

@@ -479,6 +479,7 @@ func (v vector) expand(s *secretServer, prefix string, i int, host string) (stri
 // TestRenderCannotEscape runs every way out against one origin whose
 // renders may not reach private addresses.
 func TestRenderCannotEscape(t *testing.T) {
+	t.Parallel() // a slow test with its own origin: see startOrigin
 	w := newEgressWorld(t)
 	o := startOrigin(t, w.configure(false))
 	start := w.secret.touched()
