@@ -101,6 +101,81 @@ func (c *Cache) bodyPath(t testing.TB, key string) string {
 	return c.bodies.path(e.file)
 }
 
+// TestSampledHitPromotesDecoded: a sampled L2 hit on an entry decoded
+// before reads its body into L1 from that entry, without reading its
+// record again; one whose entry a Put replaced after the hit found it
+// promotes nothing (the shard's generation moved), and the next Get
+// serves the new entry.
+func TestSampledHitPromotesDecoded(t *testing.T) {
+	c := openCache(t, testConfig(t))
+	c.promoteOneIn = 1 << 30 // never: the first hit leaves the entry in decoded
+	v1 := newEntry("o", "i", "", 8<<10, 1)
+	mustPut(t, c, "k", v1)
+	c.dropFromMemory("k")
+	if _, lvl, ok := c.Get([]byte("k")); !ok || lvl != L2 || c.decodedEntry("k") == nil {
+		t.Fatalf("first hit %v %v; decoded holds it: %v", lvl, ok, c.decodedEntry("k") != nil)
+	}
+	c.promoteOneIn = 1
+	reads := c.Stats().L2Reads
+	got, lvl, ok := c.Get([]byte("k"))
+	if !ok || lvl != L2 || got.OnDisk() {
+		t.Fatalf("sampled hit %v %v, on disk %v", lvl, ok, got.OnDisk())
+	}
+	sameEntry(t, c, got, v1)
+	if n := c.Stats().L2Reads - reads; n != 0 {
+		t.Fatalf("a sampled hit on a decoded entry read %d records, want 0", n)
+	}
+	c.l1.Wait()
+	if !c.bodyInL1("k") {
+		t.Fatal("the sampled hit did not promote the body to L1")
+	}
+	if e := c.decodedEntry("k"); e == nil || !e.OnDisk() || e.Body != nil {
+		t.Fatal("the promotion changed decoded's entry")
+	}
+
+	// A hit finds the entry in decoded, then a write to its shard (of
+	// another key, or of v2 over it), then the hit's promotion: what it
+	// read may be stale, and it must not reach L1. Over v2, the hit may
+	// also miss (v1's body file is gone).
+	h := c.hash([]byte("k"))
+	var other string
+	for i := 0; other == ""; i++ {
+		if k := fmt.Sprint("other", i); shardIndex(c.hash([]byte(k))) == shardIndex(h) {
+			other = k
+		}
+	}
+	for _, write := range []struct {
+		key string
+		e   *Entry
+	}{{other, newEntry("o", "j", "", 100, 3)}, {"k", newEntry("o", "i", "", 8<<10, 2)}} {
+		c.dropFromMemory("k")
+		c.promoteOneIn = 1 << 30
+		c.Get([]byte("k"))
+		gen := c.shards[shardIndex(h)].gen.Load()
+		known := c.decoded.get(h, []byte("k"))
+		if known == nil {
+			t.Fatal("decoded lost the entry")
+		}
+		mustPut(t, c, write.key, write.e)
+		c.promoteOneIn = 1
+		e, _, ok := c.getL2([]byte("k"), h, gen, known)
+		if ok {
+			sameEntry(t, c, e, v1)
+		} else if write.key != "k" {
+			t.Fatal("the hit missed with its body file in place")
+		}
+		c.l1.Wait()
+		if l1, ok := c.l1.Get([]byte("k")); ok && l1.ETag == v1.ETag {
+			t.Fatalf("after a write to %s, the hit promoted what it read", write.key)
+		}
+	}
+	got, _, ok = c.Get([]byte("k"))
+	if !ok {
+		t.Fatal("miss after the Put")
+	}
+	sameEntry(t, c, got, newEntry("o", "i", "", 8<<10, 2))
+}
+
 // TestL2SendsLargeBodiesFromDisk: an L2 hit on a large body leaves it on
 // disk for sendfile (an *os.File of exactly its bytes), a small one is read
 // and promoted, and a body asked for often reaches L1 by sampling.
@@ -151,16 +226,17 @@ func TestL2SendsLargeBodiesFromDisk(t *testing.T) {
 		t.Fatalf("OpenBody of a body in memory = %v, want ErrInvalidEntry", err)
 	}
 
-	// Sampled: one hit in promoteSample reads and promotes a body of up
-	// to memoryMax; 400 hits all missing it has a probability of
-	// (7/8)^400, about 1e-23. A larger body is never read.
+	// Sampled: one hit in promoteSample² on an entry in decoded (where
+	// the first hit leaves it) reads and promotes a body of up to
+	// memoryMax; 4,000 hits all missing it has a probability of
+	// (63/64)^4000, about 5e-28. A larger body is never read.
 	c.promoteOneIn = promoteSample
 	medium := newEntry("o", "medium", "", memoryMax, 3)
 	mustPut(t, c, "medium", medium)
 	c.dropFromMemory("medium")
 	for i := 0; !c.bodyInL1("medium"); i++ {
-		if i == 400 {
-			t.Fatal("400 L2 hits never promoted the body")
+		if i == 4000 {
+			t.Fatal("4,000 L2 hits never promoted the body")
 		}
 		for _, key := range []string{"medium", "large"} {
 			if _, _, ok := c.Get([]byte(key)); !ok {

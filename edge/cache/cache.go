@@ -93,7 +93,10 @@ type Cache struct {
 // behind the headers, or sent with sendfile) without an allocation, a
 // checksum or an admission it would mostly lose. An L2 hit that leaves
 // its body on disk keeps the entry without it in decoded (about 600
-// bytes), so that the next hit skips pebble.
+// bytes), so that the next hit skips pebble. A hit that finds its entry
+// in decoded promotes it once in promoteSample² hits: the rate every
+// measurement since decoded came was made with (a draw there, then
+// another after reading the record again), now without the read.
 //
 // A body over memoryMax is never read back into L1 by a hit (it enters L1
 // only when put, as a fill is likely to be asked for again): reading and
@@ -429,22 +432,29 @@ func (c *Cache) get(key []byte, countMiss bool) (*Entry, Level, bool) {
 		return e, L1, true
 	}
 	h := c.hash(key)
+	// The shard's generation is read before decoded: fence drops the key
+	// from decoded before it moves the generation, so an entry found here
+	// that a write has since made stale is not promoted (getL2's check).
+	gen := c.shards[shardIndex(h)].gen.Load()
 	// An entry decoded before, unless this hit is sampled to read its body
-	// into L1 (getL2 does).
-	if e := c.decoded.get(h, key); e != nil && !c.closed.Load() && (e.size > memoryMax || !c.sampled()) {
-		c.ref.set(e.ref)
-		c.stats.l2Hits.add(e.ref)
-		return e, L2, true
+	// into L1 (getL2 does, from this entry).
+	known := c.decoded.get(h, key)
+	if known != nil && !c.closed.Load() && (known.size > memoryMax || !c.sampledDecoded()) {
+		c.ref.set(known.ref)
+		c.stats.l2Hits.add(known.ref)
+		return known, L2, true
 	}
-	e, level, ok := c.getL2(key, h)
+	e, level, ok := c.getL2(key, h, gen, known)
 	if !ok && countMiss {
 		c.stats.misses.add(refIndex(h))
 	}
 	return e, level, ok
 }
 
-// getL2 reads key, whose hash is h, from L2; the caller counts a miss.
-func (c *Cache) getL2(key []byte, h uint64) (*Entry, Level, bool) {
+// getL2 reads key, whose hash is h, from L2, or takes known, its entry in
+// decoded, and reads its body; gen is its shard's generation, read before
+// decoded was. The caller counts a miss.
+func (c *Cache) getL2(key []byte, h, gen uint64, known *Entry) (*Entry, Level, bool) {
 	if !validKey(key) {
 		return nil, Miss, false
 	}
@@ -454,22 +464,24 @@ func (c *Cache) getL2(key []byte, h uint64) (*Entry, Level, bool) {
 		return nil, Miss, false
 	}
 	s := &c.shards[shardIndex(h)]
-	gen := s.gen.Load()
-	c.stats.l2Reads.add(refIndex(h))
-	v, closer, err := c.db.Get(recordKey(prefixValue, key))
-	if err != nil {
-		if !errors.Is(err, pebble.ErrNotFound) {
-			slog.Error("edge cache read", "err", err)
+	e, read := known, true
+	if known == nil {
+		c.stats.l2Reads.add(refIndex(h))
+		v, closer, err := c.db.Get(recordKey(prefixValue, key))
+		if err != nil {
+			if !errors.Is(err, pebble.ErrNotFound) {
+				slog.Error("edge cache read", "err", err)
+			}
+			return nil, Miss, false
 		}
-		return nil, Miss, false
+		e, err = decodeValue(v)
+		closer.Close()
+		if err != nil {
+			c.reportCorrupt(key, err)
+			return nil, Miss, false
+		}
+		read = e.size <= memoryMax && c.sampled()
 	}
-	e, err := decodeValue(v)
-	closer.Close()
-	if err != nil {
-		c.reportCorrupt(key, err)
-		return nil, Miss, false
-	}
-	read := e.size <= memoryMax && c.sampled()
 	if read {
 		body, err := c.bodies.read(e)
 		switch {
@@ -479,9 +491,15 @@ func (c *Cache) getL2(key []byte, h uint64) (*Entry, Level, bool) {
 		case err != nil: // removed since the value was read, most likely
 			return nil, Miss, false
 		}
-		e.Body, e.onDisk = body, false
+		if known != nil {
+			e = known.withBody(body)
+		} else {
+			e.Body, e.onDisk = body, false
+		}
 	}
-	e.prepare(key, h)
+	if known == nil {
+		e.prepare(key, h)
+	}
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)
 	// Keep the entry, with its body in L1 or without it in decoded (so that
@@ -502,8 +520,14 @@ func (c *Cache) getL2(key []byte, h uint64) (*Entry, Level, bool) {
 }
 
 // sampled draws the L2 hits on a body on disk that read it into L1: one in
-// promoteOneIn.
+// promoteOneIn; sampledDecoded those on an entry in decoded: one in
+// promoteOneIn².
 func (c *Cache) sampled() bool { return c.promote && rand.Uint32N(c.promoteOneIn) == 0 }
+
+func (c *Cache) sampledDecoded() bool {
+	n := uint64(c.promoteOneIn)
+	return c.promote && rand.Uint64N(n*n) == 0
+}
 
 // reportCorrupt counts a corrupt L2 record of key and has the maintainer drop it.
 func (c *Cache) reportCorrupt(key []byte, err error) {
@@ -555,9 +579,11 @@ func (c *Cache) fence(key []byte) uint64 {
 	h := c.hash(key)
 	s := &c.shards[shardIndex(h)]
 	s.mu.Lock()
+	// Dropped before the generation moves: a hit that read the new
+	// generation then finds no stale entry in decoded to promote (get).
+	c.decoded.del(h, key)
 	s.gen.Add(1)
 	s.mu.Unlock()
-	c.decoded.del(h, key)
 	return h
 }
 

@@ -203,6 +203,15 @@ func (e *Entry) withoutBody() *Entry {
 	return &cp
 }
 
+// withBody returns a copy of e, an entry of decoded, with its body read,
+// for L1.
+func (e *Entry) withBody(body []byte) *Entry {
+	cp := *e
+	cp.cost += int64(len(body))
+	cp.Body, cp.onDisk = body, false
+	return &cp
+}
+
 // Level says where Get found an entry.
 type Level uint8
 
