@@ -110,21 +110,12 @@ func (c *conn) Write(p []byte) (int, error) {
 	return c.write(p, nil)
 }
 
-// read reads from the socket (sock_linux.go) or the connection, again
-// when the poller's deadline passed before the one asked for (deadline.go).
+// read reads from the socket (sock_linux.go) or the connection.
 func (c *conn) read(p []byte) (int, error) {
-	for {
-		var n int
-		var err error
-		if c.sock != nil {
-			n, err = c.sock.read(p)
-		} else {
-			n, err = c.Conn.Read(p)
-		}
-		if n > 0 || err == nil || !c.early(err) {
-			return n, err
-		}
+	if c.sock != nil {
+		return c.sock.read(p)
 	}
+	return c.Conn.Read(p)
 }
 
 // write writes a then b to the socket in one call, or to the connection

@@ -186,7 +186,7 @@ func TestConnHold(t *testing.T) {
 }
 
 // tcpPair returns both ends of a loopback TCP connection, closed with t.
-func tcpPair(t testing.TB) (client, server net.Conn) {
+func tcpPair(t *testing.T) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -367,8 +367,6 @@ type conn struct {
 	// package linger). Set by the handler, read by the Close on the same
 	// goroutine.
 	linger bool
-	// deadline is the reads' deadline, moved later lazily (deadline.go).
-	deadline readDeadline
 }
 
 // Linger makes Close linger, so that the client reads the answer of a
