@@ -38,7 +38,6 @@ var cardSrc = regexp.MustCompile(`<img src="(/console/og/cards/[^"]+/([a-z]+)\?p
 // size; the preview's read costs no render and no credit, the cards cost
 // what the crawlers' own visits do and no more.
 func TestConsoleOGPreview(t *testing.T) {
-	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	c := &consoleClient{t: t, base: o.URL}
 	c.signIn(o.Owner)
@@ -259,7 +258,6 @@ func TestConsoleOGPreviewREST(t *testing.T) {
 // overflows, axe-core finds no serious or critical violation; the
 // screenshots are saved.
 func TestConsoleOGPreviewInABrowser(t *testing.T) {
-	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	s := newOGSite(t)
 	s.set("/post", ogSitePage{color: "rgb(40,120,200)", extra: hostileHead})

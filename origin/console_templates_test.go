@@ -386,7 +386,6 @@ func TestHostileConsoleTemplateEscapes(t *testing.T) {
 // variable's field updates the values' JSON, and editing the JSON
 // updates the fields (templates.js).
 func TestConsoleTemplateValuesInABrowser(t *testing.T) {
-	t.Parallel() // a slow test with its own origin: see startOrigin
 	o := startOrigin(t)
 	r := o.do(t, apitest.Request{Method: "POST", Path: "/v1/template", Creds: &o.Owner, JSON: map[string]any{"name": "Card", "html": "<h1>{{title}}</h1><p>{{n}}</p>", "device_scale": 1, "headers": map[string]string{"X-A": "b"}}})
 	apitest.WantStatus(t, r, 201)

@@ -44,11 +44,14 @@ type testOrigin struct {
 // startOrigin runs an origin; configure may adjust its Config.
 //
 // Each origin has its own listener, data directory, clock and browsers, so
-// the package's slowest tests (tens of renders, or a browser driving the
-// console) call t.Parallel and run two at a time after the others, which
-// is most of what keeps make test within its time on two cores. A test
-// that counts processes, descriptors or anything else host-wide stays
-// sequential: parallel tests start only once every sequential one is done.
+// the package's slowest tests of the API (tens of renders each) call
+// t.Parallel and run two at a time after the others, which keeps make test
+// within its time on two cores. A test that counts processes, descriptors
+// or anything else host-wide stays sequential (parallel tests start only
+// once every sequential one is done), and so do the tests that drive the
+// console in a browser: tens of page loads under one deadline, which two
+// at a time on a busy host passed (TestConsoleInABrowser, 68 s against its
+// minute in a fresh-clone make test).
 func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
