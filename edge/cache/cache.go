@@ -480,6 +480,7 @@ func (c *Cache) getL2(key []byte, h, gen uint64, known *Entry) (*Entry, Level, b
 			c.reportCorrupt(key, err)
 			return nil, Miss, false
 		}
+		e.prepare(key, h)
 		read = e.size <= memoryMax && c.sampled()
 	}
 	if read {
@@ -491,14 +492,7 @@ func (c *Cache) getL2(key []byte, h, gen uint64, known *Entry) (*Entry, Level, b
 		case err != nil: // removed since the value was read, most likely
 			return nil, Miss, false
 		}
-		if known != nil {
-			e = known.withBody(body)
-		} else {
-			e.Body, e.onDisk = body, false
-		}
-	}
-	if known == nil {
-		e.prepare(key, h)
+		e = e.withBody(body) // a copy: known is decoded's, shared with other hits
 	}
 	c.ref.set(e.ref)
 	c.stats.l2Hits.add(e.ref)

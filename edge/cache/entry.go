@@ -203,8 +203,8 @@ func (e *Entry) withoutBody() *Entry {
 	return &cp
 }
 
-// withBody returns a copy of e, an entry of decoded, with its body read,
-// for L1.
+// withBody returns a copy of e, a prepared entry without its body, with
+// body, for L1.
 func (e *Entry) withBody(body []byte) *Entry {
 	cp := *e
 	cp.cost += int64(len(body))
