@@ -51,7 +51,8 @@ type testOrigin struct {
 // once every sequential one is done), and so do the tests that drive the
 // console in a browser: tens of page loads under one deadline, which two
 // at a time on a busy host passed (TestConsoleInABrowser, 68 s against its
-// minute in a fresh-clone make test).
+// minute in a fresh-clone make test). Chromium starts at an origin's first
+// render (render.Config.Lazy): most tests here never render.
 func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -66,6 +67,7 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	cfg.Listener = ln
 	cfg.Announce = announce
 	cfg.AllowPrivateURLs = true
+	cfg.Render.Lazy = true
 	cfg.Now = clock.Now
 	// One compiled sandbox for every origin of the run: compiling it is
 	// the slowest part of a start, especially under -race.

@@ -131,7 +131,10 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-s.end:
-			return
+			// Ends the stream as a failing origin would. A plain return
+			// would have net/http read the body the goroutine above still
+			// reads ("invalid concurrent Body.Read call", logged as a panic).
+			panic(http.ErrAbortHandler)
 		case <-gone:
 			return
 		case <-r.Context().Done():

@@ -139,14 +139,17 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	adoptOrphans()
 	var cmd *exec.Cmd // set during the launch, by chromedp.Do below
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), e.allocatorOptions(profile, &cmd)...)
-	bctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(chromeErrorf), chromedp.WithLogf(chromeLogf))
 	// The first Do binds the browser's life to its context, so the launch is
-	// bounded by canceling the browser's own context, not a derived one.
+	// bounded by canceling the browser's own context, not a derived one: its
+	// parent's, for chromedp's cancel function waits for the browser and may
+	// be called once only (twice, it blocks for good when no browser came).
+	pctx, abandon := context.WithCancel(allocCtx)
+	bctx, cancel := chromedp.NewContext(pctx, chromedp.WithErrorf(chromeErrorf), chromedp.WithLogf(chromeLogf))
 	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer lcancel()
 	stopKill := context.AfterFunc(e.kill, lcancel)
 	defer stopKill()
-	stopLaunch := context.AfterFunc(lctx, cancel)
+	stopLaunch := context.AfterFunc(lctx, abandon)
 	err = chromedp.Do(bctx)
 	if !stopLaunch() && err == nil {
 		err = fmt.Errorf("launch abandoned: %w", context.Cause(lctx))

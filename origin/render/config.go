@@ -73,6 +73,11 @@ type Config struct {
 	MaxPDFBytes int64
 	// BrowserOutput, when set, receives Chromium's stdout and stderr.
 	BrowserOutput interface{ Write([]byte) (int, error) }
+	// Lazy leaves Chromium unlaunched until the first render needs it, as
+	// after a browser is retired. Otherwise Start launches it and opens Tabs
+	// tabs, and fails when it cannot: serve and origin do that. The API's
+	// tests set it, since most of them never render.
+	Lazy bool
 }
 
 // HeadlessShell is Debian's headless shell of its Chromium build (package

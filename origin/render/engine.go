@@ -193,7 +193,8 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Start kills what a crashed earlier run left in the profile directory,
-// launches the browser and opens a warm tab per slot.
+// launches the browser and opens a warm tab per slot (with Lazy, the first
+// render launches it).
 func (e *Engine) Start(ctx context.Context) error {
 	if left := endProcesses(e.profiles, 0, nil); len(left) > 0 {
 		slog.WarnContext(ctx, "processes of an earlier run still there", "dir", e.profiles, "left", left)
@@ -209,6 +210,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		for _, d := range entries {
 			os.RemoveAll(filepath.Join(e.profiles, d.Name()))
 		}
+	}
+	if e.cfg.Lazy {
+		return nil
 	}
 	b, err := e.claim(ctx, false)
 	if err != nil {

@@ -644,3 +644,29 @@ func waitRefill(t *testing.T, refilled <-chan struct{}) {
 		t.Fatal("no tab was opened in place of the closed one within 30 s")
 	}
 }
+
+// A lazy engine launches Chromium for its first render. A render whose
+// context is done before the launch ends abandons it, and the next render
+// launches one: an abandoned launch once left chromedp waiting for good
+// under the engine's launch lock, so no render could launch again.
+func TestLazyLaunchAbandoned(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, metered(reg, func(c *Config) { c.Lazy = true }))
+	if n := metric(t, reg, "pictor_render_browser_starts_total"); n != 0 {
+		t.Fatalf("a lazy engine launched %v browsers at Start", n)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res := wait(t, start(e, done, quick("o"))); res.err == nil {
+		t.Fatal("a render with a done context succeeded")
+	}
+	if res := wait(t, start(e, context.Background(), quick("o"))); res.err != nil {
+		t.Fatalf("render after an abandoned launch: %v", res.err)
+	} else {
+		decodePNG(t, res.res.Data)
+	}
+	if n := metric(t, reg, "pictor_render_browser_starts_total"); n != 1 {
+		t.Fatalf("%v browsers launched, want 1", n)
+	}
+}
