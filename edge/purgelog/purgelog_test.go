@@ -131,10 +131,7 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-s.end:
-			// Ends the stream as a failing origin would. A plain return
-			// would have net/http read the body the goroutine above still
-			// reads ("invalid concurrent Body.Read call", logged as a panic).
-			panic(http.ErrAbortHandler)
+			return
 		case <-gone:
 			return
 		case <-r.Context().Done():
