@@ -17,6 +17,7 @@ import (
 
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
+	"github.com/pictorhq/pictor/origin/render"
 )
 
 // server is a `pictor serve` running in-process on loopback ports.
@@ -305,6 +306,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) (*process, string) {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		removeProfileRoot(cmd.Args)
 	})
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -320,6 +322,25 @@ func startCmd(t *testing.T, cmd *exec.Cmd) (*process, string) {
 	}
 	t.Fatalf("%v did not start:\n%s", cmd.Args, p.stderr.String())
 	return nil, ""
+}
+
+// removeProfileRoot removes the Chromium profiles of a killed serve or
+// origin whose data directory args name: a killed process cannot remove
+// them, and when Chromium's user cannot enter the test's directory they
+// are under os.TempDir (render.ProfileRoot), outside what the test
+// removes. The next start on the directory would have removed them.
+func removeProfileRoot(args []string) {
+	for i, a := range args {
+		dir, ok := strings.CutPrefix(a, "--data-dir=")
+		if !ok && a == "--data-dir" && i+1 < len(args) {
+			dir, ok = args[i+1], true
+		}
+		if ok {
+			if root := render.ProfileRoot(filepath.Join(dir, "chromium")); !strings.HasPrefix(root, dir+string(filepath.Separator)) {
+				os.RemoveAll(root)
+			}
+		}
+	}
 }
 
 // terminate sends SIGTERM and returns the exit error.
