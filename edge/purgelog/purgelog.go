@@ -50,7 +50,14 @@ type Config struct {
 	// AnswerTimeout bounds the wait for the origin's answer (its header)
 	// to a stream's request; 0 means DefaultAnswerTimeout.
 	AnswerTimeout time.Duration
+	// SilenceTimeout is how long an answered stream may go without a
+	// frame before the subscriber drops it and reconnects; 0 means
+	// DefaultSilenceTimeout. Applying a frame does not count.
+	SilenceTimeout time.Duration
 }
+
+// DefaultSilenceTimeout is three of the origin's heartbeats.
+const DefaultSilenceTimeout = 3 * contract.HeartbeatInterval
 
 // DefaultAnswerTimeout is how long the origin may take to answer a
 // stream's request before the subscriber gives up and tries again. The
@@ -66,6 +73,10 @@ const (
 
 // errNoAnswer: the origin did not answer a stream's request in time.
 var errNoAnswer = errors.New("the origin did not answer the stream's request")
+
+// errSilent: an answered stream brought no frame, not even a heartbeat,
+// for the silence timeout.
+var errSilent = errors.New("the purge stream went silent")
 
 // Subscriber follows the origins' purge log.
 type Subscriber struct {
@@ -99,6 +110,9 @@ func New(cfg Config) (*Subscriber, error) {
 	}
 	if cfg.AnswerTimeout <= 0 {
 		cfg.AnswerTimeout = DefaultAnswerTimeout
+	}
+	if cfg.SilenceTimeout <= 0 {
+		cfg.SilenceTimeout = DefaultSilenceTimeout
 	}
 	s := &Subscriber{cfg: cfg, pool: pool, wake: make(chan struct{}), after: time.After}
 	if raw, err := os.ReadFile(cfg.StateFile); err == nil {
@@ -203,40 +217,60 @@ func (s *Subscriber) follow(ctx context.Context, o *origins.Origin) (caughtUp bo
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("origin answered %s", resp.Status)
 	}
+	// The origin sends a heartbeat every contract.HeartbeatInterval: a
+	// stream that brings nothing for the silence timeout is dead, however
+	// open its connection looks. The timer runs only while waiting for a
+	// frame, so that a long purge does not count.
+	silence := time.AfterFunc(s.cfg.SilenceTimeout, func() { cancel(errSilent) })
+	defer silence.Stop()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var ev contract.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return caughtUp, fmt.Errorf("bad event: %w", err)
+		if !silence.Stop() {
+			break // struck as the frame came: the stream is canceled
 		}
-		if ev.Kind == contract.Ready {
-			caughtUp = true
-			if s.ready.CompareAndSwap(false, true) {
-				close(s.wake)
-			}
-			continue
-		}
-		// An event at or before the position was applied already: from
-		// another origin's stream, say, whose acknowledgement this one did
-		// not see. A reset is the exception: its position may be below ours
-		// (the log was restored) and it must be applied.
-		if ev.Kind == contract.Reset || ev.Seq > s.last.Load() {
-			if err := s.apply(ev.Kind, ev.IDs); err != nil {
-				return caughtUp, fmt.Errorf("apply event %d: %w", ev.Seq, err)
-			}
-			if err := s.remember(ev.Seq); err != nil {
-				return caughtUp, err
-			}
-		}
-		if _, err := fmt.Fprintf(pw, "%d\n", ev.Seq); err != nil {
+		if err := s.frame(sc.Bytes(), pw, &caughtUp); err != nil {
 			return caughtUp, err
 		}
+		silence.Reset(s.cfg.SilenceTimeout)
+	}
+	if errors.Is(context.Cause(ctx), errSilent) {
+		return caughtUp, fmt.Errorf("%w for %v", errSilent, s.cfg.SilenceTimeout)
 	}
 	if err := sc.Err(); err != nil {
 		return caughtUp, err
 	}
 	return caughtUp, io.ErrUnexpectedEOF
+}
+
+// frame applies one frame of a stream and acknowledges it on pw; a Ready
+// frame sets caughtUp.
+func (s *Subscriber) frame(line []byte, pw io.Writer, caughtUp *bool) error {
+	var ev contract.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return fmt.Errorf("bad event: %w", err)
+	}
+	if ev.Kind == contract.Ready {
+		*caughtUp = true
+		if s.ready.CompareAndSwap(false, true) {
+			close(s.wake)
+		}
+		return nil
+	}
+	// An event at or before the position was applied already: from
+	// another origin's stream, say, whose acknowledgement this one did
+	// not see. A reset is the exception: its position may be below ours
+	// (the log was restored) and it must be applied.
+	if ev.Kind == contract.Reset || ev.Seq > s.last.Load() {
+		if err := s.apply(ev.Kind, ev.IDs); err != nil {
+			return fmt.Errorf("apply event %d: %w", ev.Seq, err)
+		}
+		if err := s.remember(ev.Seq); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(pw, "%d\n", ev.Seq)
+	return err
 }
 
 func (s *Subscriber) apply(kind string, ids []string) error {

@@ -667,7 +667,7 @@ func TestGivesUpOnAnOriginThatDoesNotAnswer(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for the handler
 
 	s, err := purgelog.New(purgelog.Config{OriginURL: srv.URL, Token: token, Name: "edge-1", StateFile: filepath.Join(t.TempDir(), "s"),
-		Purger: &purger{}, AnswerTimeout: 50 * time.Millisecond})
+		Purger: &purger{}, AnswerTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,9 +677,91 @@ func TestGivesUpOnAnOriginThatDoesNotAnswer(t *testing.T) {
 	c.ready(1)
 	waitReady(t, s)
 	c.ack(t, 1)
-	if n := tries.Load(); n != 2 {
-		t.Fatalf("answered on try %d, want 2", n)
+	// The first try never gets an answer; a busy machine may make a later
+	// one miss the bound too.
+	if n := tries.Load(); n < 2 {
+		t.Fatalf("answered on try %d, want a later one than the first", n)
 	}
+}
+
+// subscribeSilence makes a subscriber of the origin that drops a stream
+// silent for d.
+func subscribeSilence(t *testing.T, o *origin, p purgelog.Purger, d time.Duration) *purgelog.Subscriber {
+	t.Helper()
+	s, err := purgelog.New(purgelog.Config{OriginURL: o.url + "/", Token: token, Name: "edge-1", StateFile: filepath.Join(t.TempDir(), "s"),
+		Purger: p, SilenceTimeout: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSilentStreamIsDropped: a stream that stays open but brings nothing,
+// not even the origin's heartbeat, for the silence timeout is dropped, and
+// the subscriber follows the log again from where it was, through a new
+// stream. The origin here never ends the first one.
+func TestSilentStreamIsDropped(t *testing.T) {
+	o := newOrigin(t)
+	p := &purger{}
+	s := subscribeSilence(t, o, p, 300*time.Millisecond)
+	run(t, s)
+	c := o.accept(t)
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+	c.ready(1)
+	c.ack(t, 1)
+
+	again := o.accept(t)
+	if again.since != "1" {
+		t.Fatalf("reconnected since %q, want 1", again.since)
+	}
+	again.send(contract.Event{Seq: 2, Kind: contract.ImagesDeleted, IDs: []string{"img-2"}})
+	again.ack(t, 2)
+	if got := p.got(); !slices.Equal(got, []string{"image:img-1", "image:img-2"}) {
+		t.Fatalf("purges %q", got)
+	}
+}
+
+// TestHeartbeatsKeepTheStream: frames more often than the silence timeout
+// keep a stream, however long it lasts, and a purge that takes longer than
+// the timeout does not count as silence.
+func TestHeartbeatsKeepTheStream(t *testing.T) {
+	const silence = time.Second
+	o := newOrigin(t)
+	slow := &slowPurger{purger: &purger{}, hold: make(chan struct{})}
+	s := subscribeSilence(t, o, slow, silence)
+	run(t, s)
+	c := o.accept(t)
+	c.ready(0)
+	waitReady(t, s)
+
+	// A heartbeat every tenth of the timeout, for twice the timeout.
+	tick := time.NewTicker(silence / 10)
+	defer tick.Stop()
+	for end := time.Now().Add(2 * silence); time.Now().Before(end); {
+		<-tick.C
+		c.ready(0)
+	}
+	// A purge held for longer than the timeout.
+	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
+	time.AfterFunc(silence+silence/2, func() { close(slow.hold) })
+	c.ack(t, 1)
+	if n := o.tries.Load(); n != 1 {
+		t.Fatalf("%d streams, want the first one kept", n)
+	}
+	if got := slow.got(); !slices.Equal(got, []string{"image:img-1"}) {
+		t.Fatalf("purges %q", got)
+	}
+}
+
+// slowPurger purges an image once hold is closed.
+type slowPurger struct {
+	*purger
+	hold chan struct{}
+}
+
+func (p *slowPurger) PurgeImage(id string) (int, error) {
+	<-p.hold
+	return p.purger.PurgeImage(id)
 }
 
 // TestBackoffStartsOverAfterAHealthyStream: the wait before reconnecting

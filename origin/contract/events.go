@@ -1,5 +1,7 @@
 package contract
 
+import "time"
+
 // StreamPath is the purge channel: an edge POSTs to it with
 // "Authorization: Bearer <edge token>" and the query parameters
 // StreamSince and StreamName. The response streams Events as JSON lines;
@@ -12,6 +14,14 @@ const (
 	StreamSince = "since" // the last sequence number the edge applied
 	StreamName  = "name"  // the edge's name, for the origin's logs
 )
+
+// HeartbeatInterval is how often the origin sends a Ready frame on an
+// open stream. An edge that hears nothing for three of them takes the
+// stream for dead and opens another: a connection can stay open with
+// nothing alive behind it (a peer gone without a FIN, a server stuck
+// after a handler's abort), and purges would stop reaching the edge
+// without a word.
+const HeartbeatInterval = 15 * time.Second
 
 // StreamRealm is the realm of the channel's WWW-Authenticate challenge.
 const StreamRealm = "pictor-edge"
@@ -37,7 +47,8 @@ const (
 // Frames of the purge channel, which carry no IDs.
 const (
 	// Ready says the edge has every event up to Seq: sent once the replay
-	// is done, then as a heartbeat. An edge serves only after its first.
+	// is done, then as a heartbeat every HeartbeatInterval. An edge serves
+	// only after its first.
 	Ready = "ready"
 	// Reset says the edge's position means nothing against this log: it
 	// fell further behind than the log keeps, or it is ahead of the log's

@@ -465,7 +465,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if send(contract.Event{Seq: sent, Kind: contract.Ready}) != nil {
 		return
 	}
-	ticker := time.NewTicker(15 * time.Second)
+	ticker := time.NewTicker(contract.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
 		select {
