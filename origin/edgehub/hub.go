@@ -26,7 +26,8 @@ import (
 const Retention = 100_000
 
 // AckTimeout bounds how long Publish waits for the edges, unless
-// Options.AckTimeout says otherwise.
+// Options.AckTimeout says otherwise. A stream whose edge acknowledges
+// nothing that long while events are outstanding is ended.
 const AckTimeout = 10 * time.Second
 
 // DefaultPollInterval is how often a shared hub reads the log for the
@@ -467,6 +468,20 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ticker := time.NewTicker(contract.HeartbeatInterval)
 	defer ticker.Stop()
+	// The stream ends when the edge acknowledged nothing for an ack
+	// timeout while events were outstanding: connected but dead (its host
+	// gone without a FIN), it would hold every Publish, here and on the
+	// other origins, until TCP noticed, many minutes later. A live edge
+	// reconnects and replays what it missed. The check runs every ack
+	// timeout while events are outstanding, so the end comes one to two
+	// of them after the last acknowledgement.
+	due := time.NewTimer(h.opts.AckTimeout)
+	defer due.Stop()
+	checked := e.position()
+	outstanding := sent > checked
+	if !outstanding {
+		due.Stop()
+	}
 	for {
 		select {
 		case ev := <-e.events:
@@ -479,6 +494,23 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			sent = ev.Seq
+			if !outstanding {
+				outstanding, checked = true, e.position()
+				due.Reset(h.opts.AckTimeout)
+			}
+		case <-due.C:
+			acked := e.position()
+			switch {
+			case acked >= sent:
+				outstanding = false
+			case acked == checked:
+				slog.WarnContext(r.Context(), "edge acknowledged nothing within the ack timeout; its stream ends", "edge", e.name,
+					"acked", acked, "sent", sent, "ack_timeout", h.opts.AckTimeout)
+				return
+			default:
+				checked = acked
+				due.Reset(h.opts.AckTimeout)
+			}
 		case <-ticker.C:
 			if send(contract.Event{Seq: sent, Kind: contract.Ready}) != nil {
 				return

@@ -51,10 +51,10 @@ func openStore(t *testing.T, dir string) kv.Store {
 // serve opens the hub over the store in dir and serves it. stop (also run
 // when the test ends) closes the hub, the server and the store, in that
 // order, so that dir can be opened again.
-func serve(t *testing.T, dir string) *origin {
+func serve(t *testing.T, dir string, opts ...edgehub.Options) *origin {
 	t.Helper()
 	store := openStore(t, dir)
-	hub, err := edgehub.New(t.Context(), store, token)
+	hub, err := edgehub.New(t.Context(), store, token, opts...)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
@@ -570,11 +570,80 @@ func TestPublishGivesUpWithItsContext(t *testing.T) {
 	if ev := silent.next(t); ev.Seq != 1 {
 		t.Fatalf("live event %+v", ev)
 	}
-	// The event is in the log all the same.
-	got, _ := connect(t, o.url, "0").until(t)
-	if !slices.Equal(seqs(got), []uint64{1}) {
-		t.Fatalf("replayed %v, want [1]", seqs(got))
+	// The edge is still connected: the next event reaches it.
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	published(t, publish(ctx, o.hub, contract.ImagesDeleted, "img-2"))
+	if ev := silent.next(t); ev.Seq != 2 {
+		t.Fatalf("live event %+v", ev)
 	}
+	// The events are in the log all the same.
+	got, _ := connect(t, o.url, "0").until(t)
+	if !slices.Equal(seqs(got), []uint64{1, 2}) {
+		t.Fatalf("replayed %v, want [1 2]", seqs(got))
+	}
+}
+
+// TestUnacknowledgingEdgeIsCutOff: a stream whose edge acknowledges
+// nothing for AckTimeout while an event is outstanding (connected, but
+// dead behind its connection) ends, so that the edge holds no other
+// Publish; a live one replays the event on its next stream. A Publish that
+// gives up with its caller's context ends nothing
+// (TestPublishGivesUpWithItsContext).
+func TestUnacknowledgingEdgeIsCutOff(t *testing.T) {
+	o := serve(t, t.TempDir(), edgehub.Options{AckTimeout: 300 * time.Millisecond})
+	silent := connect(t, o.url, "0")
+	silent.until(t)
+	published(t, publish(context.Background(), o.hub, contract.ImagesDeleted, "img-1"))
+	if ev := silent.next(t); ev.Seq != 1 {
+		t.Fatalf("live event %+v", ev)
+	}
+	silent.ended(t)
+
+	again := connect(t, o.url, "0")
+	if replayed, ready := again.until(t); !slices.Equal(seqs(replayed), []uint64{1}) || ready.Seq != 1 {
+		t.Fatalf("replayed %v, ready at %d; want [1] at 1", seqs(replayed), ready.Seq)
+	}
+	done := publish(context.Background(), o.hub, contract.ImagesDeleted, "img-2")
+	if ev := again.next(t); ev.Seq != 2 {
+		t.Fatalf("live event %+v", ev)
+	}
+	again.ack(t, "2")
+	published(t, done)
+}
+
+// TestSlowEdgeIsKept: an edge that acknowledges slowly, but something
+// within every AckTimeout, keeps its stream while it works through more
+// events than it acknowledges in one.
+func TestSlowEdgeIsKept(t *testing.T) {
+	const ackTimeout = time.Second
+	o := serve(t, t.TempDir(), edgehub.Options{AckTimeout: ackTimeout})
+	slow := connect(t, o.url, "0")
+	slow.until(t)
+	done := make([]<-chan error, 4)
+	for i := range done {
+		done[i] = publish(context.Background(), o.hub, contract.ImagesDeleted, fmt.Sprintf("img-%d", i+1))
+		if ev := slow.next(t); ev.Seq != uint64(i+1) {
+			t.Fatalf("live event %+v, want %d", ev, i+1)
+		}
+	}
+	// One acknowledgement every 300 ms: the last comes after the first
+	// check (at AckTimeout), which sees progress, and before the second.
+	tick := time.NewTicker(ackTimeout * 3 / 10)
+	defer tick.Stop()
+	for i := range done {
+		<-tick.C
+		slow.ack(t, strconv.Itoa(i+1))
+	}
+	for _, d := range done {
+		published(t, d)
+	}
+	done = []<-chan error{publish(context.Background(), o.hub, contract.ImagesDeleted, "img-5")}
+	if ev := slow.next(t); ev.Seq != 5 {
+		t.Fatalf("live event %+v: the stream did not last", ev)
+	}
+	slow.ack(t, "5")
+	published(t, done[0])
 }
 
 // TestPublishPushesToEveryEdgeBeforeWaiting: an event reaches every

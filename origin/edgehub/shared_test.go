@@ -338,6 +338,27 @@ func TestSharedSilentEdgeHoldsPublishUntilAckTimeout(t *testing.T) {
 	})
 }
 
+// TestSharedDeadEdgeIsCutOff: an edge of the other origin that
+// acknowledges nothing for that origin's AckTimeout is cut off there, and
+// its record goes with its stream: a Publish here, whose own AckTimeout is
+// far longer, stops waiting for it.
+func TestSharedDeadEdgeIsCutOff(t *testing.T) {
+	shared(t, func(t *testing.T, sa, sb kv.Store) {
+		a, b := serveShared(t, sa, edgehub.Options{}), serveShared(t, sb, edgehub.Options{AckTimeout: 300 * time.Millisecond})
+		dead := connect(t, b.url, "0")
+		dead.until(t)
+		done := publish(context.Background(), a.hub, contract.KeyDisabled, "api-1")
+		if ev := dead.next(t); ev.Seq != 1 || ev.Kind != contract.KeyDisabled {
+			t.Fatalf("the dead edge got %+v", ev)
+		}
+		dead.ended(t)
+		returns(t, done, edgehub.AckTimeout/2, "once the dead edge was cut off")
+		if n := acks(t, sa); n != 0 {
+			t.Fatalf("%d acknowledgement records after the only edge was cut off, want 0", n)
+		}
+	})
+}
+
 // TestSharedGoneEdgeIsNotWaitedFor: an edge that leaves the other origin
 // before it acknowledges is not waited for, and once it is back (on a new
 // connection) only its new connection is.
