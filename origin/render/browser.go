@@ -150,6 +150,9 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 	stopKill := context.AfterFunc(e.kill, lcancel)
 	defer stopKill()
 	stopLaunch := context.AfterFunc(lctx, abandon)
+	if e.launching != nil {
+		e.launching()
+	}
 	err = chromedp.Do(bctx)
 	if !stopLaunch() && err == nil {
 		err = fmt.Errorf("launch abandoned: %w", context.Cause(lctx))

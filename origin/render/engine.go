@@ -73,6 +73,9 @@ type Engine struct {
 	// refilled, when set, is told when a refill ended: an observer, for
 	// tests.
 	refilled func()
+	// launching, when set, is told as a launch of Chromium begins: an
+	// observer, for tests.
+	launching func()
 
 	guardOnce  sync.Once
 	guard      sync.WaitGroup // guardMemory, once started
@@ -489,6 +492,11 @@ func (e *Engine) claim(ctx context.Context, render bool) (*browser, error) {
 	defer e.launches.Done()
 	closeTabs(drop)
 
+	// A render whose caller is gone launches nothing: its launch would be
+	// abandoned at once, and others would wait for it meanwhile.
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	b, err := e.startBrowser(ctx)
 	if err != nil {
 		return nil, err

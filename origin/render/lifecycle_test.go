@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -646,20 +647,37 @@ func waitRefill(t *testing.T, refilled <-chan struct{}) {
 }
 
 // A lazy engine launches Chromium for its first render. A render whose
-// context is done before the launch ends abandons it, and the next render
-// launches one: an abandoned launch once left chromedp waiting for good
-// under the engine's launch lock, so no render could launch again.
+// context ends during the launch abandons it, and the next render launches
+// one: an abandoned launch once left chromedp waiting for good under the
+// engine's launch lock, so no render could launch again. A render whose
+// context is done before it needs a launch starts none.
 func TestLazyLaunchAbandoned(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
+	launching, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	e := newEngine(t, metered(reg, func(c *Config) { c.Lazy = true }))
+	// The first render's context ends as its launch begins.
+	var launches atomic.Int32
+	e.launching = func() {
+		if launches.Add(1) == 1 {
+			cancel()
+		}
+	}
 	if n := metric(t, reg, "pictor_render_browser_starts_total"); n != 0 {
 		t.Fatalf("a lazy engine launched %v browsers at Start", n)
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if res := wait(t, start(e, done, quick("o"))); res.err == nil {
-		t.Fatal("a render with a done context succeeded")
+	if res := wait(t, start(e, launching, quick("o"))); res.err == nil {
+		t.Fatal("a render whose context ended during the launch succeeded")
+	}
+	if n := launches.Load(); n != 1 {
+		t.Fatalf("%d launches for the first render, want 1", n)
+	}
+	if res := wait(t, start(e, launching, quick("o"))); !errors.Is(res.err, context.Canceled) {
+		t.Fatalf("a render with a done context: %v, want context.Canceled", res.err)
+	}
+	if n := launches.Load(); n != 1 {
+		t.Fatalf("a render with a done context launched Chromium (%d launches)", n)
 	}
 	if res := wait(t, start(e, context.Background(), quick("o"))); res.err != nil {
 		t.Fatalf("render after an abandoned launch: %v", res.err)
@@ -667,6 +685,6 @@ func TestLazyLaunchAbandoned(t *testing.T) {
 		decodePNG(t, res.res.Data)
 	}
 	if n := metric(t, reg, "pictor_render_browser_starts_total"); n != 1 {
-		t.Fatalf("%v browsers launched, want 1", n)
+		t.Fatalf("%v browsers started, want 1", n)
 	}
 }
