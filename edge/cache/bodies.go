@@ -54,6 +54,8 @@ type bodyFiles struct {
 	// nginx's open_file_cache does: a direct-mapped table by file number,
 	// so the files open at once are bounded by its size.
 	handles []atomic.Pointer[fileHandle]
+	// closed: closeHandles ran, and the table keeps no handle opened since.
+	closed atomic.Bool
 }
 
 func openBodyFiles(fsys vfs.FS, dir string, osFS bool) (*bodyFiles, error) {
@@ -187,6 +189,12 @@ func (b *bodyFiles) handle(e *Entry) (*fileHandle, error) {
 	if old := slot.Swap(h); old != nil {
 		old.release()
 	}
+	// After Close (an answer still under way), the caller's reference is
+	// the only one: closeHandles, which set closed before it swept the
+	// table, has either swept h or left it to this check.
+	if b.closed.Load() && slot.CompareAndSwap(h, nil) {
+		h.release()
+	}
 	return h, nil
 }
 
@@ -207,6 +215,7 @@ func (b *bodyFiles) forget(n uint64) {
 
 // closeHandles releases every handle of the table (Close).
 func (b *bodyFiles) closeHandles() {
+	b.closed.Store(true)
 	for i := range b.handles {
 		if h := b.handles[i].Swap(nil); h != nil {
 			h.release()

@@ -654,6 +654,38 @@ func TestBodyHandles(t *testing.T) {
 	}
 }
 
+// TestOpenBodyAfterClose: a body opened after Close (an answer still under
+// way when the edge stops) reads whole, and closing it leaves no file open:
+// the handle table, swept by Close, keeps nothing opened since.
+func TestOpenBodyAfterClose(t *testing.T) {
+	cfg := testConfig(t)
+	c := openCache(t, cfg)
+	c.promoteOneIn = 1 << 30
+	want := newEntry("o", "i", "", 9000, 1)
+	mustPut(t, c, "k", want)
+	c.dropFromMemory("k")
+	e, _, ok := c.Get([]byte("k"))
+	if !ok || !e.OnDisk() {
+		t.Fatalf("hit %v, on disk %v", ok, ok && e.OnDisk())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cfg.Dir, bodiesDir)
+	body, err := c.OpenBody(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := io.ReadAll(body)
+	if err != nil || !bytes.Equal(read, want.Body) {
+		t.Fatalf("read %d bytes (%v), want %d", len(read), err, len(want.Body))
+	}
+	body.Close()
+	if open := openFilesUnder(t, dir); open != 0 {
+		t.Fatalf("%d body files open after the only body opened since Close was closed", open)
+	}
+}
+
 // TestHandleSlots: the handle table leaves the process its reserve of
 // descriptors and stays within its bounds.
 func TestHandleSlots(t *testing.T) {
