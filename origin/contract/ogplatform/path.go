@@ -15,7 +15,8 @@ const maxPath = 2048
 // (never above the root), percent-encoding is decoded and made again the
 // one way (upper-case hex, only where needed), and a trailing slash goes:
 // "/a//b/../c/" and "/a/%63" both give "/a/c". It refuses invalid escapes,
-// NUL and control characters and paths over 2 KiB.
+// NUL and control characters and paths over 2 KiB, as sent or once
+// escaped again (700 spaces are 2,100 bytes as "%20").
 func NormalizePath(raw string) (string, error) {
 	if len(raw) > maxPath {
 		return "", ErrBadPath
@@ -42,8 +43,11 @@ func NormalizePath(raw string) (string, error) {
 		b.WriteByte('/')
 		escape(&b, s)
 	}
-	if b.Len() == 0 {
+	switch {
+	case b.Len() == 0:
 		return "/", nil
+	case b.Len() > maxPath:
+		return "", ErrBadPath
 	}
 	return b.String(), nil
 }
