@@ -219,8 +219,10 @@ func (s *Subscriber) follow(ctx context.Context, o *origins.Origin) (caughtUp bo
 	}
 	// The origin sends a heartbeat every contract.HeartbeatInterval: a
 	// stream that brings nothing for the silence timeout is dead, however
-	// open its connection looks. The timer runs only while waiting for a
-	// frame, so that a long purge does not count.
+	// open its connection looks. The timer runs while waiting for a frame
+	// and while an acknowledgement goes out (to an origin that stopped
+	// reading, it would block), not while a frame is applied, so that a
+	// long purge does not count.
 	silence := time.AfterFunc(s.cfg.SilenceTimeout, func() { cancel(errSilent) })
 	defer silence.Stop()
 	sc := bufio.NewScanner(resp.Body)
@@ -229,33 +231,45 @@ func (s *Subscriber) follow(ctx context.Context, o *origins.Origin) (caughtUp bo
 		if !silence.Stop() {
 			break // struck as the frame came: the stream is canceled
 		}
-		if err := s.frame(sc.Bytes(), pw, &caughtUp); err != nil {
+		seq, ack, err := s.frame(sc.Bytes(), &caughtUp)
+		if err != nil {
 			return caughtUp, err
 		}
 		silence.Reset(s.cfg.SilenceTimeout)
+		if ack {
+			if _, err := fmt.Fprintf(pw, "%d\n", seq); err != nil {
+				return caughtUp, s.silentOr(ctx, err)
+			}
+		}
 	}
-	if errors.Is(context.Cause(ctx), errSilent) {
-		return caughtUp, fmt.Errorf("%w for %v", errSilent, s.cfg.SilenceTimeout)
+	err = sc.Err()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
 	}
-	if err := sc.Err(); err != nil {
-		return caughtUp, err
-	}
-	return caughtUp, io.ErrUnexpectedEOF
+	return caughtUp, s.silentOr(ctx, err)
 }
 
-// frame applies one frame of a stream and acknowledges it on pw; a Ready
-// frame sets caughtUp.
-func (s *Subscriber) frame(line []byte, pw io.Writer, caughtUp *bool) error {
+// silentOr returns err, or the silence that ended the stream (ctx's).
+func (s *Subscriber) silentOr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errSilent) {
+		return fmt.Errorf("%w for %v", errSilent, s.cfg.SilenceTimeout)
+	}
+	return err
+}
+
+// frame applies one frame of a stream and returns the event to
+// acknowledge, if any; a Ready frame sets caughtUp.
+func (s *Subscriber) frame(line []byte, caughtUp *bool) (seq uint64, ack bool, err error) {
 	var ev contract.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
-		return fmt.Errorf("bad event: %w", err)
+		return 0, false, fmt.Errorf("bad event: %w", err)
 	}
 	if ev.Kind == contract.Ready {
 		*caughtUp = true
 		if s.ready.CompareAndSwap(false, true) {
 			close(s.wake)
 		}
-		return nil
+		return 0, false, nil
 	}
 	// An event at or before the position was applied already: from
 	// another origin's stream, say, whose acknowledgement this one did
@@ -263,14 +277,13 @@ func (s *Subscriber) frame(line []byte, pw io.Writer, caughtUp *bool) error {
 	// (the log was restored) and it must be applied.
 	if ev.Kind == contract.Reset || ev.Seq > s.last.Load() {
 		if err := s.apply(ev.Kind, ev.IDs); err != nil {
-			return fmt.Errorf("apply event %d: %w", ev.Seq, err)
+			return 0, false, fmt.Errorf("apply event %d: %w", ev.Seq, err)
 		}
 		if err := s.remember(ev.Seq); err != nil {
-			return err
+			return 0, false, err
 		}
 	}
-	_, err := fmt.Fprintf(pw, "%d\n", ev.Seq)
-	return err
+	return ev.Seq, true, nil
 }
 
 func (s *Subscriber) apply(kind string, ids []string) error {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -751,6 +752,81 @@ func TestHeartbeatsKeepTheStream(t *testing.T) {
 	if got := slow.got(); !slices.Equal(got, []string{"image:img-1"}) {
 		t.Fatalf("purges %q", got)
 	}
+}
+
+// TestBlockedAcknowledgementIsSilence: an origin that sends events but no
+// longer reads the acknowledgements fills the connection until the edge's
+// next acknowledgement blocks; the silence timeout covers that wait too,
+// and the edge follows again, through a new stream, from the events it
+// applied. (The buffers of the connection are made small, so that a few
+// hundred acknowledgements fill them.)
+func TestBlockedAcknowledgementIsSilence(t *testing.T) {
+	const events = 20000
+	var tries atomic.Int32
+	again := make(chan string, 1)
+	// A handler that reads no request body is not told when its client
+	// leaves (net/http notices only once the body was read): the streams
+	// end with the test.
+	ended := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tries.Add(1) > 1 {
+			select {
+			case again <- r.URL.Query().Get(contract.StreamSince):
+			default:
+			}
+			<-ended
+			return
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.EnableFullDuplex(); err != nil {
+			t.Error(err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		for i := 1; i <= events; i++ {
+			if _, err := fmt.Fprintf(w, `{"seq":%d,"kind":%q,"ids":["t"]}`+"\n", i, contract.TagsPurged); err != nil {
+				return
+			}
+		}
+		rc.Flush()
+		<-ended // the acknowledgements are never read
+	}))
+	srv.Listener = smallReads{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(ended) }) // before srv.Close, which waits for the handlers
+	dialer := &net.Dialer{Timeout: time.Second, Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	s, err := purgelog.New(purgelog.Config{OriginURL: srv.URL + "/", Token: token, Name: "edge-1", StateFile: filepath.Join(t.TempDir(), "s"),
+		Purger: &purger{}, Client: &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext}},
+		SilenceTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s)
+	select {
+	case since := <-again:
+		if n, err := strconv.Atoi(since); err != nil || n == 0 || n >= events {
+			t.Fatalf("reconnected since %q; want a position inside the first stream, whose acknowledgements blocked", since)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the edge did not leave a stream whose acknowledgements blocked within %v", wait)
+	}
+}
+
+// smallReads gives every accepted connection a small receive buffer.
+type smallReads struct{ net.Listener }
+
+func (l smallReads) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(2048)
+	}
+	return c, err
 }
 
 // slowPurger purges an image once hold is closed.
