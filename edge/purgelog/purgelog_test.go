@@ -704,7 +704,7 @@ func subscribeSilence(t *testing.T, o *origin, p purgelog.Purger, d time.Duratio
 func TestSilentStreamIsDropped(t *testing.T) {
 	o := newOrigin(t)
 	p := &purger{}
-	s := subscribeSilence(t, o, p, 300*time.Millisecond)
+	s := subscribeSilence(t, o, p, time.Second)
 	run(t, s)
 	c := o.accept(t)
 	c.send(contract.Event{Seq: 1, Kind: contract.ImagesDeleted, IDs: []string{"img-1"}})
