@@ -591,7 +591,7 @@ func TestPublishGivesUpWithItsContext(t *testing.T) {
 // gives up with its caller's context ends nothing
 // (TestPublishGivesUpWithItsContext).
 func TestUnacknowledgingEdgeIsCutOff(t *testing.T) {
-	o := serve(t, t.TempDir(), edgehub.Options{AckTimeout: 300 * time.Millisecond})
+	o := serve(t, t.TempDir(), edgehub.Options{AckTimeout: time.Second})
 	silent := connect(t, o.url, "0")
 	silent.until(t)
 	published(t, publish(context.Background(), o.hub, contract.ImagesDeleted, "img-1"))
@@ -604,6 +604,7 @@ func TestUnacknowledgingEdgeIsCutOff(t *testing.T) {
 	if replayed, ready := again.until(t); !slices.Equal(seqs(replayed), []uint64{1}) || ready.Seq != 1 {
 		t.Fatalf("replayed %v, ready at %d; want [1] at 1", seqs(replayed), ready.Seq)
 	}
+	again.ack(t, "1")
 	done := publish(context.Background(), o.hub, contract.ImagesDeleted, "img-2")
 	if ev := again.next(t); ev.Seq != 2 {
 		t.Fatalf("live event %+v", ev)
