@@ -94,11 +94,11 @@ func NormalizePagePath(p string) (string, error) {
 		return "", errors.New("must be a path without a query or fragment: the query string plays no part in OG images")
 	}
 	n, err := ogplatform.NormalizePath(p)
-	if err != nil {
-		return "", errors.New("is not a valid page path: escapes must be %XX, no control characters, at most 2 KiB")
-	}
-	if len(n) > MaxPagePath {
+	switch {
+	case errors.Is(err, ogplatform.ErrPathTooLong):
 		return "", errors.New("is longer than 2 KiB once percent-encoded")
+	case err != nil:
+		return "", errors.New("is not a valid page path: escapes must be %XX, no control characters, at most 2 KiB")
 	}
 	return n, nil
 }

@@ -47,7 +47,7 @@ func NormalizePath(raw string) (string, error) {
 	case b.Len() == 0:
 		return "/", nil
 	case b.Len() > maxPath:
-		return "", ErrBadPath
+		return "", ErrPathTooLong
 	}
 	return b.String(), nil
 }

@@ -34,6 +34,7 @@ func TestNormalizePath(t *testing.T) {
 		{"NUL", "/a%00", "", true},
 		{"control", "/a\x01", "", true},
 		{"too long", "/" + strings.Repeat("a", maxPath), "", true},
+		{"too long once escaped", "/" + strings.Repeat(" ", 700), "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := NormalizePath(tc.raw)
