@@ -61,6 +61,14 @@ func newChromiumTab(t *testing.T, extra ...chromedp.ExecAllocatorOption) context
 		t.Fatalf("chromium: %v (make test installs it)", err)
 	}
 	dir := t.TempDir() // removed after the browser exited: cleanups run last-in first-out
+	// The full browser keeps a directory for its process singleton under
+	// TMPDIR, left behind when it is killed at the test's end: a short
+	// one of the test's own (a socket's path holds at most 107 bytes).
+	tmp, err := os.MkdirTemp("", "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -71,6 +79,7 @@ func newChromiumTab(t *testing.T, extra ...chromedp.ExecAllocatorOption) context
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(dir),
+		chromedp.Env("TMPDIR="+tmp),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

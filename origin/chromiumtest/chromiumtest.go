@@ -33,6 +33,14 @@ func NewTab(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context
 		t.Fatalf("chromium: %v (make test installs it)", err)
 	}
 	dir := t.TempDir() // removed after the browser exited: cleanups run last-in first-out
+	// The full browser keeps a directory for its process singleton under
+	// TMPDIR, left behind when it is killed at the test's end: a short
+	// one of the test's own (a socket's path holds at most 107 bytes).
+	tmp, err := os.MkdirTemp("", "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(Path()),
 		chromedp.Headless,
@@ -43,6 +51,7 @@ func NewTab(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(dir),
+		chromedp.Env("TMPDIR="+tmp),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

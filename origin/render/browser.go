@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,7 +167,7 @@ func (e *Engine) startBrowser(ctx context.Context) (*browser, error) {
 		cancel()
 		allocCancel()
 		endProcesses(profile, pid, nil)
-		os.RemoveAll(profile)
+		removeProfile(profile)
 		return nil, fmt.Errorf("%w: start chromium: %v", ErrBrowser, err)
 	}
 	b := &browser{allocCancel: allocCancel, ctx: bctx, cancel: cancel, pid: pid, profile: profile, drained: make(chan struct{})}
@@ -206,10 +208,25 @@ func (b *browser) close() {
 		}
 		b.cancel()
 		b.allocCancel()
-		if err := os.RemoveAll(b.profile); err != nil {
+		if err := removeProfile(b.profile); err != nil {
 			slog.Warn("remove browser profile", "dir", b.profile, "error", err)
 		}
 	})
+}
+
+// removeProfile removes a browser's profile, and the directory the full
+// browser (not the headless shell, which makes none) keeps for its
+// process singleton under its TMPDIR, which its profile's SingletonSocket
+// link names: a browser killed at once, as close kills it, leaves that
+// directory behind, one per browser ever closed.
+func removeProfile(profile string) error {
+	if target, err := os.Readlink(filepath.Join(profile, "SingletonSocket")); err == nil {
+		dir := filepath.Dir(target)
+		if filepath.Dir(dir) == os.TempDir() && strings.HasPrefix(filepath.Base(dir), "org.chromium.Chromium.") {
+			os.RemoveAll(dir)
+		}
+	}
+	return os.RemoveAll(profile)
 }
 
 func chromeErrorf(format string, args ...any) {

@@ -211,7 +211,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	})
 	if entries, err := os.ReadDir(e.profiles); err == nil {
 		for _, d := range entries {
-			os.RemoveAll(filepath.Join(e.profiles, d.Name()))
+			removeProfile(filepath.Join(e.profiles, d.Name()))
 		}
 	}
 	if e.cfg.Lazy {

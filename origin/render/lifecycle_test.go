@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pictorhq/pictor/origin/chromiumtest"
 )
 
 // patience bounds every wait of these tests for something that must happen.
@@ -686,5 +689,69 @@ func TestLazyLaunchAbandoned(t *testing.T) {
 	}
 	if n := metric(t, reg, "pictor_render_browser_starts_total"); n != 1 {
 		t.Fatalf("%v browsers started, want 1", n)
+	}
+}
+
+// The full browser (site isolation's binary, or --chromium chromium), not
+// the headless shell, keeps a directory for its process singleton under
+// TMPDIR, named by its profile's SingletonSocket link. Closing the browser
+// kills it at once, which leaves that directory: it goes with the profile,
+// and Start removes those of the profiles a crash left behind. A link that
+// names a directory anywhere else is not followed.
+func TestFullBrowserLeavesNoTempDir(t *testing.T) {
+	t.Parallel()
+	profiles := t.TempDir()
+	full := func(c *Config) {
+		c.Chromium = chromiumtest.Full
+		c.ProfileDir = profiles
+		c.Tabs = 1
+	}
+	e := newEngine(t, full)
+	target, err := os.Readlink(filepath.Join(current(e).profile, "SingletonSocket"))
+	if err != nil {
+		t.Fatalf("the full browser names no singleton directory: %v", err)
+	}
+	singleton := filepath.Dir(target)
+	if _, err := os.Stat(singleton); err != nil {
+		t.Fatalf("the singleton directory of the running browser: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(singleton); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s after the browser closed: %v, want it gone", singleton, err)
+	}
+
+	// Profiles a crash left: one naming a singleton directory under TMPDIR,
+	// one naming a directory of the same name elsewhere.
+	stale, err := os.MkdirTemp(os.TempDir(), "org.chromium.Chromium.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stale) })
+	elsewhere := filepath.Join(t.TempDir(), "org.chromium.Chromium.x")
+	if err := os.MkdirAll(e.profiles, 0o700); err != nil { // Stop removed it
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"browser-crashed": stale, "browser-odd": elsewhere} {
+		profile := filepath.Join(e.profiles, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(profile, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(dir, "SingletonSocket"), filepath.Join(profile, "SingletonSocket")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newEngine(t, full, func(c *Config) { c.Lazy = true })
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the singleton directory of a crashed browser after Start: %v, want it gone", err)
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Fatalf("a directory outside TMPDIR that a profile named: %v, want it kept", err)
 	}
 }
