@@ -222,7 +222,7 @@ func (b *browser) close() {
 func removeProfile(profile string) error {
 	if target, err := os.Readlink(filepath.Join(profile, "SingletonSocket")); err == nil {
 		dir := filepath.Dir(target)
-		if filepath.Dir(dir) == os.TempDir() && strings.HasPrefix(filepath.Base(dir), "org.chromium.Chromium.") {
+		if filepath.Dir(dir) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(dir), "org.chromium.Chromium.") {
 			os.RemoveAll(dir)
 		}
 	}
