@@ -132,6 +132,10 @@ func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-s.end:
+			// A plain return, not panic(http.ErrAbortHandler): aborting
+			// while the goroutine above is between two reads of the body
+			// leaves net/http holding the connection open for good
+			// (docs/decisions.md, "A silent purge stream is dropped").
 			return
 		case <-gone:
 			return
