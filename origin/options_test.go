@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pictorhq/pictor/kv"
 	"github.com/pictorhq/pictor/origin"
@@ -45,7 +46,10 @@ func small(extra map[string]any) map[string]any {
 func TestRenderOptions(t *testing.T) {
 	t.Parallel() // a slow test with its own origin: see startOrigin
 	fonts := newFontServer(t)
-	o := startOrigin(t, func(c *origin.Config) { c.Render.FontsURL = fonts.URL })
+	// No render here is about the render timeout, and the 64-megapixel one
+	// takes 7 s on an idle machine and more than the default minute beside
+	// the rest of make test: the client's two minutes bound them instead.
+	o := startOrigin(t, func(c *origin.Config) { c.Render.FontsURL, c.Render.Timeout = fonts.URL, 10*time.Minute })
 	pages := newSite(t, map[string]string{
 		"/plain":  doc(`<div class="x" style="width:60px;height:60px;background:white"></div>`),
 		"/mobile": `<!DOCTYPE html><html><head><meta name="viewport" content="width=500"><style>body{margin:0}</style></head><body><div style="display:flex;width:500px;height:100px"><div style="flex:1;background:rgb(0,128,0)"></div><div style="flex:1;background:rgb(255,0,0)"></div></div></body></html>`,

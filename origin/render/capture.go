@@ -32,8 +32,18 @@ type box struct {
 	Viewport bool `json:"-"`
 }
 
-// shotTimeout bounds one capture call.
+// shotTimeout bounds one capture call of a small area. Past it the page is
+// taken to give no frame (it is replacing its document) and the steps run
+// again, so a large capture gets more time: shotWait.
 const shotTimeout = 10 * time.Second
+
+// shotWait is how long a capture of pixels device pixels may take: a
+// 16-megapixel strip takes a second on an idle core and five or more
+// beside other work, all of it before the reply. Were that taken for a
+// stall, the steps and every strip would run again, for nothing.
+func shotWait(pixels float64) time.Duration {
+	return shotTimeout + time.Duration(pixels/1e6*float64(time.Second))
+}
 
 // watchBusy asks the page for a trivial value every second and ends the
 // render through fail with ErrPageBusy when one answer does not come
@@ -571,7 +581,7 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 		if !clip.Viewport {
 			vp = &page.Viewport{X: clip.X, Y: clip.Y, Width: clip.Width, Height: clip.Height, Scale: 1}
 		}
-		data, err := shot(ctx, tg, vp, beyond)
+		data, err := shot(ctx, tg, vp, beyond, clip.Width*clip.Height*scale*scale)
 		if err != nil {
 			return nil, err
 		}
@@ -584,7 +594,8 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	var strips [][]byte
 	for y := clip.Y; y < clip.Y+clip.Height; y += stripCSS {
 		part := box{X: clip.X, Y: y, Width: clip.Width, Height: math.Min(stripCSS, clip.Y+clip.Height-y)}
-		data, err := shot(ctx, tg, &page.Viewport{X: part.X, Y: part.Y, Width: part.Width, Height: part.Height, Scale: 1}, true)
+		data, err := shot(ctx, tg, &page.Viewport{X: part.X, Y: part.Y, Width: part.Width, Height: part.Height, Scale: 1}, true,
+			part.Width*part.Height*scale*scale)
 		if err != nil {
 			return nil, err
 		}
@@ -597,11 +608,12 @@ func capture(ctx context.Context, tg *chromedp.Target, r *Request, clip box) (*R
 	return &Result{Data: data, Width: width, Height: height}, nil
 }
 
-// shot captures clip, or the visible viewport when clip is nil.
-func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond bool) ([]byte, error) {
+// shot captures clip, or the visible viewport when clip is nil: pixels
+// device pixels.
+func shot(ctx context.Context, tg *chromedp.Target, clip *page.Viewport, beyond bool, pixels float64) ([]byte, error) {
 	// A capture waits for a frame; a page that is navigating away may never
 	// give one, so the wait is bounded.
-	sctx, cancel := context.WithTimeout(ctx, shotTimeout)
+	sctx, cancel := context.WithTimeout(ctx, shotWait(pixels))
 	defer cancel()
 	res, err := cdp.Call(sctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 		Format:                page.CaptureScreenshotFormatPng,

@@ -123,7 +123,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 		tabsOpen:      gauge("pictor_render_tabs_open", "Tabs open now, busy or idle."),
 		resetWaits:    counter("pictor_render_reset_waits_total", "Renders that found no clean tab and waited for the reset of one their organization used."),
 		retries:       counter("pictor_render_retries_total", "Renders tried once more on a fresh tab after the browser or the tab failed under them."),
-		stalls:        counter("pictor_render_capture_stalls_total", fmt.Sprintf("Captures given up after waiting %v for a frame that never came.", shotTimeout)),
+		stalls:        counter("pictor_render_capture_stalls_total", fmt.Sprintf("Captures given up after waiting %v (and 1 s a megapixel) for a frame that never came.", shotTimeout)),
 		frameWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pictor_render_frame_waits_total", Help: "Cross-site frames (site isolation) a capture waited for to draw, by what each did.",
 		}, []string{"outcome"}),
