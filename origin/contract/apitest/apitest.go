@@ -8,7 +8,6 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
-	"image/png"
 	"io"
 	"log/slog"
 	"net"
@@ -283,7 +282,7 @@ func DecodeImage(t testing.TB, r *Response) image.Image {
 	)
 	switch ct {
 	case "image/png":
-		img, err = png.Decode(bytes.NewReader(r.Body))
+		img, err = decodePNG(r.Body)
 	case "image/jpeg":
 		img, err = jpeg.Decode(bytes.NewReader(r.Body))
 	case "image/webp":
