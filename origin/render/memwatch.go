@@ -30,6 +30,7 @@ func (e *Engine) guardMemory() {
 	defer e.guard.Done()
 	tick := time.NewTicker(memoryCheckEvery)
 	defer tick.Stop()
+	var w rendererWatch
 	for {
 		select {
 		case <-e.quit:
@@ -39,7 +40,7 @@ func (e *Engine) guardMemory() {
 		if e.IdleFor() > 2*memoryCheckEvery {
 			continue
 		}
-		for _, pid := range renderers(e.browserPIDs()) {
+		for _, pid := range w.renderers(e.browserPIDs()) {
 			if residentBytes(pid) > e.cfg.RendererMemory {
 				e.memoryKill.Store(time.Now().UnixNano())
 				syscall.Kill(pid, syscall.SIGKILL)

@@ -56,6 +56,81 @@ func renderers(mains []int) []int {
 	return pids
 }
 
+// rescanEvery is how many looks a rendererWatch keeps what it read: then it
+// reads every process again, so a process that moved to another parent, or
+// a pid used again, is seen as it is within that many looks.
+const rescanEvery = 10
+
+// rendererWatch is renderers for a caller that asks again and again, as the
+// memory guard does every memoryCheckEvery, at a fraction of the cost: it
+// lists /proc each time but reads the stat of a process only once, and the
+// command line of a browser's process until it says it is a renderer (a
+// process the zygote just forked still shows the zygote's). Reading every
+// process's stat ten times a second took a few percent of a core on a
+// machine with a few hundred processes. Not safe for concurrent use.
+type rendererWatch struct {
+	procs map[int]*watched
+	looks int
+}
+
+// watched is a process a rendererWatch has read.
+type watched struct {
+	proc
+	look     int  // the last look that listed it
+	renderer bool // its command line says --type=renderer
+}
+
+func (w *rendererWatch) renderers(mains []int) []int {
+	if len(mains) == 0 {
+		return nil
+	}
+	if w.looks%rescanEvery == 0 {
+		w.procs = make(map[int]*watched)
+	}
+	w.looks++
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	self := os.Getpid()
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		if p := w.procs[pid]; p != nil {
+			p.look = w.looks
+		} else if p, ok := readStat(name); ok {
+			w.procs[pid] = &watched{proc: p, look: w.looks}
+		}
+	}
+	all := make([]proc, 0, len(w.procs))
+	for pid, p := range w.procs {
+		if p.look != w.looks {
+			delete(w.procs, pid)
+			continue
+		}
+		all = append(all, p.proc)
+	}
+	var pids []int
+	for _, i := range family(all, func(p *proc) bool { return slices.Contains(mains, p.pid) }) {
+		p := w.procs[all[i].pid]
+		if p.zombie {
+			continue
+		}
+		if !p.renderer {
+			cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "cmdline"))
+			p.renderer = err == nil && bytes.Contains(cmdline, []byte("--type=renderer"))
+		}
+		if p.renderer {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
 // scanProcs reads every process but this one, with its command line when
 // cmdlines is set.
 func scanProcs(cmdlines bool) []proc {

@@ -1,8 +1,14 @@
 package render
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,5 +144,175 @@ func closed(t *testing.T, e *Engine, b *browser) {
 		defer e.mu.Unlock()
 		_, open := e.browsers[b]
 		return !open
+	})
+}
+
+// TestRendererWatch follows a stand-in browser, a shell that forks on
+// each line it reads a process named as a renderer or as another kind of
+// child, or a "zygote" whose own child is a renderer: the watch, which
+// reads only what changed, finds what renderers finds from scratch, and a
+// renderer that leaves the family is dropped within rescanEvery looks.
+func TestRendererWatch(t *testing.T) {
+	// The script is a file: a command line holding it would name a renderer.
+	script := filepath.Join(t.TempDir(), "browser.sh")
+	err := os.WriteFile(script, []byte(`while read kind; do
+		case $kind in
+		renderer) (exec -a "stand-in --type=renderer" sleep 300) & ;;
+		other) (exec -a "stand-in --type=gpu-process" sleep 300) & ;;
+		late) (read go < "$1"; exec -a "stand-in --type=renderer" sleep 300) & ;;
+		zygote) (exec -a "stand-in --type=zygote" bash -c '(exec -a "stand-in --type=$0" sleep 300) & echo $!; wait' renderer) & ;;
+		esac
+		[ $kind = zygote ] || echo $!
+	done`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, fifo)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(out)
+	spawn := func(kind string) int {
+		t.Helper()
+		if _, err := fmt.Fprintln(in, kind); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("spawn %s: %v", kind, lines.Err())
+		}
+		pid, err := strconv.Atoi(lines.Text())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Until it runs sleep, the child shows its shell's command line.
+		for deadline := time.Now().Add(10 * time.Second); kind != "late"; runtime.Gosched() {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if strings.Contains(string(cmdline), "stand-in --type=") && !strings.Contains(string(cmdline), "zygote") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("spawn %s: process %d shows %q", kind, pid, cmdline)
+			}
+		}
+		return pid
+	}
+	mains := []int{cmd.Process.Pid}
+	var w rendererWatch
+	look := func(want ...int) {
+		t.Helper()
+		got := w.renderers(mains)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("look %d: renderers %v, want %v", w.looks, got, want)
+		}
+		scratch := renderers(mains)
+		slices.Sort(scratch)
+		if !slices.Equal(scratch, want) {
+			t.Fatalf("look %d: renderers from scratch %v, want %v", w.looks, scratch, want)
+		}
+	}
+	spawn("other")
+	look()
+	first := spawn("renderer")
+	look(first)
+	spawn("other")
+	grandchild := spawn("zygote")
+	look(first, grandchild)
+
+	// A child seen before it runs its program, as a renderer the zygote
+	// just forked, is looked at again.
+	late := spawn("late")
+	look(first, grandchild)
+	if err := os.WriteFile(fifo, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(late), "cmdline"))
+		if strings.Contains(string(cmdline), "--type=renderer") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late child shows %q", cmdline)
+		}
+	}
+	look(first, grandchild, late)
+
+	// A renderer that exits goes once it is reaped.
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitExit(first, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(first))); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("renderer %d was not reaped", first)
+		}
+		runtime.Gosched()
+	}
+	look(grandchild, late)
+
+	// A renderer whose zygote dies is the init process's, no longer the
+	// browser's: the watch drops it at its next full read.
+	zygote, _ := readStat(strconv.Itoa(grandchild))
+	if err := syscall.Kill(zygote.ppid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitExit(zygote.ppid, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for range rescanEvery {
+		got = w.renderers(mains)
+	}
+	if !slices.Equal(got, []int{late}) {
+		t.Fatalf("after %d looks, renderers %v, want only %d: %d left the family", rescanEvery, got, late, grandchild)
+	}
+}
+
+// BenchmarkRenderers compares a memory guard's look from scratch with the
+// watch's, for a browser of two processes among this machine's.
+func BenchmarkRenderers(b *testing.B) {
+	cmd := exec.Command("bash", "-c", `(exec -a "stand-in --type=$0" sleep 300) & wait`, "renderer")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	mains := []int{cmd.Process.Pid}
+	b.Run("scratch", func(b *testing.B) {
+		for b.Loop() {
+			renderers(mains)
+		}
+	})
+	b.Run("watch", func(b *testing.B) {
+		var w rendererWatch
+		for b.Loop() {
+			w.renderers(mains)
+		}
 	})
 }
