@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/pictorhq/pictor/origin/admin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/logging"
+	"github.com/pictorhq/pictor/wasm"
 )
 
 // logs receives every log line of every origin this test binary runs.
@@ -27,9 +29,39 @@ func TestMain(m *testing.M) {
 	// API description.
 	apitest.Validator = (&openAPICheck{}).validate
 	code := m.Run()
+	if shared.sandbox != nil {
+		shared.sandbox.Close(context.Background())
+	}
 	pgtest.StopShared()
 	os.Exit(code)
 }
+
+// shared is the template sandbox every origin of this test binary uses
+// (origin.Config.Sandbox), started by the first: under the race detector
+// each start took a fifth of a second of CPU, for 145 origins. A test that
+// counts the sandbox's renders starts its own (Sandbox nil).
+var shared struct {
+	once    sync.Once
+	sandbox *wasm.Engine
+	err     error
+}
+
+func sharedSandbox(t *testing.T) *wasm.Engine {
+	t.Helper()
+	shared.once.Do(func() {
+		c := origin.DefaultConfig().WASM
+		c.CompilationCacheDir = wasmCacheDir()
+		shared.sandbox, shared.err = wasm.New(context.Background(), c)
+	})
+	if shared.err != nil {
+		t.Fatalf("template sandbox: %v", shared.err)
+	}
+	return shared.sandbox
+}
+
+// wasmCacheDir is the compiled sandbox every origin of the run loads:
+// compiling it is the slowest part of a start, especially under -race.
+func wasmCacheDir() string { return filepath.Join(os.TempDir(), "pictor-wasm-test-cache") }
 
 // testOrigin is a real origin on a loopback port over a temp data dir.
 type testOrigin struct {
@@ -69,9 +101,8 @@ func startOrigin(t *testing.T, configure ...func(*origin.Config)) *testOrigin {
 	cfg.AllowPrivateURLs = true
 	cfg.Render.Lazy = true
 	cfg.Now = clock.Now
-	// One compiled sandbox for every origin of the run: compiling it is
-	// the slowest part of a start, especially under -race.
-	cfg.WASM.CompilationCacheDir = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
+	cfg.WASM.CompilationCacheDir = wasmCacheDir()
+	cfg.Sandbox = sharedSandbox(t)
 	for _, c := range configure {
 		c(&cfg)
 	}

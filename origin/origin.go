@@ -58,33 +58,36 @@ const StoreDir = "kv"
 
 // Origin is a running origin tier.
 type Origin struct {
-	cfg       Config
-	store     kv.Store
-	orgs      *org.Store
-	keys      *apikey.Store
-	box       *seal.Box // the master keys
-	admin     *admin.Server
-	registry  *prometheus.Registry
-	router    *api.Router
-	console   *console.Console
-	table     []api.Route // the route table the router serves
-	blobs     blob.Blobs
-	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
-	engine    *render.Engine
-	images    *rendition.Service
-	limiter   ratelimit.Limiter // the router's, the console's and the previews' windows
-	hub       *edgehub.Hub
-	purger    atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
-	sandbox   *wasm.Engine
-	tpls      *template.Store
-	ogcs      *ogconfig.Store
-	proxies   *proxy.Store
-	dests     *storedest.Store
-	storage   *storage.Connector
-	templates *template.Handler
-	og        *og.Service
-	oauth     *oauth.Server // nil when MCP is off (a public URL with a path)
-	mcp       *mcpserver.Server
+	cfg      Config
+	store    kv.Store
+	orgs     *org.Store
+	keys     *apikey.Store
+	box      *seal.Box // the master keys
+	admin    *admin.Server
+	registry *prometheus.Registry
+	router   *api.Router
+	console  *console.Console
+	table    []api.Route // the route table the router serves
+	blobs    blob.Blobs
+	kept     *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
+	engine   *render.Engine
+	images   *rendition.Service
+	limiter  ratelimit.Limiter // the router's, the console's and the previews' windows
+	hub      *edgehub.Hub
+	purger   atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
+	sandbox  *wasm.Engine
+	// ownSandbox: the origin started sandbox (not Config.Sandbox) and
+	// closes it.
+	ownSandbox bool
+	tpls       *template.Store
+	ogcs       *ogconfig.Store
+	proxies    *proxy.Store
+	dests      *storedest.Store
+	storage    *storage.Connector
+	templates  *template.Handler
+	og         *og.Service
+	oauth      *oauth.Server // nil when MCP is off (a public URL with a path)
+	mcp        *mcpserver.Server
 	// stopSweeps ends the periodic sweeps that Start began; sweeps waits
 	// for them.
 	stopSweeps context.CancelFunc
@@ -185,8 +188,11 @@ func (o *Origin) open(ctx context.Context) error {
 	if wc.CompilationCacheDir == "" { // follows --data-dir
 		wc.CompilationCacheDir = filepath.Join(o.cfg.DataDir, "wasm-cache")
 	}
-	if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
-		return fmt.Errorf("template sandbox: %w", err)
+	if o.sandbox = o.cfg.Sandbox; o.sandbox == nil {
+		if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
+			return fmt.Errorf("template sandbox: %w", err)
+		}
+		o.ownSandbox = true
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
@@ -562,7 +568,7 @@ func (o *Origin) Stop(ctx context.Context) error {
 		}
 		o.engine = nil
 	}
-	if o.sandbox != nil {
+	if o.sandbox != nil && o.ownSandbox {
 		if err := o.sandbox.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}

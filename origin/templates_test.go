@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pictorhq/pictor/origin"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
@@ -29,7 +30,8 @@ func (o *testOrigin) saveTemplate(t testing.TB, creds apitest.Creds, body map[st
 }
 
 func TestTemplates(t *testing.T) {
-	o := startOrigin(t)
+	// Its own sandbox: it counts the sandbox's renders.
+	o := startOrigin(t, func(c *origin.Config) { c.Sandbox = nil })
 	id, _ := o.saveTemplate(t, o.Owner, map[string]any{"html": card, "name": "Card", "description": "a card", "device_scale": 1, "css": "div{color:{{ink}} }"})
 
 	// Rendering from the template: the saved defaults apply (scale 1).
