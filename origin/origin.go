@@ -58,36 +58,36 @@ const StoreDir = "kv"
 
 // Origin is a running origin tier.
 type Origin struct {
-	cfg      Config
-	store    kv.Store
-	orgs     *org.Store
-	keys     *apikey.Store
-	box      *seal.Box // the master keys
-	admin    *admin.Server
-	registry *prometheus.Registry
-	router   *api.Router
-	console  *console.Console
-	table    []api.Route // the route table the router serves
-	blobs    blob.Blobs
-	kept     *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
-	engine   *render.Engine
-	images   *rendition.Service
-	limiter  ratelimit.Limiter // the router's, the console's and the previews' windows
-	hub      *edgehub.Hub
-	purger   atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
-	sandbox  *wasm.Engine
+	cfg       Config
+	store     kv.Store
+	orgs      *org.Store
+	keys      *apikey.Store
+	box       *seal.Box // the master keys
+	admin     *admin.Server
+	registry  *prometheus.Registry
+	router    *api.Router
+	console   *console.Console
+	table     []api.Route // the route table the router serves
+	blobs     blob.Blobs
+	kept      *keptBlobs // the files store of the data directory, which a backup reads; nil for other stores
+	engine    *render.Engine
+	images    *rendition.Service
+	limiter   ratelimit.Limiter // the router's, the console's and the previews' windows
+	hub       *edgehub.Hub
+	purger    atomic.Pointer[Purger] // the edge in this process (Config.Purger, SetPurger)
+	sandbox   *wasm.Engine
+	tpls      *template.Store
+	ogcs      *ogconfig.Store
+	proxies   *proxy.Store
+	dests     *storedest.Store
+	storage   *storage.Connector
+	templates *template.Handler
+	og        *og.Service
+	oauth     *oauth.Server // nil when MCP is off (a public URL with a path)
+	mcp       *mcpserver.Server
 	// ownSandbox: the origin started sandbox (not Config.Sandbox) and
 	// closes it.
 	ownSandbox bool
-	tpls       *template.Store
-	ogcs       *ogconfig.Store
-	proxies    *proxy.Store
-	dests      *storedest.Store
-	storage    *storage.Connector
-	templates  *template.Handler
-	og         *og.Service
-	oauth      *oauth.Server // nil when MCP is off (a public URL with a path)
-	mcp        *mcpserver.Server
 	// stopSweeps ends the periodic sweeps that Start began; sweeps waits
 	// for them.
 	stopSweeps context.CancelFunc
