@@ -386,6 +386,10 @@ down() {
 	if grep -q '^postgres ' "$PROCS" && [ -f "$DIR/pg/data/postmaster.pid" ]; then
 		pg pg_ctl -D "$DIR/pg/data" -m fast -w stop >&2 || true
 	fi
+	# pg_ctl -w returns once the server removed its pid file, a moment
+	# before its process exits.
+	pid=$(field postgres 2)
+	if [ -n "$pid" ] && alive "$pid"; then wait_gone "$pid"; fi
 	: >"$PROCS"
 }
 
