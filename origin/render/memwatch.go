@@ -30,7 +30,7 @@ func (e *Engine) guardMemory() {
 	defer e.guard.Done()
 	tick := time.NewTicker(memoryCheckEvery)
 	defer tick.Stop()
-	var w rendererWatch
+	w := rendererWatch{every: rereadEvery}
 	for {
 		select {
 		case <-e.quit:

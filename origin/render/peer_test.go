@@ -326,18 +326,11 @@ func TestConnectors(t *testing.T) {
 	// The shell prints its children's pids once it forked both: they are
 	// in its process group from then on.
 	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & a=$!; sleep 60 & echo $a $!; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	startGroup(t, cmd)
 	var forked [2]int
 	if _, err := fmt.Fscan(out, &forked[0], &forked[1]); err != nil {
 		t.Fatalf("the shell's children: %v", err)

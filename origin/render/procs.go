@@ -35,42 +35,30 @@ func Processes(dir string) []int {
 }
 
 // renderers returns the live renderer processes (one per tab's pages) of
-// the browsers whose main processes are mains. It reads the command lines of
-// those browsers' processes only, as it runs every memoryCheckEvery.
+// the browsers whose main processes are mains, read from scratch.
 func renderers(mains []int) []int {
-	if len(mains) == 0 {
-		return nil
-	}
-	all := scanProcs(false)
-	var pids []int
-	for _, i := range family(all, func(p *proc) bool { return slices.Contains(mains, p.pid) }) {
-		p := all[i]
-		if p.zombie {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte("--type=renderer")) {
-			pids = append(pids, p.pid)
-		}
-	}
-	return pids
+	return new(rendererWatch).renderers(mains)
 }
 
-// rescanEvery is how many looks a rendererWatch keeps what it read: then it
-// reads every process again, so a process that moved to another parent, or
-// a pid used again, is seen as it is within that many looks.
-const rescanEvery = 10
+// rereadEvery is how often the memory guard's rendererWatch reads every
+// process again.
+const rereadEvery = time.Second
 
-// rendererWatch is renderers for a caller that asks again and again, as the
-// memory guard does every memoryCheckEvery, at a fraction of the cost: it
-// lists /proc each time but reads the stat of a process only once, and the
-// command line of a browser's process until it says it is a renderer (a
-// process the zygote just forked still shows the zygote's). Reading every
+// rendererWatch finds renderers for a caller that asks again and again, as
+// the memory guard does every memoryCheckEvery, at a fraction of the cost:
+// it lists /proc each time but reads the stat of a process only once, and
+// the command line of a browser's process until it says it is a renderer
+// (a process the zygote just forked still shows the zygote's). Reading every
 // process's stat ten times a second took a few percent of a core on a
-// machine with a few hundred processes. Not safe for concurrent use.
+// machine with a hundred processes. It reads everything again once every
+// is past, the zero value at every look, so a process given to another
+// parent, or a pid used again (after an idle engine's pause too), is seen
+// as it is within every. Not safe for concurrent use.
 type rendererWatch struct {
-	procs map[int]*watched
-	looks int
+	every  time.Duration
+	procs  map[int]*watched
+	readAt time.Time // when it last read every process
+	looks  int
 }
 
 // watched is a process a rendererWatch has read.
@@ -84,8 +72,8 @@ func (w *rendererWatch) renderers(mains []int) []int {
 	if len(mains) == 0 {
 		return nil
 	}
-	if w.looks%rescanEvery == 0 {
-		w.procs = make(map[int]*watched)
+	if now := time.Now(); w.procs == nil || now.Sub(w.readAt) >= w.every {
+		w.procs, w.readAt = make(map[int]*watched), now
 	}
 	w.looks++
 	dir, err := os.Open("/proc")

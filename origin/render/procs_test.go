@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,6 +146,26 @@ func closed(t *testing.T, e *Engine, b *browser) {
 	})
 }
 
+// startGroup starts cmd as the leader of a process group of its own, which
+// the test's cleanup kills whole.
+func startGroup(tb testing.TB, cmd *exec.Cmd) {
+	tb.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+}
+
+// cmdlineHas reports whether process pid's command line holds s.
+func cmdlineHas(pid int, s string) bool {
+	cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return strings.Contains(string(cmdline), s)
+}
+
 // TestRendererWatch follows a stand-in browser, a shell that forks on
 // each line it reads a process named as a renderer or as another kind of
 // child, or a "zygote" whose own child is a renderer: the watch, which
@@ -160,7 +179,7 @@ func TestRendererWatch(t *testing.T) {
 		renderer) (exec -a "stand-in --type=renderer" sleep 300) & ;;
 		other) (exec -a "stand-in --type=gpu-process" sleep 300) & ;;
 		late) (read go < "$1"; exec -a "stand-in --type=renderer" sleep 300) & ;;
-		zygote) (exec -a "stand-in --type=zygote" bash -c '(exec -a "stand-in --type=$0" sleep 300) & echo $!; wait' renderer) & ;;
+		zygote) (exec -a "stand-in --type=zygote" bash -c '(exec -a "stand-in --type=$0" sleep 300) & echo $!; exec -a "stand-in --type=zygote" sleep 300' renderer) & ;;
 		esac
 		[ $kind = zygote ] || echo $!
 	done`), 0o600)
@@ -172,7 +191,6 @@ func TestRendererWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", script, fifo)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -181,13 +199,7 @@ func TestRendererWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	startGroup(t, cmd)
 	lines := bufio.NewScanner(out)
 	spawn := func(kind string) int {
 		t.Helper()
@@ -202,30 +214,23 @@ func TestRendererWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Until it runs sleep, the child shows its shell's command line.
-		for deadline := time.Now().Add(10 * time.Second); kind != "late"; runtime.Gosched() {
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			if strings.Contains(string(cmdline), "stand-in --type=") && !strings.Contains(string(cmdline), "zygote") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("spawn %s: process %d shows %q", kind, pid, cmdline)
-			}
+		if kind != "late" {
+			eventually(t, "the "+kind+" child runs sleep", func() bool {
+				return cmdlineHas(pid, "stand-in --type=") && !cmdlineHas(pid, "zygote")
+			})
 		}
 		return pid
 	}
 	mains := []int{cmd.Process.Pid}
-	var w rendererWatch
+	// It keeps what it read until the last step.
+	w := rendererWatch{every: time.Hour}
 	look := func(want ...int) {
 		t.Helper()
-		got := w.renderers(mains)
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
+		got := sorted(w.renderers(mains))
+		if !slices.Equal(got, sorted(want)) {
 			t.Fatalf("look %d: renderers %v, want %v", w.looks, got, want)
 		}
-		scratch := renderers(mains)
-		slices.Sort(scratch)
-		if !slices.Equal(scratch, want) {
+		if scratch := sorted(renderers(mains)); !slices.Equal(scratch, want) {
 			t.Fatalf("look %d: renderers from scratch %v, want %v", w.looks, scratch, want)
 		}
 	}
@@ -244,15 +249,7 @@ func TestRendererWatch(t *testing.T) {
 	if err := os.WriteFile(fifo, []byte("go\n"), 0); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(late), "cmdline"))
-		if strings.Contains(string(cmdline), "--type=renderer") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the late child shows %q", cmdline)
-		}
-	}
+	eventually(t, "the late child runs sleep", func() bool { return cmdlineHas(late, "--type=renderer") })
 	look(first, grandchild, late)
 
 	// A renderer that exits goes once it is reaped.
@@ -262,47 +259,43 @@ func TestRendererWatch(t *testing.T) {
 	if err := waitExit(first, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(first))); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("renderer %d was not reaped", first)
-		}
-		runtime.Gosched()
-	}
+	eventually(t, "the killed renderer is reaped", func() bool {
+		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(first)))
+		return os.IsNotExist(err)
+	})
 	look(grandchild, late)
 
-	// A renderer whose zygote dies is the init process's, no longer the
-	// browser's: the watch drops it at its next full read.
-	zygote, _ := readStat(strconv.Itoa(grandchild))
-	if err := syscall.Kill(zygote.ppid, syscall.SIGKILL); err != nil {
+	// A renderer whose zygote does not reap it (the stand-in's runs
+	// sleep) stays a zombie: the watch, which read it alive, still has it
+	// until its next full read, once every is past.
+	if err := syscall.Kill(grandchild, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitExit(zygote.ppid, 10*time.Second); err != nil {
+	if err := waitExit(grandchild, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var got []int
-	for range rescanEvery {
-		got = w.renderers(mains)
+	if p, ok := readStat(strconv.Itoa(grandchild)); !ok || !p.zombie {
+		t.Fatalf("renderer %d: %+v, want a zombie", grandchild, p)
 	}
-	if !slices.Equal(got, []int{late}) {
-		t.Fatalf("after %d looks, renderers %v, want only %d: %d left the family", rescanEvery, got, late, grandchild)
+	if got := w.renderers(mains); !slices.Equal(sorted(got), sorted([]int{grandchild, late})) {
+		t.Fatalf("before its full read, the watch finds %v, want what it read: %d and %d", got, grandchild, late)
+	}
+	w.every = 0
+	if got := w.renderers(mains); !slices.Equal(got, []int{late}) {
+		t.Fatalf("at its full read, renderers %v, want only %d: %d is a zombie", got, late, grandchild)
+	}
+	if got := renderers(mains); !slices.Equal(got, []int{late}) {
+		t.Fatalf("from scratch, renderers %v, want only %d", got, late)
 	}
 }
+
+func sorted(pids []int) []int { slices.Sort(pids); return pids }
 
 // BenchmarkRenderers compares a memory guard's look from scratch with the
 // watch's, for a browser of two processes among this machine's.
 func BenchmarkRenderers(b *testing.B) {
 	cmd := exec.Command("bash", "-c", `(exec -a "stand-in --type=$0" sleep 300) & wait`, "renderer")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
+	startGroup(b, cmd)
 	mains := []int{cmd.Process.Pid}
 	b.Run("scratch", func(b *testing.B) {
 		for b.Loop() {
@@ -310,7 +303,7 @@ func BenchmarkRenderers(b *testing.B) {
 		}
 	})
 	b.Run("watch", func(b *testing.B) {
-		var w rendererWatch
+		w := rendererWatch{every: rereadEvery}
 		for b.Loop() {
 			w.renderers(mains)
 		}
