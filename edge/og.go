@@ -393,7 +393,7 @@ func (e *Edge) answerOGFailure(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) && e.base.Err() != nil:
 		forward.WriteError(ctx, apierr.New(http.StatusServiceUnavailable, "The edge is shutting down").WithHeader("Retry-After", "1"))
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && origins.Classify(err) != origins.ConnectFailed:
 		slog.WarnContext(ctx, "edge OG fill timed out", "error", err)
 		forward.WriteError(ctx, apierr.New(http.StatusGatewayTimeout, "The origin did not answer in time"))
 	case errors.Is(err, errTooBig):

@@ -71,6 +71,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// dialTimeout bounds a connection to an origin. It is wall time, and
+// counts the time the dialing goroutine waits to run: an edge whose
+// CPUs are busy took more than a second for loopback connections under
+// a flood of OG misses. An origin that stops answering is taken out of
+// the rotation by the health checks within a few seconds; one that
+// refuses connections fails at once.
+const dialTimeout = 5 * time.Second
+
 // Forwarder relays requests to the origins.
 type Forwarder struct {
 	cfg    Config
@@ -94,7 +102,7 @@ func New(cfg Config) (*Forwarder, error) {
 	}
 	transport := &http.Transport{
 		Proxy:                 nil, // never relay through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   512,
 		IdleConnTimeout:       90 * time.Second,
