@@ -47,8 +47,11 @@ func eval[T any](t *testing.T, ctx context.Context, fn string, args ...any) T {
 
 // userScroll scrolls the page down as a user would, with a synthesized
 // mouse-wheel gesture that the command waits out, and returns window.scrollY.
-// Unlike window.scrollTo it respects overflow: hidden.
-func userScroll(t *testing.T, ctx context.Context) float64 {
+// Unlike window.scrollTo it respects overflow: hidden. The gesture ends
+// before the page's main thread sees its scroll, which a busy machine
+// can delay by several frames: when moved, it waits up to ten seconds
+// for the page to scroll; otherwise it reads the position two frames on.
+func userScroll(t *testing.T, ctx context.Context, moved bool) float64 {
 	t.Helper()
 	eval[any](t, ctx, `() => window.scrollTo(0, 0)`)
 	_, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
@@ -60,7 +63,14 @@ func userScroll(t *testing.T, ctx context.Context) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eval[float64](t, ctx, `() => new Promise(done => requestAnimationFrame(() => done(window.scrollY)))`)
+	if !moved {
+		return eval[float64](t, ctx, `() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(window.scrollY))))`)
+	}
+	return eval[float64](t, ctx, `() => new Promise(done => {
+		const end = performance.now() + 10000;
+		const look = () => window.scrollY > 0 || performance.now() > end ? done(window.scrollY) : requestAnimationFrame(look);
+		look();
+	})`)
 }
 
 const injectCSS = `(css) => {
@@ -113,7 +123,7 @@ func TestInChromium(t *testing.T) {
 		if h := eval[float64](t, ctx, `() => document.getElementById("onetrust-banner-sdk").getBoundingClientRect().height`); h == 0 {
 			t.Fatal("fixture: no banner")
 		}
-		if y := userScroll(t, ctx); y != 0 {
+		if y := userScroll(t, ctx, false); y != 0 {
 			t.Fatalf("fixture: the page scrolled to %v before Script", y)
 		}
 		host, _, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -143,7 +153,7 @@ func TestInChromium(t *testing.T) {
 				t.Errorf("#%s visible: %v, want %v", id, visible[id], w)
 			}
 		}
-		if y := userScroll(t, ctx); y == 0 {
+		if y := userScroll(t, ctx, true); y == 0 {
 			t.Error("the user cannot scroll the page after Script")
 		}
 	})
