@@ -85,9 +85,6 @@ type Origin struct {
 	og        *og.Service
 	oauth     *oauth.Server // nil when MCP is off (a public URL with a path)
 	mcp       *mcpserver.Server
-	// ownSandbox: the origin started sandbox (not Config.Sandbox) and
-	// closes it.
-	ownSandbox bool
 	// stopSweeps ends the periodic sweeps that Start began; sweeps waits
 	// for them.
 	stopSweeps context.CancelFunc
@@ -192,7 +189,6 @@ func (o *Origin) open(ctx context.Context) error {
 		if o.sandbox, err = wasm.New(context.Background(), wc); err != nil {
 			return fmt.Errorf("template sandbox: %w", err)
 		}
-		o.ownSandbox = true
 	}
 	o.registry.MustRegister(sandboxCollectors(o.sandbox)...)
 	o.tpls = template.NewStore(store, o.cfg.Now)
@@ -568,7 +564,7 @@ func (o *Origin) Stop(ctx context.Context) error {
 		}
 		o.engine = nil
 	}
-	if o.sandbox != nil && o.ownSandbox {
+	if o.sandbox != nil && o.cfg.Sandbox == nil { // its own, not the caller's
 		if err := o.sandbox.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
