@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -22,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/sys/unix"
 
 	"github.com/pictorhq/pictor/origin/contract"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
@@ -564,48 +562,9 @@ func TestOGRevalidationFailures(t *testing.T) {
 // answer in time.
 func TestOGOriginNotAccepting(t *testing.T) {
 	t.Parallel() // it waits for the dial timeout
-	_, base := newOGEdge(t, "http://"+fullBacklog(t), ogClock(), nil)
+	_, base := newOGEdge(t, "http://"+apitest.UnansweredAddr(t), ogClock(), nil)
 	r := ogGet(t, base, "GET", contract.OGPrefix+ogDomain+"/never", "")
 	apitest.WantMessage(t, apitest.WantError(t, r, http.StatusBadGateway), "The origin is unavailable")
-}
-
-// fullBacklog is the address of a listener that never accepts, its
-// queue of one connection already taken: the kernel drops every further
-// SYN, so a connection to it neither succeeds nor is refused.
-func fullBacklog(t *testing.T) string {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 0); err != nil { // room for one connection
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
-	// A listening socket's TCP_INFO gives its accept queue (Unacked) and
-	// backlog (Sacked); the kernel drops SYNs once the queue passes it.
-	for {
-		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Unacked > info.Sacked {
-			return addr
-		}
-		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-		if err != nil {
-			t.Fatalf("filling %s's queue: %v", addr, err)
-		}
-		t.Cleanup(func() { c.Close() })
-	}
 }
 
 // TestOGRevalidationGone: a page the origin no longer has (404 on

@@ -16,11 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/image/webp"
+	"golang.org/x/sys/unix"
 
 	"github.com/pictorhq/pictor/origin/contract/logging"
 )
@@ -406,19 +406,55 @@ func ResetServer(t testing.TB) string {
 // same time, and answer.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	_, addr := loopbackSocket(t)
+	return addr
+}
+
+// UnansweredAddr returns a loopback address whose connections neither
+// succeed nor are refused until the test ends: its listener never
+// accepts, and its queue of one connection is already taken, so the
+// kernel drops every further SYN and a dial runs into its timeout.
+func UnansweredAddr(t testing.TB) string {
+	t.Helper()
+	fd, addr := loopbackSocket(t)
+	if err := unix.Listen(fd, 0); err != nil { // room for one connection
+		t.Fatal(err)
+	}
+	// A listening socket's TCP_INFO gives its accept queue (Unacked) and
+	// backlog (Sacked); the kernel drops SYNs once the queue passes it.
+	for {
+		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Unacked > info.Sacked {
+			return addr
+		}
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatalf("filling %s's queue: %v", addr, err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+}
+
+// loopbackSocket is a TCP socket bound to a free loopback port, closed
+// when the test ends, and its address.
+func loopbackSocket(t testing.TB) (int, string) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	sa, err := syscall.Getsockname(fd)
+	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	return fd, net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*unix.SockaddrInet4).Port))
 }
 
 // Metric reads one sample of base's Prometheus page; 0 when absent.
