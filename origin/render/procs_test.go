@@ -170,7 +170,8 @@ func cmdlineHas(pid int, s string) bool {
 // each line it reads a process named as a renderer or as another kind of
 // child, or a "zygote" whose own child is a renderer: the watch, which
 // reads only what changed, finds what renderers finds from scratch, and a
-// renderer that leaves the family is dropped within rescanEvery looks.
+// renderer that leaves the family (a zombie its zygote does not reap) is
+// dropped at the watch's next full read, once every is past.
 func TestRendererWatch(t *testing.T) {
 	// The script is a file: a command line holding it would name a renderer.
 	script := filepath.Join(t.TempDir(), "browser.sh")
