@@ -361,51 +361,49 @@ func TestClose(t *testing.T) {
 func TestCompilationCacheDir(t *testing.T) {
 	sharedEngine(t) // the shared cache holds both modules
 	dir := t.TempDir()
-	small := func() []string {
-		var found []string
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
-			if err == nil && info.Size() < 1<<20 {
-				found = append(found, path)
-			}
-			return err
-		})
-		if err != nil {
+	for rel, b := range cacheEntries(t, testCacheDir) {
+		if len(b) < 1<<20 {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		return found
-	}
-	err := filepath.WalkDir(testCacheDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(path, ".tmp") { // another test's write under way
-			return err
+		if err := os.WriteFile(filepath.Join(dir, rel), b, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		rel, err := filepath.Rel(testCacheDir, path)
-		if err != nil {
+	}
+	newEngine(t, func(c *Config) { c.CompilationCacheDir = dir })
+	var small []string
+	for rel, b := range cacheEntries(t, dir) {
+		if len(b) < 1<<20 {
+			small = append(small, rel)
+		}
+	}
+	if len(small) != 1 {
+		t.Fatalf("after New, %s holds %d small entries %q, want the evaluator's", dir, len(small), small)
+	}
+}
+
+// cacheEntries reads the files of a compilation cache by their paths
+// under root, less those another test is writing (wazero writes a
+// temporary file and renames it).
+func cacheEntries(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	entries := map[string][]byte{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".tmp") {
 			return err
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		if len(b) < 1<<20 {
-			return nil
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o700); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o600)
+		rel, err := filepath.Rel(root, path)
+		entries[rel] = b
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := small(); len(got) != 0 {
-		t.Fatalf("the copy holds small entries %q", got)
-	}
-	newEngine(t, func(c *Config) { c.CompilationCacheDir = dir })
-	if got := small(); len(got) != 1 {
-		t.Fatalf("after New, %s holds %d small entries %q, want the evaluator's", dir, len(got), got)
-	}
+	return entries
 }
