@@ -76,11 +76,12 @@ build: ## build ./bin/pictor and the template sandbox's modules (wasm/guest.wasm
 run: deps build ## install, build and start `pictor serve` on ./data
 	./$(BIN) serve --data-dir $(DATA_DIR) --addr $(ADDR)
 
-# The first line compiles the binary that cmd/pictor's and deploy/clustertest's tests build (without
-# the race detector) into the build cache: on a fresh machine the two packages' tests otherwise
-# compiled it from nothing at the same time, twice over on two cores.
+# The first line builds the binary that the tests of cmd/pictor, deploy/clustertest and
+# deploy/observability run as a process (without the race detector), where they look for it
+# (bench/pictor.Build): the go command relinks it only when a source changed, so the run links it
+# once, and on a fresh machine the packages do not compile it from nothing at the same time.
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
-	$(GO) build -o /dev/null ./cmd/pictor
+	$(GO) build -o bin/test/pictor ./cmd/pictor
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -run 'Allocat' ./edge/...
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/bench/pictor"
 	"github.com/pictorhq/pictor/kv/pgkv/pgtest"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/render"
@@ -418,22 +419,9 @@ func TestSeparateEdgeAndOriginProcesses(t *testing.T) {
 // sandbox is the slowest part of a start.
 var wasmCache = filepath.Join(os.TempDir(), "pictor-wasm-test-cache")
 
-// binary builds the pictor binary once per test run.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "pictor-bin-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "pictor")
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return path, nil
-})
-
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	path, err := binary()
+	path, err := pictor.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,9 +431,6 @@ func buildBinary(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
-	if path, err := binary(); err == nil {
-		os.RemoveAll(filepath.Dir(path))
-	}
 	os.Exit(code)
 }
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/bench/pictor"
 	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
@@ -74,12 +75,10 @@ func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	root := moduleRoot(t)
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "pictor")
 	began := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/pictor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/pictor: %v\n%s", err, out)
+	bin, err := pictor.Build()
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("built pictor in %v", time.Since(began).Round(time.Millisecond))
 	dir := filepath.Join(tmp, "cluster")

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -818,12 +817,9 @@ func scrape(ctx context.Context, t *testing.T, client *http.Client, url string) 
 // S3-compatible server; it is stopped at the end of the test.
 func startServe(t *testing.T) *pictor.Server {
 	t.Helper()
-	root := moduleRoot(t)
-	bin := filepath.Join(t.TempDir(), "pictor")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/pictor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/pictor: %v\n%s", err, out)
+	bin, err := pictor.Build()
+	if err != nil {
+		t.Fatal(err)
 	}
 	s3 := s3test.New(t)
 	// The S3 store takes its credentials from the AWS SDK's usual chain.
