@@ -127,15 +127,3 @@ func processCPU(pid int) (self, children time.Duration) {
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.
 const clockTicks = 100
-
-func TestCardTiming(t *testing.T) {
-	e := newEngine(t, func(c *Config) { c.Tabs = 1 })
-	for i := range 8 {
-		start := time.Now()
-		_, err := e.Render(context.Background(), &Request{OrgID: "o", HTML: fmt.Sprintf(cardHTML, i), Twemoji: i%2 == 0, MaxWait: 5 * time.Second, MaxWidth: 16384, MaxHeight: 16384})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("render %d (twemoji %v): %v", i, i%2 == 0, time.Since(start))
-	}
-}
