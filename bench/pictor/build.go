@@ -24,9 +24,9 @@ const TestBinary = "bin/test/pictor"
 var Build = sync.OnceValues(build)
 
 func build() (string, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("build pictor: %w", err)
 	}
 	bin := filepath.Join(root, TestBinary)
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
@@ -48,9 +48,9 @@ func build() (string, error) {
 	return bin, nil
 }
 
-// moduleRoot walks up from the working directory to the directory that
-// holds go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory (a test's package
+// directory) to the directory that holds go.mod.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -61,7 +61,7 @@ func moduleRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("build pictor: no go.mod above the working directory")
+			return "", errors.New("no go.mod above the working directory")
 		}
 		dir = parent
 	}

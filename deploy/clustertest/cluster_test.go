@@ -196,19 +196,11 @@ func checkPortsBelowEphemeral(t *testing.T, dir string) {
 // moduleRoot is the directory of go.mod above this package.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	d, err := filepath.Abs(".")
+	root, err := pictor.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		d = filepath.Dir(d)
-	}
+	return root
 }
 
 // sh runs deploy/cluster.sh with args on the cluster's directory and
