@@ -21,7 +21,9 @@ const TestBinary = "bin/test/pictor"
 // links pictor once, not once per package (a link is about 10 s of CPU).
 // An advisory lock beside the file keeps two test processes from building
 // it at once. The build happens once per process.
-var Build = sync.OnceValues(build)
+func Build() (string, error) { return buildOnce() }
+
+var buildOnce = sync.OnceValues(build)
 
 func build() (string, error) {
 	root, err := ModuleRoot()
