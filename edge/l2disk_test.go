@@ -7,31 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 	"github.com/pictorhq/pictor/origin/contract/imaging"
 )
-
-// openBodyFiles counts this process's open files under dir.
-func openBodyFiles(t *testing.T, dir string) int {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, fd := range fds {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
-			n++
-		}
-	}
-	return n
-}
 
 // TestL2BodiesSentFromDisk: bodies too large for L1 are answered from
 // their files in L2 (sendfile): whole, in PDF ranges, for HEAD and 304s,
@@ -150,7 +134,7 @@ func testBodiesSent(t *testing.T, mem int64) {
 	// a body once it has written it, which may come just after the client
 	// has read the last byte.
 	dir := filepath.Join(cfg.CacheDir, "bodies")
-	if n := openBodyFiles(t, dir); n > 2 {
+	if n := apitest.OpenFilesUnder(t, dir); n > 2 {
 		t.Fatalf("%d body files open for 2 entries", n)
 	}
 	if _, err := e.cache.PurgeOrg("org-1"); err != nil {
@@ -159,9 +143,9 @@ func testBodiesSent(t *testing.T, mem int64) {
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for openBodyFiles(t, dir) != 0 {
+	for apitest.OpenFilesUnder(t, dir) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d body files are still open", openBodyFiles(t, dir))
+			t.Fatalf("%d body files are still open", apitest.OpenFilesUnder(t, dir))
 		}
 		<-tick.C
 	}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/pictorhq/pictor/origin/contract/apitest"
 )
 
 // bodyFiles counts the files under bodies/ and their bytes.
@@ -575,22 +576,6 @@ func TestPurgeRemovesBodyFiles(t *testing.T) {
 	}
 }
 
-// openFilesUnder counts this process's open files under dir.
-func openFilesUnder(t *testing.T, dir string) int {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, fd := range fds {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestBodyHandles: the files kept open for hits are bounded by the handle
 // table; a body being sent when its entry is purged is sent whole, and
 // its file is closed once the answer is done with it; after the purge the
@@ -622,7 +607,7 @@ func TestBodyHandles(t *testing.T) {
 		}
 		body.Close()
 	}
-	if open := openFilesUnder(t, dir); open > slots || open == 0 {
+	if open := apitest.OpenFilesUnder(t, dir); open > slots || open == 0 {
 		t.Fatalf("%d body files open after %d hits, table of %d", open, n, slots)
 	}
 
@@ -641,15 +626,15 @@ func TestBodyHandles(t *testing.T) {
 	if err != nil || !bytes.Equal(read, entries[0].Body) {
 		t.Fatalf("the body being sent during its purge: %d bytes (%v), want %d", len(read), err, len(entries[0].Body))
 	}
-	before := openFilesUnder(t, dir)
+	before := apitest.OpenFilesUnder(t, dir)
 	body.Close()
-	if after := openFilesUnder(t, dir); after != before-1 {
+	if after := apitest.OpenFilesUnder(t, dir); after != before-1 {
 		t.Fatalf("closing the purged body left %d files open, %d before", after, before)
 	}
 	if _, err := c.PurgeOrg("o"); err != nil {
 		t.Fatal(err)
 	}
-	if open := openFilesUnder(t, dir); open != 0 {
+	if open := apitest.OpenFilesUnder(t, dir); open != 0 {
 		t.Fatalf("%d body files open after purging everything", open)
 	}
 }
@@ -681,7 +666,7 @@ func TestOpenBodyAfterClose(t *testing.T) {
 		t.Fatalf("read %d bytes (%v), want %d", len(read), err, len(want.Body))
 	}
 	body.Close()
-	if open := openFilesUnder(t, dir); open != 0 {
+	if open := apitest.OpenFilesUnder(t, dir); open != 0 {
 		t.Fatalf("%d body files open after the only body opened since Close was closed", open)
 	}
 }
