@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -50,21 +51,16 @@ func build() (string, error) {
 	return bin, nil
 }
 
-// ModuleRoot walks up from the working directory (a test's package
-// directory) to the directory that holds go.mod.
+// ModuleRoot is the directory of the main module's go.mod, as the go
+// command finds it from the working directory (a test's package directory).
 func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("the working directory is in no module")
 	}
+	return filepath.Dir(mod), nil
 }
