@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
@@ -47,30 +48,43 @@ func eval[T any](t *testing.T, ctx context.Context, fn string, args ...any) T {
 
 // userScroll scrolls the page down as a user would, with a synthesized
 // mouse-wheel gesture that the command waits out, and returns window.scrollY.
-// Unlike window.scrollTo it respects overflow: hidden. The gesture ends
-// before the page's main thread sees its scroll, which a busy machine
-// can delay by several frames: when moved, it waits up to ten seconds
-// for the page to scroll; otherwise it reads the position two frames on.
+// Unlike window.scrollTo it respects overflow: hidden. When the page must
+// not move, it reads the position two frames after one gesture. When it
+// must, it repeats the gesture until the page has scrolled, for up to ten
+// seconds: on a busy machine the compositor can take a gesture before it
+// has the page's new styles, find the page locked still, and drop it, and
+// the page's main thread can see a scroll several frames late. A page that
+// stays locked fails every gesture and returns 0.
 func userScroll(t *testing.T, ctx context.Context, moved bool) float64 {
 	t.Helper()
 	eval[any](t, ctx, `() => window.scrollTo(0, 0)`)
-	_, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
-		return cdp.Call(ctx, tg, input.SynthesizeScrollGesture, input.SynthesizeScrollGestureParams{
-			X: 640, Y: 400, YDistance: -600, Speed: 6000,
-			GestureSourceType: input.GestureSourceTypeMouse,
+	gesture := func() {
+		_, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
+			return cdp.Call(ctx, tg, input.SynthesizeScrollGesture, input.SynthesizeScrollGestureParams{
+				X: 640, Y: 400, YDistance: -600, Speed: 6000,
+				GestureSourceType: input.GestureSourceTypeMouse,
+			})
 		})
-	})
-	if err != nil {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !moved {
+		gesture()
 		return eval[float64](t, ctx, `() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(window.scrollY))))`)
 	}
-	return eval[float64](t, ctx, `() => new Promise(done => {
-		const end = performance.now() + 10000;
-		const look = () => window.scrollY > 0 || performance.now() > end ? done(window.scrollY) : requestAnimationFrame(look);
-		look();
-	})`)
+	for end := time.Now().Add(10 * time.Second); ; {
+		gesture()
+		// The position once it moves, or after a second of frames.
+		y := eval[float64](t, ctx, `() => new Promise(done => {
+			const end = performance.now() + 1000;
+			const look = () => window.scrollY > 0 || performance.now() > end ? done(window.scrollY) : requestAnimationFrame(look);
+			look();
+		})`)
+		if y > 0 || time.Now().After(end) {
+			return y
+		}
+	}
 }
 
 const injectCSS = `(css) => {
