@@ -7,6 +7,12 @@ BIN          := bin/pictor
 VERSION      ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS      := -s -w -X main.version=$(VERSION)
 TOOLS        := $(CURDIR)/.tools
+# Every build here (and each go command the tests run, which inherit the
+# environment) compiles pebble with its pure-Go zstd (klauspost/compress)
+# instead of the cgo binding to the C library, which the stores never use
+# (kv writes Snappy, the edge's cache no compression) and whose C sources
+# were a fifth of a cold build's CPU (docs/decisions.md, "make test's time").
+export GOFLAGS += -tags=pebblegozstd
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The S3-compatible server the storage tests write to (a real one, over a
 # temporary directory), pinned; origin/storage/s3test finds it here.
