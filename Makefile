@@ -90,19 +90,25 @@ run: deps build ## install, build and start `pictor serve` on ./data
 RACE_FREE_PKGS := ./edge ./edge/cache
 RACE_FREE_RUN  := Allocat
 
+# The race runtime sleeps a second before a program built with -race exits (GORACE's
+# atexit_sleep_ms, 1000 by default, to catch races at exit): each test binary, and each test
+# process one of them starts, held one of go test's two slots idle that long, a minute and a half
+# of a run. The tests end their goroutines themselves; the race detector still checks all they do.
+RACE_ENV := GORACE="$(GORACE) atexit_sleep_ms=0"
+
 # The first line builds the binary that the tests of cmd/pictor, deploy/clustertest and
 # deploy/observability run as a process (without the race detector), where they look for it
 # (bench/pictor.Build): the go command relinks it only when a source changed, so the run links it
 # once, and on a fresh machine the packages do not compile it from nothing at the same time.
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
 	$(GO) build -o bin/test/pictor ./cmd/pictor
-	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(RACE_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -run '$(RACE_FREE_RUN)' $(RACE_FREE_PKGS)
 
 HOSTILE := Hostile|YAMLReadsAsTheJSON|MalformedFraming|UnreadBody|ImageWithoutFormat|SlowClients|ConnectionLimits|AcceptErrors|StopIsBounded|DescriptorExhaustion|ServeUntilDoneIsBounded|EdgeLimitFlags|MainDocument|FailuresNeverReach|RefundsAreExact|SitePagesAreCaptured|OwnAnswersAreMarked|AnswerCannotBeForged|ETagSurvives|PortAnswers|NetHTTPAnswers|SlowBody|BodyTimeout|MalformedRequestInput|QueryNames|FormFieldLimits|ListNewestFirst|ChromiumSandboxed|SiteIsolation
 
 hostile: test-deps ## run only the hostile suite (raw sockets, real Chromium; part of make test)
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
+	$(RACE_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
