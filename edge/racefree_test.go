@@ -3,11 +3,10 @@ package edge
 import (
 	"bufio"
 	"go/ast"
-	"go/build/constraint"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -36,37 +35,17 @@ func TestRaceFreePassRunsEveryRaceFreeTest(t *testing.T) {
 		t.Fatal("the Makefile lists no RACE_FREE_PKGS")
 	}
 
+	// The go command decides which files a build takes: a race-free test
+	// file is one it lists without -race and not with it.
+	plain, raced := testFiles(t, root), testFiles(t, root, "-race")
 	found := map[string][]string{} // package directory (as ./dir) → its race-free tests
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for file, dir := range plain {
+		if _, ok := raced[file]; !ok {
+			found[dir] = append(found[dir], testFuncs(t, file)...)
 		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		tests, raceFree := raceFreeTests(t, path)
-		if !raceFree {
-			return nil
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		dir := "./" + filepath.ToSlash(rel)
-		found[dir] = append(found[dir], tests...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(found["./edge"]) == 0 {
-		t.Fatal("found no race-free test in the edge, which has some: the walk no longer sees them")
+		t.Fatal("found no race-free test in the edge, which has some: the listing no longer sees them")
 	}
 	for dir, tests := range found {
 		if !slices.Contains(listed, dir) {
@@ -107,31 +86,43 @@ func makeVariables(t *testing.T, path string) map[string]string {
 	return vars
 }
 
-// raceFreeTests reports whether the test file builds only without the race
-// detector, and the Test functions it declares.
-func raceFreeTests(t *testing.T, path string) ([]string, bool) {
+// testFiles lists the module's test files (by path) that a build with
+// flags takes, each with its package directory (as ./dir).
+func testFiles(t *testing.T, root string, flags ...string) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.SkipObjectResolution)
+	args := append(append([]string{"list"}, flags...), "-f", `{{$d := .Dir}}{{range .TestGoFiles}}{{$d}} {{.}}
+{{end}}{{range .XTestGoFiles}}{{$d}} {{.}}
+{{end}}`, "./...")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(flags, " "), err)
+	}
+	files := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		dir, name, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join(dir, name)] = "./" + filepath.ToSlash(rel)
+	}
+	if len(files) == 0 {
+		t.Fatalf("go list %s named no test files", strings.Join(flags, " "))
+	}
+	return files
+}
+
+// testFuncs returns the Test functions a test file declares.
+func testFuncs(t *testing.T, path string) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var expr constraint.Expr
-	for _, g := range file.Comments {
-		if g.Pos() >= file.Package {
-			break
-		}
-		for _, c := range g.List {
-			if constraint.IsGoBuild(c.Text) {
-				if expr, err = constraint.Parse(c.Text); err != nil {
-					t.Fatalf("%s: %v", path, err)
-				}
-			}
-		}
-	}
-	// Race-free: it builds without the race detector (whatever else it
-	// asks of the platform), and not with it.
-	if expr == nil || !expr.Eval(func(tag string) bool { return tag != "race" }) || expr.Eval(func(string) bool { return true }) {
-		return nil, false
 	}
 	var tests []string
 	for _, d := range file.Decls {
@@ -139,5 +130,5 @@ func raceFreeTests(t *testing.T, path string) ([]string, bool) {
 			tests = append(tests, fn.Name.Name)
 		}
 	}
-	return tests, true
+	return tests
 }
