@@ -55,13 +55,31 @@ deps: ## install the system packages `make run` needs and Chromium's system user
 	@./deploy/install-packages.sh $(RUN_PACKAGES)
 	@./deploy/chromium-user.sh
 
-test-deps: ## install the system packages and npm fixtures `make test` needs (idempotent)
+# test-deps runs its four parts at once (make -j): the system packages (apt, on a fresh machine about
+# a minute of downloading and unpacking), the Go tools (compiling versitygw and oapi-codegen, two
+# minutes of CPU), the Go modules and the npm fixtures (the network). Only what needs npm from apt
+# waits for apt; the Go tools need nothing apt installs. Each part's output comes out when it ends.
+test-deps: ## install the system packages, Go tools, Go modules and npm fixtures `make test` needs (idempotent)
+	@$(MAKE) --no-print-directory -j4 -Otarget test-packages test-tools test-modules test-npm
+
+.PHONY: test-packages test-tools test-modules test-npm
+test-packages:
 	@./deploy/install-packages.sh $(TEST_PACKAGES)
 	@./deploy/chromium-user.sh
-	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
+
+test-tools:
 	@[ -x $(VERSITYGW_BIN) ] || GOBIN=$(dir $(VERSITYGW_BIN)) $(GO) install $(VERSITYGW)
 	@[ -x $(OAPICODEGEN_BIN) ] || GOBIN=$(dir $(OAPICODEGEN_BIN)) $(GO) install $(OAPICODEGEN)
+
+# Every module the tests build with, so that the builds after test-deps do not wait on the network.
+test-modules:
+	@$(GO) mod download
 	@cd $(OAPICLIENT) && $(GO) mod download
+
+# Without npm on the machine, npm comes from apt after the other system packages (apt takes one
+# install at a time).
+test-npm: $(if $(shell command -v npm),,test-packages)
+	@command -v npm >/dev/null || ./deploy/install-packages.sh npm
 	@for d in $(TSCLIENT) $(MCPCLIENT) $(HBSJS) $(AXE) origin/console/web; do \
 		[ $$d/node_modules/.package-lock.json -nt $$d/package-lock.json ] || \
 		(cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
