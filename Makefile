@@ -11,8 +11,11 @@ TOOLS        := $(CURDIR)/.tools
 # environment) compiles pebble with its pure-Go zstd (klauspost/compress)
 # instead of the cgo binding to the C library, which the stores never use
 # (kv writes Snappy, the edge's cache no compression) and whose C sources
-# were a fifth of a cold build's CPU (docs/decisions.md, "make test's time").
-export GOFLAGS += -tags=pebblegozstd
+# were a fifth of a cold build's CPU; and without DWARF debugging data, which
+# only a debugger reads (stack traces, race reports and profiles use the
+# binary's own tables) and which cost a cold build 9 % of its CPU
+# (docs/decisions.md, "make test's time"). `make build` strips both anyway.
+export GOFLAGS += -tags=pebblegozstd -gcflags=all=-dwarf=false
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The S3-compatible server the storage tests write to (a real one, over a
 # temporary directory), pinned; origin/storage/s3test finds it here.
