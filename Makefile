@@ -59,8 +59,8 @@ deps: ## install the system packages `make run` needs and Chromium's system user
 	@./deploy/chromium-user.sh
 
 # test-deps runs its four parts at once (make -j): the system packages (apt, on a fresh machine about
-# a minute of downloading and unpacking), the Go tools (compiling versitygw and oapi-codegen, two
-# minutes of CPU), the Go modules and the npm fixtures (the network). Only what needs npm from apt
+# a minute of downloading and unpacking), the Go tools (compiling versitygw and oapi-codegen, about two
+# minutes on two cores), the Go modules and the npm fixtures (the network). Only what needs npm from apt
 # waits for apt; the Go tools need nothing apt installs. Each part's output comes out when it ends.
 test-deps: ## install the system packages, Go tools, Go modules and npm fixtures `make test` needs (idempotent)
 	@$(MAKE) --no-print-directory -j4 -Otarget test-packages test-tools test-modules test-npm
