@@ -15,7 +15,10 @@ TOOLS        := $(CURDIR)/.tools
 # only a debugger reads (stack traces, race reports and profiles use the
 # binary's own tables) and which cost a cold build 9 % of its CPU
 # (docs/decisions.md, "make test's time"). `make build` strips both anyway.
-export GOFLAGS += -tags=pebblegozstd -gcflags=all=-dwarf=false
+# They come after the caller's own GOFLAGS, once: a sub-make (test-deps) finds
+# them in its environment already.
+BUILD_GOFLAGS := -tags=pebblegozstd -gcflags=all=-dwarf=false
+export GOFLAGS := $(strip $(filter-out $(BUILD_GOFLAGS),$(GOFLAGS)) $(BUILD_GOFLAGS))
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The S3-compatible server the storage tests write to (a real one, over a
 # temporary directory), pinned; origin/storage/s3test finds it here.
