@@ -39,8 +39,9 @@ RUN_PACKAGES  := chromium chromium-headless-shell fonts-liberation fonts-noto-co
                  libvips-dev pkg-config ca-certificates clang-14 lld-14
 # tinyproxy: the forward proxy the proxy tests route renders through;
 # postgresql: the server kv/pgkv/pgtest runs privately for kv/pgkv;
-# curl, jq: the README's quick start, which cmd/pictor's tests run.
-TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql curl jq
+# curl, jq: the README's quick start, which cmd/pictor's tests run;
+# nginx-light: the bench's baseline, whose own tests (bench/baseline) serve through it.
+TEST_PACKAGES := $(RUN_PACKAGES) poppler-utils nodejs tinyproxy postgresql curl jq nginx-light
 TSCLIENT      := origin/testdata/tsclient
 MCPCLIENT     := origin/testdata/mcpclient
 HBSJS         := wasm/testdata/handlebarsjs
