@@ -121,19 +121,25 @@ RACE_FREE_RUN  := Allocat
 # of a run. The tests end their goroutines themselves; the race detector still checks all they do.
 RACE_ENV := GORACE="$(GORACE) atexit_sleep_ms=0"
 
+# go test runs one package more at once than the machine has cores (-p; its default is as many): the
+# test binaries wait on Chromium, PostgreSQL and loopback sockets for about a quarter of their time,
+# which the extra package fills. On two cores a warm run took 322 s against 374-382 s, and four at
+# once 334 s (docs/decisions.md, "make test's time").
+TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 # The first line builds the binary that the tests of cmd/pictor, deploy/clustertest and
 # deploy/observability run as a process (without the race detector), where they look for it
 # (bench/pictor.Build): the go command relinks it only when a source changed, so the run links it
 # once, and on a fresh machine the packages do not compile it from nothing at the same time.
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
 	$(GO) build -o bin/test/pictor ./cmd/pictor
-	$(RACE_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(RACE_ENV) $(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -run '$(RACE_FREE_RUN)' $(RACE_FREE_PKGS)
 
 HOSTILE := Hostile|YAMLReadsAsTheJSON|MalformedFraming|UnreadBody|ImageWithoutFormat|SlowClients|ConnectionLimits|AcceptErrors|StopIsBounded|DescriptorExhaustion|ServeUntilDoneIsBounded|EdgeLimitFlags|MainDocument|FailuresNeverReach|RefundsAreExact|SitePagesAreCaptured|OwnAnswersAreMarked|AnswerCannotBeForged|ETagSurvives|PortAnswers|NetHTTPAnswers|SlowBody|BodyTimeout|MalformedRequestInput|QueryNames|FormFieldLimits|ListNewestFirst|ChromiumSandboxed|SiteIsolation
 
 hostile: test-deps ## run only the hostile suite (raw sockets, real Chromium; part of make test)
-	$(RACE_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
+	$(RACE_ENV) $(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
