@@ -123,8 +123,8 @@ RACE_ENV := GORACE="$(GORACE) atexit_sleep_ms=0"
 
 # go test runs one package more at once than the machine has cores (-p; its default is as many): the
 # test binaries wait on Chromium, PostgreSQL and loopback sockets for about a quarter of their time,
-# which the extra package fills. On two cores a warm run took 322 s against 374-382 s, and four at
-# once 334 s (docs/decisions.md, "make test's time").
+# which the extra package fills. On two cores a warm run took 322 s against 374-382 s (four at once:
+# 334 s), and a fresh clone's make test 639 s against 685 s (docs/decisions.md, "make test's time").
 TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 # The first line builds the binary that the tests of cmd/pictor, deploy/clustertest and
