@@ -126,6 +126,8 @@ RACE_ENV := GORACE="$(GORACE) atexit_sleep_ms=0"
 # which the extra package fills. On two cores a warm run took 322 s against 374-382 s (four at once:
 # 334 s), and a fresh clone's make test 639 s against 685 s (docs/decisions.md, "make test's time").
 TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
+# The race-detector run of make test and of make hostile (a part of it), the same in both.
+RACE_TEST = $(RACE_ENV) $(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT)
 
 # The first line builds the binary that the tests of cmd/pictor, deploy/clustertest and
 # deploy/observability run as a process (without the race detector), where they look for it
@@ -133,13 +135,13 @@ TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 # once, and on a fresh machine the packages do not compile it from nothing at the same time.
 test: test-deps ## install, then run the whole test suite with the race detector, and the allocation tests without it
 	$(GO) build -o bin/test/pictor ./cmd/pictor
-	$(RACE_ENV) $(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
+	$(RACE_TEST) ./...
 	$(GO) test -count=1 -run '$(RACE_FREE_RUN)' $(RACE_FREE_PKGS)
 
 HOSTILE := Hostile|YAMLReadsAsTheJSON|MalformedFraming|UnreadBody|ImageWithoutFormat|SlowClients|ConnectionLimits|AcceptErrors|StopIsBounded|DescriptorExhaustion|ServeUntilDoneIsBounded|EdgeLimitFlags|MainDocument|FailuresNeverReach|RefundsAreExact|SitePagesAreCaptured|OwnAnswersAreMarked|AnswerCannotBeForged|ETagSurvives|PortAnswers|NetHTTPAnswers|SlowBody|BodyTimeout|MalformedRequestInput|QueryNames|FormFieldLimits|ListNewestFirst|ChromiumSandboxed|SiteIsolation
 
 hostile: test-deps ## run only the hostile suite (raw sockets, real Chromium; part of make test)
-	$(RACE_ENV) $(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) -run '$(HOSTILE)' ./...
+	$(RACE_TEST) -run '$(HOSTILE)' ./...
 
 test-short: ## run the quick tests only
 	$(GO) test -short ./...
