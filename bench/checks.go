@@ -20,11 +20,12 @@ type Check struct {
 // Checks returns the targets: of issue 3, a warm render under 150 ms at
 // the median and at least five times the throughput of a cold Chromium
 // per image; of the edge, a hot image served at least as fast as nginx
-// serves the file (throughput and p99), half of nginx's throughput over
-// images drawn by Zipf (10,000 thumbnails, 10,000 of a social card's
-// weight, 100,000 thumbnails), and a GET-time resize within 1.5× of a
-// vipsthumbnail process; of automatic OG images (issue 14), a hot one
-// served to a crawler at 0.9 of nginx's throughput serving its bytes; and
+// serves the file (throughput and p99), and a GET-time resize within 1.5×
+// of a vipsthumbnail process; of CDN-grade delivery (issue 31), 0.9 of
+// nginx's throughput over images drawn by Zipf (10,000 thumbnails, 10,000
+// of a social card's weight, 100,000 thumbnails), the first two with a p99
+// within 1.25× nginx's, and a hot automatic OG image served to a crawler
+// at least as fast as nginx serves its bytes (issue 14 asked 0.9×); and
 // of the whole service under a soak of renders, memory under 1.5 GiB and
 // flat. Of Chromium's sandbox, on as Pictor ships, against
 // --chromium-no-sandbox: the benchmark card's render and memory within
@@ -42,10 +43,12 @@ func Checks() []Check {
 		rateRatioAtLeast("render-card/pool-full", "chromium-cli", []string{"chromium-cli/sequential", "chromium-cli/parallel"}, 5),
 		rateRatioCheck("hot-image/pictor", "nginx", []string{"hot-image/nginx"}, 1, "%.2f"),
 		quantileRatioAtMost("hot-image/pictor", "hot-image/nginx", 0.99, 1),
-		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.5, "%.2f"),
-		rateRatioCheck("zipf-10k-heavy/pictor", "nginx", []string{"zipf-10k-heavy/nginx"}, 0.5, "%.2f"),
-		rateRatioCheck("zipf-100k/pictor", "nginx", []string{"zipf-100k/nginx"}, 0.5, "%.2f"),
-		rateRatioCheck("og-hot/pictor", "nginx", []string{"og-hot/nginx"}, 0.9, "%.2f"),
+		rateRatioCheck("zipf-10k/pictor", "nginx", []string{"zipf-10k/nginx"}, 0.9, "%.2f"),
+		quantileRatioAtMost("zipf-10k/pictor", "zipf-10k/nginx", 0.99, 1.25),
+		rateRatioCheck("zipf-10k-heavy/pictor", "nginx", []string{"zipf-10k-heavy/nginx"}, 0.9, "%.2f"),
+		quantileRatioAtMost("zipf-10k-heavy/pictor", "zipf-10k-heavy/nginx", 0.99, 1.25),
+		rateRatioCheck("zipf-100k/pictor", "nginx", []string{"zipf-100k/nginx"}, 0.9, "%.2f"),
+		rateRatioCheck("og-hot/pictor", "nginx", []string{"og-hot/nginx"}, 1, "%.2f"),
 		quantileRatioAtMost("resize/pictor", "resize/vipsthumbnail", 0.50, 1.5),
 		sandboxCost.latencyCheck(isolationCard, 0.50, 1.05, "renders within 5 % of before the sandbox"),
 		sandboxCost.memoryCheck(isolationCard, 1.05, "memory within 5 % of before the sandbox"),

@@ -158,6 +158,26 @@ func Comparisons() []report.Comparison {
 	}, pageComparisons()...)
 }
 
+// edgeSliceMax is the longest slice of an edge comparison's rounds. On a
+// shared two-CPU VM the host's speed flips between regimes (85k against
+// 105k req/s of og-hot) that last from seconds to tens of seconds, and
+// both servers flip together. With 5 s slices one side could spend whole
+// slices in a fast stretch that its neighbours missed, which moved a run's
+// ratio by up to a tenth; 2 s slices let both sides sample every stretch
+// (docs/performance-history.md, the twentieth session).
+const edgeSliceMax = 2 * time.Second
+
+// edgeRounds is how many rounds an edge comparison runs: --rounds, or as
+// many more as keep every slice within edgeSliceMax (an even number, so
+// that the ABBA order leaves neither side first more often), at most 100.
+func edgeRounds(cfg *Config) int {
+	n := int((cfg.Duration + edgeSliceMax - 1) / edgeSliceMax)
+	if n <= cfg.Rounds {
+		return cfg.Rounds
+	}
+	return min(n+n%2, 100)
+}
+
 // versusNginx measures Pictor's edge against nginx serving the same bytes,
 // for scenario: both warmed up with warmup requests each (any failure there
 // ends the scenario), then interleaved. It returns the two results, Pictor's
@@ -189,7 +209,7 @@ func versusNginxCounting[C interface{ sub(C) C }](ctx context.Context, env *Env,
 	if err != nil {
 		return nil, none, err
 	}
-	results, err := interleave(ctx, env, "request", cfg.EdgeClients, cfg.Rounds, cfg.Duration, []contender{
+	results, err := interleave(ctx, env, "request", cfg.EdgeClients, edgeRounds(cfg), cfg.Duration, []contender{
 		{name: scenario + "/pictor", op: pictorRun.op, cpu: env.Pictor.CPU},
 		{name: scenario + "/nginx", op: nginxRun.op, cpu: nginxCPU},
 	})

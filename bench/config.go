@@ -34,7 +34,8 @@ type Config struct {
 	// (hot-image, the zipf scenarios) keep busy, on Pictor and nginx alike.
 	EdgeClients int
 	// Rounds is how many interleaved rounds a comparison with a baseline
-	// is split into (Duration in total per side).
+	// is split into (Duration in total per side); the comparisons with
+	// nginx run more when a round would last over edgeSliceMax.
 	Rounds int
 	// SoakRenders is how many renders the soak runs while it watches the
 	// server's memory.

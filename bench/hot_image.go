@@ -31,7 +31,7 @@ func hotImageScenario() Scenario {
 		Name: "hot-image",
 		About: fmt.Sprintf("one %d×%d JPEG hot in the edge's L1 (GET /v1/image/<id>.jpg) versus Debian's nginx serving the same bytes "+
 			"from a file (sendfile, keep-alive, open-file cache, no access log, a listening socket per worker); --edge-clients keep-alive connections, "+
-			"interleaved in --rounds rounds", hotWidth, hotHeight),
+			"interleaved in rounds of at most 2 s (more than --rounds when needed)", hotWidth, hotHeight),
 		NeedsPictor: true,
 		Run:         runHotImage,
 	}

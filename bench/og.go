@@ -52,7 +52,7 @@ func ogHotScenario() Scenario {
 	return ogScenario("og-hot", fmt.Sprintf("one hot automatic OG image (GET /v1/og/<domain_id>/p/hot, User-Agent %s: a %d×%d PNG the edge "+
 		"fitted from the origin's 1200×630 render of a page on a loopback site the harness serves) in the edge's cache, after a warm-up "+
 		"request that rendered and cached it, versus Debian's nginx serving the same bytes from a file (as hot-image); "+
-		"--edge-clients keep-alive connections, interleaved in --rounds rounds",
+		"--edge-clients keep-alive connections, interleaved in rounds of at most 2 s (more than --rounds when needed)",
 		ogUserAgent, ogWidth, ogHeight), runOGHot)
 }
 

@@ -92,7 +92,7 @@ func TestOGScenarios(t *testing.T) {
 		}
 		checks := Evaluate(Checks(), results)
 		if !slices.ContainsFunc(checks, func(c report.CheckResult) bool {
-			return c.Name == "og-hot/pictor throughput ≥ 0.9× nginx" && strings.Contains(c.Measured, "of og-hot/nginx")
+			return c.Name == "og-hot/pictor throughput ≥ 1× nginx" && strings.Contains(c.Measured, "of og-hot/nginx")
 		}) {
 			t.Errorf("no og-hot target in %+v", checks)
 		}
@@ -232,8 +232,8 @@ func TestOGChecks(t *testing.T) {
 		pass   bool
 		want   string
 	}{
-		{900, true, "0.90× (900 requests/s ÷ 1000 requests/s of og-hot/nginx)"},
-		{899, false, "0.90× (899 requests/s ÷ 1000 requests/s of og-hot/nginx)"},
+		{1000, true, "1.00× (1000 requests/s ÷ 1000 requests/s of og-hot/nginx)"},
+		{999, false, "1.00× (999 requests/s ÷ 1000 requests/s of og-hot/nginx)"},
 	} {
 		results := []*load.Result{
 			benchtest.Result("og-hot/pictor", 32, tt.pictor, 0, time.Second, time.Millisecond, 2*time.Millisecond),
@@ -243,7 +243,7 @@ func TestOGChecks(t *testing.T) {
 			r.Unit = "request"
 		}
 		got := Evaluate(Checks(), results)
-		want := report.CheckResult{Name: "og-hot/pictor throughput ≥ 0.9× nginx", Measured: tt.want, Pass: tt.pass}
+		want := report.CheckResult{Name: "og-hot/pictor throughput ≥ 1× nginx", Measured: tt.want, Pass: tt.pass}
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("%d req/s: checks %+v, want %+v", tt.pictor, got, want)
 		}

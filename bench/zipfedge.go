@@ -115,7 +115,7 @@ func (z *zipfSpec) scenario() Scenario {
 		About: fmt.Sprintf("%d distinct JPEGs (%d Chromium renders of a %d×%d %s, each at %d GET-time widths %d–%d px, every width "+
 			"its own cache entry)%s drawn by Zipf (s=%g), from an edge whose L1 is %d MiB (serve --cache-mem), far below their total%s, "+
 			"after one GET of each filled L2; versus nginx serving the same bytes as %d files with the same draws; "+
-			"--edge-clients keep-alive connections, interleaved in --rounds rounds",
+			"--edge-clients keep-alive connections, interleaved in rounds of at most 2 s (more than --rounds when needed)",
 			z.images(), z.masters, z.tileW, z.tileH, z.what, z.widths, z.minWidth, z.maxWidth(), size, zipfExponent,
 			z.cacheMem>>20, disk, z.images()),
 		NeedsPictor: true,

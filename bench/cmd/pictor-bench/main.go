@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.CLIParallel, "cli-parallel", cfg.CLIParallel, "concurrent Chromium processes in the parallel CLI run")
 	fs.IntVar(&cfg.EdgeClients, "edge-clients", cfg.EdgeClients, "keep-alive connections of the hot-image and zipf runs (Pictor and nginx alike)")
 	fs.IntVar(&cfg.SoakRenders, "soak-renders", cfg.SoakRenders, "renders of the soak scenario, which watches the server's memory")
-	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "interleaved rounds a comparison with a baseline is split into (--duration in total per side)")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "interleaved rounds a comparison with a baseline is split into (--duration in total per side); the comparisons with nginx run more, so that none lasts over 2s (up to 100 rounds)")
 	fs.StringVar(&cfg.ToolsDir, "tools-dir", cfg.ToolsDir, "cache of what the harness installs (render-vs-page's pinned puppeteer-core, with npm ci)")
 	fs.StringVar(&cfg.ClusterScript, "cluster-script", cfg.ClusterScript, "the script that brings the cluster scenario's cluster up and down, run with PICTOR_BIN set to --pictor")
 	fs.DurationVar(&cfg.StartTimeout, "start-timeout", cfg.StartTimeout, "how long pictor serve may take to start")
