@@ -220,5 +220,32 @@ func versusNginxCounting[C interface{ sub(C) C }](ctx context.Context, env *Env,
 	if err != nil {
 		return results, none, err
 	}
+	if note := roundRatios(results[0], results[1]); note != "" {
+		results[0].Note = joinNote(results[0].Note, note)
+	}
 	return results, after.sub(before), nil
+}
+
+// roundRatios describes the ratios of subject's rate to baseline's in
+// each round, which ran next to each other: their median and range. A run's
+// ratio is its totals'; a round that caught a change of the host's speed
+// the other side's round missed moves it, and the median does not follow.
+func roundRatios(subject, baseline *load.Result) string {
+	if len(subject.Rounds) < 2 || len(subject.Rounds) != len(baseline.Rounds) {
+		return ""
+	}
+	ratios := make([]float64, len(subject.Rounds))
+	for i, r := range subject.Rounds {
+		if baseline.Rounds[i] <= 0 {
+			return ""
+		}
+		ratios[i] = r / baseline.Rounds[i]
+	}
+	slices.Sort(ratios)
+	n := len(ratios)
+	median := ratios[n/2]
+	if n%2 == 0 {
+		median = (ratios[n/2-1] + ratios[n/2]) / 2
+	}
+	return fmt.Sprintf("round by round against %s: median %.2f×, %.2f–%.2f×", baseline.Name, median, ratios[0], ratios[n-1])
 }

@@ -231,6 +231,26 @@ func TestEdgeRounds(t *testing.T) {
 	}
 }
 
+func TestRoundRatios(t *testing.T) {
+	a := &load.Result{Name: "x/pictor", Rounds: []float64{104, 91, 103, 80}}
+	b := &load.Result{Name: "x/nginx", Rounds: []float64{89, 81, 85, 80}}
+	if got, want := roundRatios(a, b), "round by round against x/nginx: median 1.15×, 1.00–1.21×"; got != want {
+		t.Errorf("roundRatios = %q, want %q", got, want)
+	}
+	a.Rounds = a.Rounds[:3]
+	if got, want := roundRatios(a, b), ""; got != want {
+		t.Errorf("rounds of unequal counts: %q, want %q", got, want)
+	}
+	b.Rounds = []float64{89, 0, 85}
+	if got := roundRatios(a, b); got != "" {
+		t.Errorf("a round of the baseline at 0: %q, want none", got)
+	}
+	a.Rounds, b.Rounds = []float64{100, 90, 120}, []float64{100, 100, 100}
+	if got, want := roundRatios(a, b), "round by round against x/nginx: median 1.00×, 0.90–1.20×"; got != want {
+		t.Errorf("odd count: %q, want %q", got, want)
+	}
+}
+
 func TestInterleave(t *testing.T) {
 	var order []string
 	op := func(name string) load.Op {
